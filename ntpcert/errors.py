@@ -1,0 +1,24 @@
+"""Exceptions raised by ntpcert.
+
+Every error the package raises on purpose derives from :class:`NTPCertError`, so callers
+can catch the package's failures without catching programming errors.
+"""
+
+from __future__ import annotations
+
+
+class NTPCertError(Exception):
+    """Base class of all ntpcert errors."""
+
+
+class InputError(NTPCertError, ValueError):
+    """Bad input: a wrong shape, a non-finite value, a negative count, an empty support,
+    an unreadable file or an unknown name. The message names the field and the value."""
+
+
+class SolverError(NTPCertError, RuntimeError):
+    """A numerical backend failed or returned a status that does not answer the question."""
+
+
+class CertificateError(NTPCertError):
+    """A certificate is malformed, or does not speak of the instance it is checked against."""

@@ -1,0 +1,459 @@
+r"""The data model: an NTP training set summarised by its distinct contexts.
+
+A training set of n (context, next token) pairs over a vocabulary ``[V]`` is summarised by its
+m distinct contexts ``j``; context ``j`` has
+
+* a fixed embedding :math:`h_j \in \mathbb{R}^d` (row ``j`` of ``embeddings``),
+* a frequency :math:`\pi_j` (``weights[j]``, the weights sum to one),
+* a next-token distribution :math:`p_j \in \Delta^{V-1}` (row ``j`` of ``probs``) with support
+  :math:`S_j = \{z : p_{j,z} > 0\}` and :math:`k_j = |S_j|`.
+
+The loss of a linear decoder :math:`W \in \mathbb{R}^{V \times d}` is
+
+.. math:: \mathrm{CE}(W) = -\sum_j \pi_j \sum_{z \in S_j} p_{j,z} \log \mathbb{S}_z(W h_j)
+
+and its lower bound is the entropy :math:`\mathcal{H} = -\sum_j \pi_j \sum_{z\in S_j} p_{j,z}\log p_{j,z}`.
+
+All input validation of the package happens here, once: constructors raise
+:class:`~ntpcert.errors.InputError` with a message that names the field and the offending value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import InputError
+
+#: Float probabilities given without counts must sum to one within this absolute tolerance;
+#: exact fractions must sum to one exactly.
+PROB_SUM_TOL = 1e-9
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"{name}: cannot read as numbers ({err})") from None
+    if arr.ndim != ndim:
+        raise InputError(f"{name}: expected a {ndim}-d array, got shape {arr.shape}")
+    if arr.size and not np.all(np.isfinite(arr)):
+        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {arr[idx]!r} is not finite")
+    return arr
+
+
+def _parse_fraction(name: str, idx: tuple[int, ...], value: Any) -> Fraction:
+    """Read one probability: an int, a float (taken as the exact dyadic rational it is),
+    or a string such as ``"1/3"`` or ``"0.25"``."""
+    if isinstance(value, bool):
+        raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {value!r} is not a number")
+    try:
+        if isinstance(value, str):
+            frac = Fraction(value.strip())
+        elif isinstance(value, (int, np.integer)):
+            frac = Fraction(int(value))
+        else:
+            fv = float(value)
+            if not np.isfinite(fv):
+                raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {value!r} is not finite")
+            frac = Fraction(fv)
+    except (ValueError, ZeroDivisionError, TypeError):
+        raise InputError(
+            f"{name}[{', '.join(map(str, idx))}]: value {_show(value)} is not a number or fraction"
+        ) from None
+    return frac
+
+
+@dataclass(frozen=True, eq=False)
+class NTPInstance:
+    r"""An NTP dataset: m distinct contexts with embeddings, frequencies and next-token laws.
+
+    Build it with :meth:`from_counts` or :meth:`from_probs`; the constructor itself expects
+    already-validated arrays and is not meant to be called directly.
+
+    Attributes
+    ----------
+    embeddings : ndarray of shape (m, d)
+        Row ``j`` is :math:`h_j`.
+    probs : ndarray of shape (m, V)
+        Row ``j`` is :math:`p_j`, non-negative, summing to one.
+    weights : ndarray of shape (m,)
+        The frequencies :math:`\pi_j`, positive, summing to one.
+    counts : ndarray of shape (m, V) of int64, or None
+        The integer counts the instance was built from, when it was.
+    exact_probs : tuple of tuples of Fraction, or None
+        ``p_{j,z}`` as exact rationals when the instance was built from probabilities (floats are
+        the dyadic rationals they are). Built from counts, use :meth:`exact_row`.
+    exact_weights : tuple of Fraction, or None
+        :math:`\pi_j` as exact rationals when built from probabilities.
+    token_names, context_names : tuple of str, or None
+        Optional labels used in reports.
+    """
+
+    embeddings: np.ndarray
+    probs: np.ndarray
+    weights: np.ndarray
+    counts: np.ndarray | None = None
+    exact_probs: tuple[tuple[Fraction, ...], ...] | None = None
+    exact_weights: tuple[Fraction, ...] | None = None
+    token_names: tuple[str, ...] | None = None
+    context_names: tuple[str, ...] | None = None
+    name: str = "instance"
+    _from_floats: bool = field(default=False, repr=False)
+    _supports: tuple[np.ndarray, ...] = field(default=(), repr=False)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_counts(
+        cls,
+        embeddings: Any,
+        counts: Any,
+        *,
+        token_names: Sequence[str] | None = None,
+        context_names: Sequence[str] | None = None,
+        name: str = "instance",
+    ) -> "NTPInstance":
+        """Build an instance from integer next-token counts.
+
+        Parameters
+        ----------
+        embeddings : array_like of shape (m, d)
+            Finite context embeddings, one row per distinct context.
+        counts : array_like of shape (m, V)
+            Non-negative integers; ``counts[j, z]`` is how often token z followed context j.
+            Every row needs a positive sum. Then :math:`\\pi_j = n_j / n` and
+            :math:`p_{j,z} = \\mathrm{counts}_{j,z} / n_j` exactly.
+        """
+        H = _as_float_matrix("embeddings", embeddings, ndim=2)
+        try:
+            raw = np.asarray(counts)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"counts: cannot read as numbers ({err})") from None
+        if raw.ndim != 2:
+            raise InputError(f"counts: expected a 2-d array, got shape {raw.shape}")
+        if raw.dtype.kind not in "iuf" and raw.dtype != object:
+            raise InputError(f"counts: expected integers, got dtype {raw.dtype}")
+        if raw.dtype.kind == "f" or raw.dtype == object:
+            try:
+                rawf = raw.astype(np.float64)
+            except (TypeError, ValueError):
+                raise InputError("counts: expected integers") from None
+            bad = ~np.isfinite(rawf) | (rawf != np.round(rawf))
+            if np.any(bad):
+                idx = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise InputError(f"counts[{idx[0]}, {idx[1]}]: value {raw[idx]!r} is not an integer")
+            raw = rawf
+        C = raw.astype(np.int64)
+        if np.any(C < 0):
+            idx = tuple(int(i) for i in np.argwhere(C < 0)[0])
+            raise InputError(f"counts[{idx[0]}, {idx[1]}]: value {int(C[idx])} is negative")
+        cls._check_shapes(H, C.shape, "counts")
+        totals = C.sum(axis=1)
+        empty = np.flatnonzero(totals == 0)
+        if empty.size:
+            raise InputError(f"counts[{int(empty[0])}]: row sums to 0, so context {int(empty[0])} has an empty support")
+        n = int(totals.sum())
+        probs = C / totals[:, None]
+        weights = totals / n
+        return cls._build(H, probs, weights, C, None, None, token_names, context_names, name)
+
+    @classmethod
+    def from_probs(
+        cls,
+        embeddings: Any,
+        probs: Any,
+        weights: Any = None,
+        *,
+        token_names: Sequence[str] | None = None,
+        context_names: Sequence[str] | None = None,
+        name: str = "instance",
+    ) -> "NTPInstance":
+        """Build an instance from next-token probabilities and context weights.
+
+        Parameters
+        ----------
+        embeddings : array_like of shape (m, d)
+        probs : array_like of shape (m, V)
+            Non-negative, each row summing to one. Entries may be numbers or exact fraction
+            strings such as ``"1/3"``; fractions must sum to one exactly, floats within
+            ``PROB_SUM_TOL``. Floats are kept as the exact dyadic rationals they are.
+        weights : array_like of shape (m,), optional
+            Positive context frequencies; normalised to sum to one. Default: uniform.
+        """
+        H = _as_float_matrix("embeddings", embeddings, ndim=2)
+        raw = np.asarray(probs, dtype=object)
+        if raw.ndim != 2:
+            raise InputError(f"probs: expected a 2-d array, got shape {raw.shape}")
+        cls._check_shapes(H, raw.shape, "probs")
+        m, V = raw.shape
+        has_string = any(isinstance(x, str) for x in raw.flat)
+        rows: list[tuple[Fraction, ...]] = []
+        for j in range(m):
+            row = tuple(_parse_fraction("probs", (j, z), raw[j, z]) for z in range(V))
+            for z, f in enumerate(row):
+                if f < 0:
+                    raise InputError(f"probs[{j}, {z}]: value {_show(raw[j, z])} is negative")
+            total = sum(row, Fraction(0))
+            if total == 0:
+                raise InputError(f"probs[{j}]: row sums to 0, so context {j} has an empty support")
+            if has_string:
+                if total != 1:
+                    raise InputError(f"probs[{j}]: row sums to {total}, not exactly 1")
+            elif abs(float(total) - 1.0) > PROB_SUM_TOL:
+                raise InputError(f"probs[{j}]: row sums to {float(total)!r}, not 1 (tolerance {PROB_SUM_TOL:g})")
+            rows.append(row)
+        P = np.array([[float(f) for f in row] for row in rows], dtype=np.float64).reshape(m, V)
+        P = P / P.sum(axis=1, keepdims=True)
+        if weights is None:
+            w_exact = tuple(Fraction(1, m) for _ in range(m))
+        else:
+            wr = np.asarray(weights, dtype=object)
+            if wr.ndim != 1 or wr.shape[0] != m:
+                raise InputError(f"weights: expected shape ({m},) to match probs, got shape {wr.shape}")
+            wf = [_parse_fraction("weights", (j,), wr[j]) for j in range(m)]
+            for j, f in enumerate(wf):
+                if f <= 0:
+                    raise InputError(f"weights[{j}]: value {_show(wr[j])} is not positive")
+            tot = sum(wf, Fraction(0))
+            w_exact = tuple(f / tot for f in wf)
+        W = np.array([float(f) for f in w_exact], dtype=np.float64)
+        inst = cls._build(H, P, W, None, tuple(rows), w_exact, token_names, context_names, name)
+        object.__setattr__(inst, "_from_floats", not has_string and any(
+            isinstance(x, (float, np.floating)) for x in raw.flat))
+        return inst
+
+    @staticmethod
+    def _check_shapes(H: np.ndarray, shape: tuple[int, ...], what: str) -> None:
+        m, d = H.shape
+        if m == 0:
+            raise InputError("embeddings: no contexts (shape has m = 0)")
+        if d == 0:
+            raise InputError("embeddings: embedding dimension d = 0")
+        if shape[0] != m:
+            raise InputError(f"{what}: has {shape[0]} rows but embeddings has {m} (shape {shape} vs {H.shape})")
+        if shape[1] < 2:
+            raise InputError(f"{what}: vocabulary size V = {shape[1]}, need at least 2 tokens")
+
+    @classmethod
+    def _build(cls, H, P, W, C, exact, exact_w, token_names, context_names, name) -> "NTPInstance":
+        m, V = P.shape
+        tn = cls._names("token_names", token_names, V)
+        cn = cls._names("context_names", context_names, m)
+        if exact is not None:
+            supports = tuple(np.array([z for z, f in enumerate(row) if f > 0], dtype=np.int64) for row in exact)
+        else:
+            supports = tuple(np.flatnonzero(C[j] > 0).astype(np.int64) for j in range(m))
+        for s in supports:
+            s.setflags(write=False)
+        return cls(
+            embeddings=_frozen(H),
+            probs=_frozen(P),
+            weights=_frozen(W),
+            counts=None if C is None else _frozen(C),
+            exact_probs=exact,
+            exact_weights=exact_w,
+            token_names=tn,
+            context_names=cn,
+            name=name,
+            _supports=supports,
+        )
+
+    @staticmethod
+    def _names(field_name: str, names: Sequence[str] | None, n: int) -> tuple[str, ...] | None:
+        if names is None:
+            return None
+        out = tuple(str(x) for x in names)
+        if len(out) != n:
+            raise InputError(f"{field_name}: has {len(out)} entries, expected {n}")
+        return out
+
+    # ------------------------------------------------------------------ sizes and supports
+    @property
+    def m(self) -> int:
+        """Number of distinct contexts."""
+        return int(self.embeddings.shape[0])
+
+    @property
+    def d(self) -> int:
+        """Embedding dimension."""
+        return int(self.embeddings.shape[1])
+
+    @property
+    def V(self) -> int:
+        """Vocabulary size."""
+        return int(self.probs.shape[1])
+
+    def support(self, j: int) -> np.ndarray:
+        """Sorted token indices :math:`S_j` with :math:`p_{j,z} > 0` (read-only int array)."""
+        return self._supports[j]
+
+    @property
+    def supports(self) -> tuple[np.ndarray, ...]:
+        """All supports :math:`S_1, \\dots, S_m`."""
+        return self._supports
+
+    @property
+    def support_sizes(self) -> np.ndarray:
+        """Array of shape (m,) with :math:`k_j = |S_j|`."""
+        return np.array([s.size for s in self._supports], dtype=np.int64)
+
+    def support_mask(self) -> np.ndarray:
+        """Boolean array of shape (m, V): ``mask[j, z]`` iff :math:`z \\in S_j`."""
+        mask = np.zeros((self.m, self.V), dtype=bool)
+        for j, s in enumerate(self._supports):
+            mask[j, s] = True
+        return mask
+
+    def anchors(self) -> np.ndarray:
+        """Array of shape (m,): the anchor token :math:`z_j = \\min S_j` used for the equations of (4)."""
+        return np.array([int(s[0]) for s in self._supports], dtype=np.int64)
+
+    def exact_row(self, j: int) -> tuple[Fraction, ...]:
+        """Row ``j`` of the probabilities as exact rationals."""
+        if self.counts is not None:
+            row = self.counts[j]
+            tot = int(row.sum())
+            return tuple(Fraction(int(c), tot) for c in row)
+        return self.exact_probs[j]
+
+    def exact_weight(self, j: int) -> Fraction:
+        """:math:`\pi_j` as an exact rational."""
+        if self.counts is not None:
+            return Fraction(int(self.counts[j].sum()), int(self.counts.sum()))
+        return self.exact_weights[j]
+
+    def ratio_integers(self, j: int) -> dict[int, int]:
+        """Positive integers ``c_z`` for ``z`` in :math:`S_j` with :math:`p_{j,z} \propto c_z`
+        exactly (the counts themselves, or fractions scaled by the lcm of their denominators).
+        The log-odds of (4) are :math:`\log(c_z / c_{z_j})`."""
+        S = self.support(j)
+        if self.counts is not None:
+            return {int(z): int(self.counts[j, z]) for z in S}
+        row = self.exact_probs[j]
+        lcm = 1
+        for z in S:
+            den = row[int(z)].denominator
+            lcm = lcm * den // math.gcd(lcm, den)
+        ints = {int(z): int(row[int(z)] * lcm) for z in S}
+        g = 0
+        for c in ints.values():
+            g = math.gcd(g, c)
+        return {z: c // g for z, c in ints.items()}
+
+    @property
+    def probs_exact_from_floats(self) -> bool:
+        """True when probabilities were given as floats (then treated as the exact dyadic
+        rationals they are, which may differ from the fractions the user had in mind)."""
+        return self._from_floats
+
+    @property
+    def n(self) -> int | None:
+        """Number of training pairs, when built from counts."""
+        return None if self.counts is None else int(self.counts.sum())
+
+    # ------------------------------------------------------------------ loss
+    def entropy(self) -> float:
+        r""":math:`\mathcal{H} = -\sum_j \pi_j \sum_{z \in S_j} p_{j,z} \log p_{j,z}` in nats."""
+        P = self.probs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
+        return float(-(self.weights @ plogp.sum(axis=1)))
+
+    def logits(self, W: np.ndarray) -> np.ndarray:
+        """Logits of shape (m, V): row j is :math:`W h_j`."""
+        return self.embeddings @ self._check_W(W).T
+
+    def loss(self, W: np.ndarray) -> float:
+        r"""Cross-entropy :math:`\mathrm{CE}(W)`, eq. (2). ``W`` has shape (V, d)."""
+        Z = self.logits(W)
+        zmax = Z.max(axis=1, keepdims=True)
+        lse = zmax[:, 0] + np.log(np.exp(Z - zmax).sum(axis=1))
+        # -sum_z p log softmax = lse - sum_z p z
+        return float(self.weights @ (lse - (self.probs * Z).sum(axis=1)))
+
+    def gradient(self, W: np.ndarray) -> np.ndarray:
+        r""":math:`\nabla \mathrm{CE}(W) = \sum_j \pi_j (\mathbb{S}(W h_j) - p_j) h_j^\top`, shape (V, d)."""
+        Z = self.logits(W)
+        Z = Z - Z.max(axis=1, keepdims=True)
+        S = np.exp(Z)
+        S /= S.sum(axis=1, keepdims=True)
+        R = (S - self.probs) * self.weights[:, None]
+        return R.T @ self.embeddings
+
+    def excess_loss(self, W: np.ndarray) -> float:
+        r""":math:`\mathrm{CE}(W) - \mathcal{H} = \sum_j \pi_j \mathrm{KL}(p_j \| \mathbb{S}(W h_j)) \ge 0`,
+        computed as a sum of non-negative KL terms (no cancellation between CE and ℋ)."""
+        Z = self.logits(W)
+        zmax = Z.max(axis=1, keepdims=True)
+        logS = Z - zmax - np.log(np.exp(Z - zmax).sum(axis=1, keepdims=True))
+        P = self.probs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kl = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1.0)) - logS), 0.0).sum(axis=1)
+        return float(self.weights @ kl)
+
+    def smoothness(self) -> float:
+        r"""Upper bound :math:`L \le \tfrac12 \lambda_{\max}(\sum_j \pi_j h_j h_j^\top)` on the
+        Lipschitz constant of :math:`\nabla \mathrm{CE}` (Frobenius norm)."""
+        Hs = self.embeddings * np.sqrt(self.weights)[:, None]
+        s = np.linalg.norm(Hs, ord=2) if min(Hs.shape) > 0 else 0.0
+        return 0.5 * float(s) ** 2
+
+    def _check_W(self, W: np.ndarray) -> np.ndarray:
+        W = np.asarray(W, dtype=np.float64)
+        if W.shape != (self.V, self.d):
+            raise InputError(f"W: expected shape (V, d) = ({self.V}, {self.d}), got {W.shape}")
+        return W
+
+    # ------------------------------------------------------------------ identity
+    def fingerprint(self) -> str:
+        """SHA-256 of the instance's exact content (embeddings bytes, exact probabilities and
+        weights), used by certificates to name the instance they speak of."""
+        h = hashlib.sha256()
+        h.update(f"{self.m},{self.d},{self.V};".encode())
+        h.update(np.ascontiguousarray(self.embeddings, dtype="<f8").tobytes())
+        if self.counts is not None:
+            h.update(b"counts;")
+            h.update(np.ascontiguousarray(self.counts, dtype="<i8").tobytes())
+        else:
+            h.update(b"probs;")
+            for row in self.exact_probs:
+                h.update((",".join(f"{f.numerator}/{f.denominator}" for f in row) + ";").encode())
+        if self.exact_weights is not None:
+            h.update(",".join(f"{f.numerator}/{f.denominator}" for f in self.exact_weights).encode())
+        return h.hexdigest()
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary: sizes, support sizes, n and ℋ."""
+        k = self.support_sizes
+        return {
+            "name": self.name,
+            "m": self.m,
+            "d": self.d,
+            "V": self.V,
+            "n": self.n,
+            "support_size_min": int(k.min()),
+            "support_size_max": int(k.max()),
+            "support_size_mean": float(k.mean()),
+            "entropy": self.entropy(),
+            "embedding_rank": int(np.linalg.matrix_rank(self.embeddings)) if self.m * self.d <= 4_000_000 else None,
+        }
+
+    def __repr__(self) -> str:
+        return f"NTPInstance(name={self.name!r}, m={self.m}, d={self.d}, V={self.V})"
