@@ -4,6 +4,7 @@ See ``docs/`` and the README for a tour. The public API is re-exported here, one
 """
 
 from .errors import CertificateError as CertificateError
+from .errors import InfeasibleError as InfeasibleError
 from .errors import InputError as InputError
 from .errors import NTPCertError as NTPCertError
 from .errors import SolverError as SolverError

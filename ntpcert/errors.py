@@ -22,3 +22,8 @@ class SolverError(NTPCertError, RuntimeError):
 
 class CertificateError(NTPCertError):
     """A certificate is malformed, or does not speak of the instance it is checked against."""
+
+
+class InfeasibleError(SolverError):
+    """The NTP-SVM has no feasible point: the data are not NTP-separable (as the solver sees it;
+    ``ntpcert certify --exact`` proves it)."""

@@ -1,0 +1,170 @@
+r"""Kesler-style constraint stacking: the linear maps behind (4), (5), (6a) and (6b).
+
+**vec(W) order (documented once, used everywhere).** ``W`` has shape (V, d), as in the paper, and
+``vec(W) = W.reshape(-1)`` is its row-major flattening: entry ``(v, i)`` sits at index ``v * d + i``.
+
+With one anchor :math:`z_j = \min S_j` per context,
+
+* the **equality rows** are :math:`(e_z - e_{z_j}) \otimes h_j` for :math:`z \in S_j \setminus \{z_j\}`;
+  there are :math:`r = \sum_j (k_j - 1)` of them, their row space is the subspace F of (5), and
+  :math:`A_{eq}\,\mathrm{vec}(W) = b` with :math:`b = \log(p_{j,z}/p_{j,z_j})` is (4);
+* the **margin rows** are :math:`(e_{z_j} - e_v) \otimes h_j` for :math:`v \notin S_j`;
+  there are :math:`q = \sum_j (V - k_j)` of them, and under (6a) the conditions
+  :math:`A_{mar}\,\mathrm{vec}(W) \ge 1` are exactly (6b).
+
+Besides the explicit sparse matrices, the module applies both maps and their transposes through the
+logits :math:`W H^\top`, never forming a matrix with V·d columns, and forms the equality Gram matrix
+:math:`G = A_{eq} A_{eq}^\top`, whose entries are
+:math:`\langle e_z - e_{z_j}, e_{z'} - e_{z_{j'}}\rangle \cdot \langle h_j, h_{j'}\rangle`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .instance import NTPInstance
+
+
+@dataclass(frozen=True, eq=False)
+class KeslerSystem:
+    """Index tables of the equality and margin rows of an instance.
+
+    Attributes
+    ----------
+    eq_context, eq_token, eq_anchor : ndarray of shape (r,)
+        Row ``i`` of :math:`A_{eq}` is :math:`(e_{\\text{eq\\_token}[i]} - e_{\\text{eq\\_anchor}[i]}) \\otimes h_{\\text{eq\\_context}[i]}`.
+    mar_context, mar_token, mar_anchor : ndarray of shape (q,)
+        Row ``i`` of :math:`A_{mar}` is :math:`(e_{\\text{mar\\_anchor}[i]} - e_{\\text{mar\\_token}[i]}) \\otimes h_{\\text{mar\\_context}[i]}`.
+    """
+
+    instance: NTPInstance
+    eq_context: np.ndarray
+    eq_token: np.ndarray
+    eq_anchor: np.ndarray
+    mar_context: np.ndarray
+    mar_token: np.ndarray
+    mar_anchor: np.ndarray
+
+    @classmethod
+    def build(cls, instance: NTPInstance) -> "KeslerSystem":
+        """Index the rows of ``instance`` (O(mV) time and memory)."""
+        mask = instance.support_mask()
+        anchors = instance.anchors()
+        m, V = mask.shape
+        in_s = mask.copy()
+        in_s[np.arange(m), anchors] = False
+        ej, ez = np.nonzero(in_s)
+        mj, mv = np.nonzero(~mask)
+        return cls(
+            instance=instance,
+            eq_context=ej.astype(np.int64),
+            eq_token=ez.astype(np.int64),
+            eq_anchor=anchors[ej],
+            mar_context=mj.astype(np.int64),
+            mar_token=mv.astype(np.int64),
+            mar_anchor=anchors[mj],
+        )
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_eq(self) -> int:
+        """Number r of equality rows, :math:`\\sum_j (k_j - 1)`."""
+        return int(self.eq_context.size)
+
+    @property
+    def n_margin(self) -> int:
+        """Number q of margin rows, :math:`\\sum_j (V - k_j)`."""
+        return int(self.mar_context.size)
+
+    @property
+    def n_vars(self) -> int:
+        """Number of entries of W, V·d."""
+        return self.instance.V * self.instance.d
+
+    # ------------------------------------------------------------------ explicit sparse matrices
+    def _rows(self, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> sp.csr_matrix:
+        H = self.instance.embeddings
+        d = H.shape[1]
+        nrows = ctx.size
+        cols_d = np.arange(d)
+        Hc = H[ctx]  # (nrows, d)
+        rows = np.repeat(np.arange(nrows), 2 * d)
+        cols = np.concatenate([plus[:, None] * d + cols_d, minus[:, None] * d + cols_d], axis=1).ravel()
+        vals = np.concatenate([Hc, -Hc], axis=1).ravel()
+        mat = sp.csr_matrix((vals, (rows, cols)), shape=(nrows, self.n_vars))
+        mat.eliminate_zeros()
+        return mat
+
+    def eq_matrix(self) -> sp.csr_matrix:
+        """:math:`A_{eq}` of shape (r, V·d), sparse, 2d non-zeros per row at most."""
+        return self._rows(self.eq_context, self.eq_token, self.eq_anchor)
+
+    def margin_matrix(self) -> sp.csr_matrix:
+        """:math:`A_{mar}` of shape (q, V·d), sparse, 2d non-zeros per row at most."""
+        return self._rows(self.mar_context, self.mar_anchor, self.mar_token)
+
+    # ------------------------------------------------------------------ matrix-free maps
+    def apply_eq(self, W: np.ndarray) -> np.ndarray:
+        """:math:`A_{eq}\\,\\mathrm{vec}(W)`, shape (r,): in-support logit differences to the anchor."""
+        Z = self.instance.logits(W)
+        return Z[self.eq_context, self.eq_token] - Z[self.eq_context, self.eq_anchor]
+
+    def apply_margin(self, W: np.ndarray) -> np.ndarray:
+        """:math:`A_{mar}\\,\\mathrm{vec}(W)`, shape (q,): anchor logit minus each off-support logit."""
+        Z = self.instance.logits(W)
+        return Z[self.mar_context, self.mar_anchor] - Z[self.mar_context, self.mar_token]
+
+    def eq_coefficients(self, y: np.ndarray) -> np.ndarray:
+        """The (V, m) matrix U with :math:`A_{eq}^\\top y = \\mathrm{vec}(U H)`, i.e.
+        :math:`\\sum_i y_i (e_{z_i} - e_{z_{j_i}}) h_{j_i}^\\top = \\sum_j U_{:,j} h_j^\\top`."""
+        inst = self.instance
+        U = np.zeros((inst.V, inst.m))
+        np.add.at(U, (self.eq_token, self.eq_context), y)
+        np.add.at(U, (self.eq_anchor, self.eq_context), -y)
+        return U
+
+    def margin_coefficients(self, lam: np.ndarray) -> np.ndarray:
+        """The (V, m) matrix U with :math:`A_{mar}^\\top \\lambda = \\mathrm{vec}(U H)`."""
+        inst = self.instance
+        U = np.zeros((inst.V, inst.m))
+        np.add.at(U, (self.mar_anchor, self.mar_context), lam)
+        np.add.at(U, (self.mar_token, self.mar_context), -lam)
+        return U
+
+    def apply_eq_T(self, y: np.ndarray) -> np.ndarray:
+        """:math:`A_{eq}^\\top y` reshaped to (V, d)."""
+        return self.eq_coefficients(np.asarray(y, dtype=np.float64)) @ self.instance.embeddings
+
+    def apply_margin_T(self, lam: np.ndarray) -> np.ndarray:
+        """:math:`A_{mar}^\\top \\lambda` reshaped to (V, d)."""
+        return self.margin_coefficients(np.asarray(lam, dtype=np.float64)) @ self.instance.embeddings
+
+    def eq_gram(self) -> np.ndarray:
+        """Dense :math:`G = A_{eq} A_{eq}^\\top` of shape (r, r), without forming :math:`A_{eq}`.
+
+        :math:`G_{ik} = \\langle e_{z_i} - e_{a_i}, e_{z_k} - e_{a_k} \\rangle \\, \\langle h_{j_i}, h_{j_k}\\rangle`.
+        """
+        H = self.instance.embeddings
+        K = H @ H.T
+        z, a, c = self.eq_token, self.eq_anchor, self.eq_context
+        T = (
+            (z[:, None] == z[None, :]).astype(np.float64)
+            - (z[:, None] == a[None, :])
+            - (a[:, None] == z[None, :])
+            + (a[:, None] == a[None, :])
+        )
+        return T * K[np.ix_(c, c)]
+
+    # ------------------------------------------------------------------ right-hand side of (4)
+    def log_odds(self) -> np.ndarray:
+        """:math:`b_i = \\log(p_{j,z}/p_{j,z_j})` for each equality row, shape (r,), from the exact
+        ratios of the instance (counts, or fractions), evaluated in float64."""
+        inst = self.instance
+        if inst.counts is not None:
+            C = inst.counts.astype(np.float64)
+            return np.log(C[self.eq_context, self.eq_token]) - np.log(C[self.eq_context, self.eq_anchor])
+        P = inst.probs
+        return np.log(P[self.eq_context, self.eq_token]) - np.log(P[self.eq_context, self.eq_anchor])
