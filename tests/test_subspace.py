@@ -1,0 +1,86 @@
+import numpy as np
+import pytest
+
+from ntpcert import NTPInstance
+from ntpcert.kesler import KeslerSystem
+from ntpcert.subspace import Subspace, check_compatibility
+
+from .conftest import TOL, random_instance
+
+
+def _sub(inst):
+    return Subspace.build(KeslerSystem.build(inst))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_w_star_solves_4_and_lies_in_F(seed):
+    rng = np.random.default_rng(seed)
+    m, d, V = 6, 9, 5  # d > m: compatible (Lemma 1)
+    inst = random_instance(rng, m, d, V, kmin=1, kmax=4)
+    F = _sub(inst)
+    res = check_compatibility(F)
+    assert res.holds is True
+    sy = F.system
+    W = res.W_star
+    assert np.max(np.abs(sy.apply_eq(W) - sy.log_odds())) < TOL["linalg"] * 10
+    assert np.max(np.abs(F.project(W) - W)) < TOL["linalg"]
+    # for every pair z, z' in S_j, not only the anchored ones
+    L = inst.logits(W)
+    for j in range(m):
+        S = inst.support(j)
+        for z in S:
+            for zp in S:
+                assert L[j, z] - L[j, zp] == pytest.approx(np.log(inst.probs[j, z] / inst.probs[j, zp]), abs=1e-8)
+
+
+def test_w_star_is_minimum_norm():
+    rng = np.random.default_rng(3)
+    inst = random_instance(rng, 4, 8, 5, kmin=2, kmax=4)
+    F = _sub(inst)
+    W = check_compatibility(F).W_star
+    # any other solution differs by an element of the null space of A_eq, which is F-perp
+    for _ in range(5):
+        other = W + F.project_perp(rng.standard_normal(W.shape))
+        assert np.linalg.norm(other) >= np.linalg.norm(W) - 1e-12
+        assert np.allclose(F.system.apply_eq(other), F.system.apply_eq(W), atol=1e-9)
+
+
+def test_projections_and_basis():
+    rng = np.random.default_rng(4)
+    inst = random_instance(rng, 7, 3, 6, kmin=1, kmax=5)
+    F = _sub(inst)
+    B = F.basis().reshape(F.dim, -1)
+    assert np.allclose(B @ B.T, np.eye(F.dim), atol=TOL["linalg"])
+    assert F.dim == np.linalg.matrix_rank(F.system.eq_matrix().toarray())
+    X = rng.standard_normal((6, 3))
+    P = F.project(X)
+    assert np.allclose(P, (B.T @ (B @ X.ravel())).reshape(6, 3), atol=TOL["linalg"])
+    assert np.allclose(F.project(P), P, atol=TOL["linalg"])
+    assert abs(np.sum(P * F.project_perp(X))) < TOL["linalg"]
+
+
+def test_same_embedding_different_log_odds_is_incompatible():
+    h = np.array([[1.0, 2.0, -1.0]])
+    inst = NTPInstance.from_counts(np.vstack([h, h]), [[1, 2, 0], [1, 3, 0]])
+    res = check_compatibility(_sub(inst))
+    assert res.holds is False
+    assert res.relative_residual > 1e-3
+
+
+def test_scaled_embedding_with_doubled_log_odds_is_compatible():
+    h = np.array([0.5, -1.25])
+    # p1 = (1/3, 2/3), p2 = (1/5, 4/5): log-odds log 2 and log 4 = 2 log 2, h2 = 2 h1
+    inst = NTPInstance.from_counts(np.vstack([h, 2 * h]), [[1, 2], [1, 4]])
+    res = check_compatibility(_sub(inst))
+    assert res.holds is True
+    changed = NTPInstance.from_counts(np.vstack([h, 2 * h]), [[1, 2], [1, 5]])
+    assert check_compatibility(_sub(changed)).holds is False
+
+
+def test_one_hot_supports_give_trivial_F():
+    rng = np.random.default_rng(0)
+    inst = random_instance(rng, 5, 3, 4, kmin=1, kmax=1)
+    F = _sub(inst)
+    assert F.dim == 0
+    res = check_compatibility(F)
+    assert res.holds is True and np.all(res.W_star == 0)
