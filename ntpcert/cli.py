@@ -304,14 +304,25 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_lazy(module: str, name: str) -> Callable[[Any], None]:
     def register(sub: Any) -> None:
         import importlib
+        import importlib.util
 
+        if importlib.util.find_spec(module) is None:
+            return
         importlib.import_module(module).register(sub, name)
 
     return register
 
 
-#: Further commands: each module has ``register(subparsers, name)`` and imports heavy code lazily.
-EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+#: Further commands, one module each under ``ntpcert/commands/``: each has ``register(subparsers, name)``
+#: that adds its sub-parser with ``set_defaults(func=...)`` and imports heavy code only inside ``func``.
+EXTRA_COMMANDS: list[Callable[[Any], None]] = [
+    _register_lazy("ntpcert.commands.verify", "verify"),
+    _register_lazy("ntpcert.commands.bench", "bench"),
+    _register_lazy("ntpcert.commands.trajectory", "trajectory"),
+    _register_lazy("ntpcert.commands.reproduce", "reproduce"),
+    _register_lazy("ntpcert.commands.sweep", "sweep"),
+    _register_lazy("ntpcert.commands.sweep_plot", "sweep-plot"),
+]
 
 
 def _version() -> str:
