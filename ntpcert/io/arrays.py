@@ -132,7 +132,7 @@ def _build(p: str, fields: dict[str, Any], present: list[str]) -> NTPInstance:
     if has_counts and has_probs:
         raise InputError(f"{p}: has both 'counts' and 'probs'; give one of them")
     if not has_counts and not has_probs:
-        raise InputError(f"{p}: missing key 'counts' (or 'probs' with 'weights') (found: {', '.join(present)})")
+        raise InputError(f"{p}: missing key 'counts' (or 'probs', with optional 'weights') (found: {', '.join(present)})")
     if has_counts and fields.get("weights") is not None:
         raise InputError(f"{p}: has 'weights' with 'counts'; weights come from the counts' row sums, drop one")
     names = {k: fields.get(k) for k in ("token_names", "context_names")}
