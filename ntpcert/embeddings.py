@@ -3,8 +3,9 @@ r"""Context embeddings: maps from the m distinct contexts to the rows :math:`h_j
 Four maps, each named by an *embedding spec* string (see :func:`parse_embedding_spec`):
 
 ``onehot-context``
-    :math:`h_j = e_j \in \mathbb{R}^m`: every context gets its own coordinate (d = m). The rank of H
-    is m, so this is the "d ≥ m" regime of the paper's Lemma 1 (with d = m, not d > m).
+    :math:`h_j = e_j \in \mathbb{R}^m`: every context gets its own coordinate (d = m). H has rank m,
+    so any logits are reachable and every instance is both NTP-compatible and NTP-separable (the
+    argument of the paper's Lemma 1, which needs only rank m).
 ``onehot-concat``
     The k-gram map: the one-hot vectors of the k previous tokens, concatenated (d = k·V).
 ``random:D``

@@ -102,7 +102,9 @@ def load_instance(
         if lower.endswith(".npz") or lower.endswith(".json"):
             if given:
                 key, value = next(iter(given.items()))
-                raise InputError(f"{key}: value {value!r} applies to text corpora and built-ins, not to the instance file {path!r}")
+                raise InputError(
+                    f"{key}: value {value!r} applies to text corpora and built-ins, not to the instance file {path!r}"
+                )
             return read_npz(path) if lower.endswith(".npz") else read_json(path)
         return _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars, progress)
     if os.path.exists(path) and not os.path.isdir(path):

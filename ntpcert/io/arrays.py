@@ -74,7 +74,9 @@ def read_npz(path: str | os.PathLike) -> NTPInstance:
                 arr = archive[key]
             except ValueError as err:
                 if "allow_pickle" in str(err) or "Object arrays" in str(err):
-                    raise InputError(f"{p}: field {key!r} is an object (pickled) array; store numbers or strings") from None
+                    raise InputError(
+                        f"{p}: field {key!r} is an object (pickled) array; store numbers or strings"
+                    ) from None
                 raise InputError(f"{p}: field {key!r} cannot be read ({_one_line(err)})") from None
             except (OSError, EOFError, zipfile.BadZipFile) as err:
                 raise InputError(f"{p}: field {key!r} cannot be read ({_one_line(err)})") from None
@@ -132,7 +134,9 @@ def _build(p: str, fields: dict[str, Any], present: list[str]) -> NTPInstance:
     if has_counts and has_probs:
         raise InputError(f"{p}: has both 'counts' and 'probs'; give one of them")
     if not has_counts and not has_probs:
-        raise InputError(f"{p}: missing key 'counts' (or 'probs', with optional 'weights') (found: {', '.join(present)})")
+        raise InputError(
+            f"{p}: missing key 'counts' (or 'probs', with optional 'weights') (found: {', '.join(present)})"
+        )
     if has_counts and fields.get("weights") is not None:
         raise InputError(f"{p}: has 'weights' with 'counts'; weights come from the counts' row sums, drop one")
     names = {k: fields.get(k) for k in ("token_names", "context_names")}
