@@ -23,7 +23,7 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: error: {message}")
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return int(args.func(args) or 0)
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(str(err), file=sys.stderr)
         return EXIT_USAGE
     except InputError as err:
         print(f"ntpcert: error: {err}", file=sys.stderr)

@@ -1,0 +1,37 @@
+"""The documentation runs: python blocks execute in order; `$ ntpcert ...` console lines exit 0."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from ntpcert.cli import main
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
+RUNNABLE = ["tutorial.md"]
+
+
+def blocks(page: str, lang: str) -> list[str]:
+    return [body for kind, body in FENCE.findall((DOCS / page).read_text()) if kind == lang]
+
+
+@pytest.mark.parametrize("page", RUNNABLE)
+def test_python_blocks_run(page, capsys):
+    namespace: dict = {}
+    code = blocks(page, "python")
+    assert code, f"{page} has no python blocks"
+    for body in code:
+        exec(compile(body, f"{page}", "exec"), namespace)  # noqa: S102
+
+
+@pytest.mark.parametrize("page", RUNNABLE)
+def test_console_lines_run(page, capsys):
+    lines = [ln[2:] for body in blocks(page, "console") for ln in body.splitlines() if ln.startswith("$ ntpcert ")]
+    assert lines
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        assert main(argv) == 0, line
