@@ -31,7 +31,7 @@ def _data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA", help="a .npz/.json file, a text corpus, or a built-in name (paper, dyck, pydoc)")
     g = p.add_argument_group("corpus options (text files and text built-ins)")
     g.add_argument("--tokenizer", choices=["char", "word"], default=None, help="tokenizer for text (default char)")
-    g.add_argument("-k", "--context-length", type=int, default=None, metavar="K", help="context length k (default 2)")
+    g.add_argument("-k", "--context-length", type=int, default=None, metavar="K", help="context length k (default 2 for text, 4 for dyck)")
     g.add_argument("--all-prefixes", action="store_true", help="also use all shorter contexts, lengths 1..k-1")
     g.add_argument("--embedding", default=None, metavar="SPEC",
                    help="onehot-context | onehot-concat | random:D | path.npy (default onehot-concat)")
@@ -92,32 +92,16 @@ def _check_out_path(path: str, field: str) -> str:
 
 
 def save_npy_atomic(path: str, array) -> None:
-    """Write ``array`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
+    """Write ``array`` as ``.npy`` to ``path`` atomically (temporary file, then ``os.replace``)."""
+    import io
+
     import numpy as np
 
-    parent = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npy", dir=parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, np.asarray(array))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .io.arrays import atomic_write_bytes
 
-
-def save_text_atomic(path: str, text: str) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array))
+    atomic_write_bytes(path, buf.getvalue())
 
 
 # ---------------------------------------------------------------------------- commands

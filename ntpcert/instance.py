@@ -55,7 +55,7 @@ def _as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
         raise InputError(f"{name}: expected a {ndim}-d array, got shape {arr.shape}")
     if arr.size and not np.all(np.isfinite(arr)):
         idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-        raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {arr[idx]!r} is not finite")
+        raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {arr[idx].item()!r} is not finite")
     return arr
 
 
@@ -158,7 +158,7 @@ class NTPInstance:
             bad = ~np.isfinite(rawf) | (rawf != np.round(rawf))
             if np.any(bad):
                 idx = tuple(int(i) for i in np.argwhere(bad)[0])
-                raise InputError(f"counts[{idx[0]}, {idx[1]}]: value {raw[idx]!r} is not an integer")
+                raise InputError(f"counts[{idx[0]}, {idx[1]}]: value {np.asarray(raw[idx]).item()!r} is not an integer")
             raw = rawf
         C = raw.astype(np.int64)
         if np.any(C < 0):
@@ -334,13 +334,13 @@ class NTPInstance:
         return self.exact_probs[j]
 
     def exact_weight(self, j: int) -> Fraction:
-        """:math:`\pi_j` as an exact rational."""
+        r""":math:`\pi_j` as an exact rational."""
         if self.counts is not None:
             return Fraction(int(self.counts[j].sum()), int(self.counts.sum()))
         return self.exact_weights[j]
 
     def ratio_integers(self, j: int) -> dict[int, int]:
-        """Positive integers ``c_z`` for ``z`` in :math:`S_j` with :math:`p_{j,z} \propto c_z`
+        r"""Positive integers ``c_z`` for ``z`` in :math:`S_j` with :math:`p_{j,z} \propto c_z`
         exactly (the counts themselves, or fractions scaled by the lcm of their denominators).
         The log-odds of (4) are :math:`\log(c_z / c_{z_j})`."""
         S = self.support(j)
