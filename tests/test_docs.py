@@ -35,3 +35,13 @@ def test_console_lines_run(page, capsys):
     for line in lines:
         argv = shlex.split(line)[1:]
         assert main(argv) == 0, line
+
+
+def test_every_command_is_documented():
+    from ntpcert.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    text = (DOCS / "cli.md").read_text()
+    missing = [name for name in sub.choices if f"## `ntpcert {name}" not in text]
+    assert not missing, f"commands without a section in docs/cli.md: {missing}"
