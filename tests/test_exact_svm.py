@@ -1,0 +1,97 @@
+"""Exact NTP-SVM gap bounds: the repaired pair is exactly feasible and the bound holds."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from ntpcert import NTPInstance
+from ntpcert.exact.svm import ExactSVMBounder, exact_svm_bound
+from ntpcert.svm import solve_svm
+
+from .conftest import TOL, random_instance
+
+
+def _exact_logits(W: np.ndarray, H: np.ndarray) -> list[list[Fraction]]:
+    """Logits (V, m) of an object matrix W of Fractions, in plain Fraction arithmetic."""
+    Hq = [[Fraction(*float(x).as_integer_ratio()) for x in row] for row in H]
+    return [[sum((W[v, i] * Hq[j][i] for i in range(H.shape[1])), Fraction(0)) for j in range(H.shape[0])]
+            for v in range(W.shape[0])]
+
+
+def _assert_exactly_primal_feasible(inst: NTPInstance, W: np.ndarray) -> None:
+    L = _exact_logits(W, inst.embeddings)
+    for j in range(inst.m):
+        S = set(int(z) for z in inst.support(j))
+        z0 = min(S)
+        for v in range(inst.V):
+            if v in S:
+                assert L[v][j] == L[z0][j], (j, v)
+            else:
+                assert L[z0][j] - L[v][j] >= 1, (j, v)
+
+
+def _assert_exactly_dual_feasible(inst: NTPInstance, a: np.ndarray) -> None:
+    mask = inst.support_mask().T
+    for j in range(inst.m):
+        assert sum((Fraction(float(x)) for x in a[:, j]), Fraction(0)) == 0
+        assert np.all(a[~mask[:, j], j] <= 0)
+
+
+@pytest.mark.parametrize("shape", [(5, 8, 4, 3), (8, 20, 6, 3), (10, 14, 8, 4), (6, 4, 5, 3)])
+def test_bound_from_solver_pair_is_exactly_feasible_and_tight(rng, shape):
+    m, d, V, kmax = shape
+    inst = random_instance(rng, m, d, V, 1, kmax)
+    sol = solve_svm(inst)
+    b = exact_svm_bound(inst, sol.W, sol.dual)
+    assert b.primal_feasible, b.reason
+    _assert_exactly_primal_feasible(inst, b.W_fractions())
+    _assert_exactly_dual_feasible(inst, b.a)
+    assert b.gap >= 0
+    assert b.primal_objective == b.dual_objective + b.gap
+    # the certified distance covers the solver's own W^mm up to the solver's accuracy
+    assert np.linalg.norm(b.W() - sol.W) <= b.distance_bound + np.sqrt(TOL["kkt"]) * max(1.0, sol.norm)
+    assert b.norm_lower <= sol.norm * (1 + TOL["kkt"]) and sol.norm <= b.norm_upper * (1 + TOL["kkt"])
+    assert b.relative_gap <= 10 * TOL["kkt"]
+
+
+def test_gap_grows_when_the_pair_is_perturbed(rng):
+    inst = random_instance(rng, 6, 12, 5, 1, 3)
+    sol = solve_svm(inst)
+    tight = exact_svm_bound(inst, sol.W, sol.dual)
+    loose = exact_svm_bound(inst, 1.5 * sol.W, 0.5 * sol.dual)
+    assert loose.gap > tight.gap
+    assert loose.distance_bound > tight.distance_bound
+
+
+def test_repeated_embedding_with_shared_token_uses_consistent_common_logits(rng):
+    # contexts 0 and 1 share an embedding and a support token: H_{J_v} is rank deficient
+    H = rng.standard_normal((4, 6))
+    H[1] = H[0]
+    C = np.array([[3, 1, 0, 0, 0], [1, 2, 0, 0, 0], [0, 0, 2, 5, 0], [0, 4, 0, 0, 1]])
+    inst = NTPInstance.from_counts(H, C)
+    B = ExactSVMBounder(inst)
+    assert B.C is not None
+    sol = solve_svm(inst)
+    b = B.bound(sol.W, sol.dual)
+    assert b.primal_feasible, b.reason
+    _assert_exactly_primal_feasible(inst, b.W_fractions())
+
+
+def test_infeasible_primal_point_is_reported_not_repaired(rng):
+    inst = random_instance(rng, 5, 8, 4, 1, 3)
+    sol = solve_svm(inst)
+    b = exact_svm_bound(inst, -sol.W, sol.dual)
+    assert not b.primal_feasible and b.gap is None and b.reason
+    assert b.distance_bound == np.inf
+    # the dual bound alone still holds
+    assert float(b.dual_objective) <= sol.objective * (1 + TOL["kkt"])
+
+
+def test_no_margin_rows_gives_zero_primal(rng):
+    C = rng.integers(1, 5, size=(3, 4))
+    inst = NTPInstance.from_counts(rng.standard_normal((3, 5)), C)
+    b = exact_svm_bound(inst, None, np.zeros((4, 3)))
+    assert b.primal_feasible and b.primal_objective == 0 and b.gap == 0
