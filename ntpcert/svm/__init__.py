@@ -20,6 +20,7 @@ from .solution import SVMSolution as SVMSolution
 BACKENDS: dict[str, tuple[str, dict]] = {
     "clarabel": ("ntpcert.svm.clarabel_direct", {}),
     "cvxpy": ("ntpcert.svm.cvxpy_backend", {}),
+    "structured": ("ntpcert.svm.structured", {}),
 }
 
 
