@@ -44,17 +44,27 @@ def fmpq(x) -> flint.fmpq:
 
 
 def parse_fraction(text: str) -> Fraction:
-    """Read ``"p"`` or ``"p/q"`` (integers only: no decimals, spaces or exponents)."""
+    """Read ``"p"`` or ``"p/q"`` (integers only: no decimals, spaces or exponents; any length)."""
     if not isinstance(text, str):
         raise CertificateError(f"expected a rational as a string, got {type(text).__name__} {text!r:.40}")
     num, sep, den = text.partition("/")
     try:
         if not _is_int(num) or (sep and not _is_int(den)):
             raise ValueError
-        f = Fraction(int(num), int(den)) if sep else Fraction(int(num))
+        f = Fraction(_int(num), _int(den)) if sep else Fraction(_int(num))
     except (ValueError, ZeroDivisionError):
         raise CertificateError(f"not a rational 'p/q': {text!r:.60}") from None
     return f
+
+
+def _int(digits: str) -> int:
+    """Decimal digits to int without Python's length limit (flint parses in quasi-linear time)."""
+    return int(flint.fmpz(digits)) if len(digits) > 1000 else int(digits)
+
+
+def int_str(n: int) -> str:
+    """Decimal digits of an int of any length."""
+    return flint.fmpz(n).str() if n.bit_length() > 3000 else str(n)
 
 
 def _is_int(s: str) -> bool:
@@ -65,7 +75,8 @@ def _is_int(s: str) -> bool:
 def fraction_str(f) -> str:
     """``"p/q"`` (or ``"p"`` when q = 1) of an exact rational."""
     f = frac(f)
-    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+    num = int_str(f.numerator)
+    return num if f.denominator == 1 else f"{num}/{int_str(f.denominator)}"
 
 
 def float_matrix_to_fmpz_rows(A: np.ndarray) -> tuple[flint.fmpz_mat, list[int]]:

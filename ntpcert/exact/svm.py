@@ -53,7 +53,7 @@ from .dyadic import (
     fraction_up,
     up,
 )
-from .rational import fmpq, frac
+from .rational import fmpq, frac, fraction_str
 
 #: Significant bits kept when W and a are rounded onto a dyadic grid (relative to their largest entry).
 DEFAULT_BITS = 40
@@ -159,7 +159,7 @@ class SVMBound:
     def to_json(self) -> dict:
         return {
             "primal_feasible": self.primal_feasible,
-            "gap": None if self.gap is None else str(self.gap),
+            "gap": None if self.gap is None else _short(self.gap),
             "gap_float": self.gap_float,
             "relative_gap": self.relative_gap,
             "distance_bound": self.distance_bound,
@@ -172,6 +172,15 @@ class SVMBound:
             "bits": self.bits,
             "seconds": self.seconds,
         }
+
+
+#: Exact rationals longer than this many characters are summarised in reports (the certificate has them).
+REPORT_MAX_CHARS = 120
+
+
+def _short(f: Fraction) -> str:
+    text = fraction_str(f)
+    return text if len(text) <= REPORT_MAX_CHARS else f"<exact rational, {len(text)} characters; see the certificate>"
 
 
 def _quantise(X: np.ndarray, bits: int) -> tuple[np.ndarray, int]:

@@ -1,0 +1,361 @@
+r"""NTP-compatibility (4) decided exactly, although its right-hand side is irrational.
+
+(4) reads :math:`A_{eq}\,\mathrm{vec}(W) = b` with :math:`b_{(j,z)} = \log(c_{j,z}/c_{j,z_j})`, where
+:math:`c_{j,\cdot}` are positive integers proportional to :math:`p_j` on :math:`S_j` (the counts, or the
+exact probabilities scaled to integers). It is solvable iff :math:`y^\top b = 0` for every y in the left
+null space of :math:`A_{eq}`, which is the null space of the Gram matrix :math:`G = A_{eq}A_{eq}^\top`.
+
+Write every ratio by its prime factorisation: :math:`b = E\,\log(\mathbf p)` with the integer
+**prime-exponent matrix** :math:`E_{(j,z),p} = \nu_p(c_{j,z}) - \nu_p(c_{j,z_j})`. Logarithms of distinct
+primes are linearly independent over :math:`\mathbb Q`, so for rational y, :math:`y^\top b = 0` iff
+:math:`y^\top E = 0`. Hence, with Y a rational basis of :math:`\mathrm{null}(G)`,
+
+.. math:: \text{(4) is solvable} \iff Y^\top E = 0 .
+
+When it fails, a column y of Y with :math:`y^\top E \ne 0` is the certificate. When it holds,
+:math:`W^* = \sum_p \log(p)\, R_p` with :math:`R_p = A_{eq}^\top g_p` and :math:`G g_p = E_{:,p}`: every
+:math:`R_p` is an exact rational matrix inside F, so :math:`W^*` is the solution of (4) in F.
+
+**Cost.** Every quantity is an exact integer computation with python-flint. G is block diagonal
+over the connected components of the tokens linked by equality rows, and is formed exactly from
+:math:`K = HH^\top` (computed by :func:`~ntpcert.exact.dyadic.exact_matmul`); ranks and null spaces of the
+blocks are fraction-free. The closed form of :math:`W^*` solves one system per prime whose solution
+can have tens of thousands of digits for Gaussian embeddings, so it is computed only on request.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import flint
+import numpy as np
+
+from ..instance import NTPInstance
+from ..kesler import KeslerSystem
+from .dyadic import exact_matmul
+from .rational import frac, fraction_str
+
+
+def factorise(n: int) -> dict[int, int]:
+    """Prime factorisation ``{p: exponent}`` of a positive integer."""
+    if n < 1:
+        raise ValueError(f"cannot factorise {n}")
+    if n == 1:
+        return {}
+    return {int(p): int(e) for p, e in flint.fmpz(n).factor()}
+
+
+def eq_rows(instance: NTPInstance) -> list[tuple[int, int, int]]:
+    """The equality rows ``(j, z, z_j)`` in Kesler order: contexts in order, tokens increasing,
+    anchor :math:`z_j = \\min S_j`."""
+    out = []
+    for j in range(instance.m):
+        S = [int(z) for z in instance.support(j)]
+        for z in S[1:]:
+            out.append((j, z, S[0]))
+    return out
+
+
+def prime_exponents(instance: NTPInstance) -> tuple[tuple[int, ...], np.ndarray]:
+    """``(primes, E)``: the primes of all ratios and the integer matrix E of shape (r, #primes)."""
+    rows = eq_rows(instance)
+    facts: dict[int, dict[int, dict[int, int]]] = {}
+    for j in range(instance.m):
+        c = instance.ratio_integers(j)
+        facts[j] = {z: factorise(v) for z, v in c.items()}
+    primes = sorted({p for fj in facts.values() for f in fj.values() for p in f})
+    col = {p: i for i, p in enumerate(primes)}
+    E = np.zeros((len(rows), len(primes)), dtype=object)
+    for i, (j, z, a) in enumerate(rows):
+        for p, e in facts[j][z].items():
+            E[i, col[p]] += e
+        for p, e in facts[j][a].items():
+            E[i, col[p]] -= e
+    return tuple(primes), E
+
+
+def token_components(instance: NTPInstance) -> list[np.ndarray]:
+    """Row indices of the diagonal blocks of G: equality rows whose tokens are linked."""
+    rows = eq_rows(instance)
+    parent = list(range(instance.V))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for _, z, a in rows:
+        rz, ra = find(z), find(a)
+        if rz != ra:
+            parent[rz] = ra
+    groups: dict[int, list[int]] = {}
+    for i, (_, z, _) in enumerate(rows):
+        groups.setdefault(find(z), []).append(i)
+    return [np.array(g, dtype=np.int64) for g in groups.values()]
+
+
+@dataclass(frozen=True, eq=False)
+class GramBlocks:
+    """The exact Gram matrix :math:`G = A_{eq}A_{eq}^\\top` as integer blocks.
+
+    ``G[np.ix_(rows, rows)] = blocks[k] * 2**exp`` for ``rows = components[k]``; G is zero outside.
+    """
+
+    components: tuple[np.ndarray, ...]
+    blocks: tuple[flint.fmpz_mat, ...]
+    exp: int
+
+    @classmethod
+    def build(cls, instance: NTPInstance) -> "GramBlocks":
+        rows = eq_rows(instance)
+        comps = token_components(instance)
+        if not rows:
+            return cls((), (), 0)
+        K = exact_matmul(instance.embeddings, instance.embeddings.T)
+        ctx = np.array([r[0] for r in rows])
+        tok = np.array([r[1] for r in rows])
+        anc = np.array([r[2] for r in rows])
+        blocks = []
+        exp = K.exp
+        for comp in comps:
+            c, z, a = ctx[comp], tok[comp], anc[comp]
+            T = ((z[:, None] == z[None, :]).astype(np.int64) - (z[:, None] == a[None, :])
+                 - (a[:, None] == z[None, :]) + (a[:, None] == a[None, :]))
+            n = comp.size
+            nz = np.nonzero(T)
+            vals, _ = K.entries_int(c[nz[0]], c[nz[1]])
+            M = flint.fmpz_mat(n, n)
+            for r_, s_, t_, v in zip(nz[0].tolist(), nz[1].tolist(), T[nz].tolist(), vals):
+                M[r_, s_] = t_ * v
+            blocks.append(M)
+        return cls(tuple(comps), tuple(blocks), exp)
+
+
+@dataclass(frozen=True, eq=False)
+class ExactCompatibility:
+    r"""Exact verdict on (4).
+
+    Attributes
+    ----------
+    holds : bool
+    n_eq : int
+        r, the number of equality rows.
+    rank : int
+        :math:`\mathrm{rank}\,A_{eq} = \dim F`, exact.
+    primes : tuple of int
+        The primes of the count ratios (the columns of E).
+    null_basis : tuple of dict
+        A basis of :math:`\mathrm{null}(G)` (the left null space of :math:`A_{eq}`), each vector as
+        ``{(j, z): Fraction}`` over the equality rows (integer entries).
+    violating : dict or None
+        When ``holds`` is False: a null vector y with :math:`y^\top E \ne 0`.
+    violating_exponents : dict or None
+        :math:`y^\top E` (nonzero) as ``{p: Fraction}``, so :math:`y^\top b = \sum_p \log p\,(y^\top E)_p \ne 0`.
+    probabilities_from_floats : bool
+        The instance's probabilities were floats, taken as the exact dyadic rationals they are.
+    seconds : float
+    """
+
+    holds: bool
+    n_eq: int
+    rank: int
+    primes: tuple[int, ...]
+    null_basis: tuple[dict, ...]
+    violating: dict | None
+    violating_exponents: dict | None
+    probabilities_from_floats: bool
+    seconds: float
+    gram: GramBlocks | None = field(default=None, repr=False)
+    E: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def null_dim(self) -> int:
+        return len(self.null_basis)
+
+    def to_json(self) -> dict:
+        out = {
+            "holds": self.holds,
+            "method": "left null space of A_eq times the prime-exponent matrix of the count ratios",
+            "n_eq": self.n_eq,
+            "dim_F": self.rank,
+            "null_space_dim": self.null_dim,
+            "primes": list(self.primes),
+            "probabilities_exact_from_floats": self.probabilities_from_floats,
+            "seconds": self.seconds,
+        }
+        if self.violating_exponents is not None:
+            out["violation"] = " + ".join(f"({fraction_str(v)})*log({p})" for p, v in self.violating_exponents.items())
+        return out
+
+
+def check_compatibility_exact(instance: NTPInstance, gram: GramBlocks | None = None) -> ExactCompatibility:
+    """Decide (4) exactly (see the module doc)."""
+    t0 = time.perf_counter()
+    rows = eq_rows(instance)
+    primes, E = prime_exponents(instance)
+    gram = GramBlocks.build(instance) if gram is None else gram
+    basis: list[dict] = []
+    rank = 0
+    violating = None
+    viol_exp = None
+    for comp, G in zip(gram.components, gram.blocks):
+        X, nullity = G.nullspace()
+        rank += comp.size - nullity
+        for k in range(nullity):
+            col = [int(X[i, k]) for i in range(comp.size)]
+            g = 0
+            for v in col:
+                g = math.gcd(g, v)
+            col = [v // g for v in col] if g > 1 else col
+            y = {rows[int(comp[i])][:2]: Fraction(v) for i, v in enumerate(col) if v}
+            basis.append(y)
+            if violating is None:
+                yE = _times_E(col, comp, E, primes)
+                if yE:
+                    violating, viol_exp = y, yE
+    return ExactCompatibility(
+        holds=violating is None,
+        n_eq=len(rows),
+        rank=rank,
+        primes=primes,
+        null_basis=tuple(basis),
+        violating=violating,
+        violating_exponents=viol_exp,
+        probabilities_from_floats=bool(instance.probs_exact_from_floats),
+        seconds=time.perf_counter() - t0,
+        gram=gram,
+        E=E,
+    )
+
+
+def _times_E(col: list[int], comp: np.ndarray, E: np.ndarray, primes: tuple[int, ...]) -> dict[int, Fraction]:
+    """:math:`y^\top E` for a null vector given on the rows ``comp`` of one block."""
+    out = {}
+    for pi, p in enumerate(primes):
+        s = sum(v * int(E[int(comp[i]), pi]) for i, v in enumerate(col) if v)
+        if s:
+            out[p] = Fraction(s)
+    return out
+
+
+# ---------------------------------------------------------------------------- W* in closed form
+@dataclass(frozen=True, eq=False)
+class WStarClosedForm:
+    r""":math:`W^* = \sum_p \log(p)\, R_p` with :math:`R_p = A_{eq}^\top g_p` exact.
+
+    Attributes
+    ----------
+    instance : NTPInstance
+    primes : tuple of int
+    coefficients : dict
+        ``{p: {(j, z): Fraction}}``, the vectors :math:`g_p` over the equality rows.
+    """
+
+    instance: NTPInstance
+    primes: tuple[int, ...]
+    coefficients: dict
+
+    def R(self, p: int) -> np.ndarray:
+        """:math:`R_p` as an object array of Fractions, shape (V, d)."""
+        inst = self.instance
+        U = np.zeros((inst.V, inst.m), dtype=object)
+        U[:] = Fraction(0)
+        anchors = inst.anchors()
+        for (j, z), g in self.coefficients[p].items():
+            U[z, j] += g
+            U[int(anchors[j]), j] -= g
+        H = np.vectorize(frac, otypes=[object])(inst.embeddings)
+        return U.dot(H)
+
+    def expression(self):
+        """A sympy ``Matrix`` expression :math:`\\sum_p \\log(p) R_p` (exact; small instances)."""
+        import sympy
+
+        inst = self.instance
+        total = sympy.zeros(inst.V, inst.d)
+        for p in self.primes:
+            R = self.R(p)
+            total += sympy.log(sympy.Integer(p)) * sympy.Matrix(
+                inst.V, inst.d, [sympy.Rational(x.numerator, x.denominator) for x in R.ravel()])
+        return total
+
+    def evaluate(self, digits: int = 30) -> np.ndarray:
+        """:math:`W^*` to ``digits`` significant digits, as an object array of ``mpmath.mpf``."""
+        import mpmath
+
+        with mpmath.workdps(digits + 10):
+            inst = self.instance
+            out = np.empty((inst.V, inst.d), dtype=object)
+            out[:] = mpmath.mpf(0)
+            for p in self.primes:
+                lp = mpmath.log(p)
+                R = self.R(p)
+                for idx in np.ndindex(R.shape):
+                    f = R[idx]
+                    if f:
+                        out[idx] += lp * mpmath.mpf(f.numerator) / f.denominator
+        return out
+
+    def to_float(self) -> np.ndarray:
+        """:math:`W^*` in float64, shape (V, d)."""
+        return np.array([[float(x) for x in row] for row in self.evaluate(20)], dtype=np.float64)
+
+    def norm(self, digits: int = 30):
+        """:math:`\\|W^*\\|_F` as an ``mpmath.mpf`` with ``digits`` digits."""
+        import mpmath
+
+        with mpmath.workdps(digits + 10):
+            W = self.evaluate(digits)
+            return mpmath.sqrt(mpmath.fsum(x * x for x in W.ravel()))
+
+
+def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None = None) -> WStarClosedForm:
+    """Solve :math:`G g_p = E_{:,p}` exactly for every prime (instance must be compatible).
+
+    Raises
+    ------
+    ValueError
+        When the instance is not compatible.
+    """
+    compat = check_compatibility_exact(instance) if compat is None else compat
+    if not compat.holds:
+        raise ValueError("W* has no closed form: the instance is not NTP-compatible")
+    rows = eq_rows(instance)
+    gram, E, primes = compat.gram, compat.E, compat.primes
+    coeffs: dict[int, dict] = {p: {} for p in primes}
+    scale = 1 << -gram.exp if gram.exp < 0 else None
+    for comp, G in zip(gram.components, gram.blocks):
+        n = comp.size
+        rhs_cols = [pi for pi in range(len(primes)) if any(E[int(i), pi] for i in comp)]
+        if not rhs_cols:
+            continue
+        # G_true = G * 2^exp, so G g = E  <=>  G_int g = E * 2^-exp
+        aug = flint.fmpz_mat(n, n + len(rhs_cols))
+        for r_ in range(n):
+            for c_ in range(n):
+                aug[r_, c_] = G[r_, c_]
+            for k, pi in enumerate(rhs_cols):
+                e = int(E[int(comp[r_]), pi])
+                aug[r_, n + k] = e * scale if scale is not None else e
+        if gram.exp > 0:
+            raise ValueError("unexpected positive Gram exponent")
+        R, den, rank = aug.rref()
+        pivots = []
+        for i in range(rank):
+            for c_ in range(n + len(rhs_cols)):
+                if R[i, c_] != 0:
+                    pivots.append(c_)
+                    break
+        if any(pc >= n for pc in pivots):
+            raise ValueError("inconsistent system: the instance is not NTP-compatible")
+        for k, pi in enumerate(rhs_cols):
+            p = primes[pi]
+            for i, pc in enumerate(pivots):
+                val = R[i, n + k]
+                if val != 0:
+                    coeffs[p][rows[int(comp[pc])][:2]] = Fraction(int(val), int(den))
+    return WStarClosedForm(instance, primes, coeffs)

@@ -1,0 +1,280 @@
+r"""NTP-separability (6) settled by an exact witness: a feasible point or a Farkas ray.
+
+**Feasible point.** A float W (from the separability LP or the NTP-SVM) is rounded to a dyadic
+grid, repaired exactly onto :math:`F^\perp` and rescaled so that every margin is at least 1
+(:meth:`~ntpcert.exact.svm.ExactSVMBounder.primal_point`).
+
+**Farkas ray.** (6) is infeasible iff there is :math:`a \in \mathbb{R}^{V\times m}` with
+
+.. math:: \sum_j a_j h_j^\top = 0,\quad \mathbf 1^\top a_j = 0,\quad a_{j,v} \le 0\ (v \notin S_j),
+          \quad \sum_j\sum_{v\notin S_j} (-a_{j,v}) > 0 .
+
+Indeed, for a feasible W with common in-support logit :math:`t_j`,
+:math:`0 = \langle \sum_j a_j h_j^\top, W\rangle = \sum_j a_j^\top W h_j = \sum_j\sum_{v \notin S_j}(-a_{j,v})(t_j - (Wh_j)_v) \ge \sum(-a_{j,v}) > 0`.
+The ray is found as a vertex of this system (normalised by :math:`\sum(-a_{j,v}) = 1`) with HiGHS'
+simplex, then made exact by solving the same equations in rationals on its support.
+
+Neither found or neither exact: the verdict is ``None`` (undetermined), never a guess.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+import flint
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import SolverError
+from ..instance import NTPInstance
+from .rational import frac
+from .svm import DEFAULT_BITS, bounder_for
+
+#: Entries of the float ray with magnitude at most this (relative to the largest) are taken as 0.
+RAY_SUPPORT_TOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class ExactPoint:
+    r"""An exact rational matrix :math:`\text{scale}\cdot(\text{base} + \Delta)`.
+
+    Attributes
+    ----------
+    base : ndarray of shape (V, d)
+        Exact dyadic floats.
+    delta : tuple of (int, int, Fraction)
+        Sparse exact corrections.
+    scale : Fraction
+    """
+
+    base: np.ndarray
+    delta: tuple
+    scale: Fraction
+
+    def fractions(self) -> np.ndarray:
+        """The matrix as an object array of Fractions."""
+        out = np.empty(self.base.shape, dtype=object)
+        for idx in np.ndindex(self.base.shape):
+            out[idx] = frac(self.base[idx])
+        for v, i, dl in self.delta:
+            out[v, i] += dl
+        return out * self.scale
+
+    def to_float(self) -> np.ndarray:
+        W = self.base.copy()
+        for v, i, dl in self.delta:
+            W[v, i] += float(dl)
+        return W * float(self.scale)
+
+
+@dataclass(frozen=True, eq=False)
+class ExactSeparability:
+    """Exact verdict on (6).
+
+    Attributes
+    ----------
+    holds : bool or None
+        True with a feasible point, False with a Farkas ray, None when neither was made exact.
+    point : ExactPoint or None
+    ray : dict or None
+        ``{(v, j): Fraction}``, the nonzero entries of the ray ``a`` (shape (V, m)).
+    min_margin_lower : float or None
+        Margin lower bound :math:`\\ell` of the repaired point before rescaling.
+    reason : str
+        What was tried and why it failed, when ``holds`` is None.
+    seconds : float
+    """
+
+    holds: bool | None
+    point: ExactPoint | None
+    ray: dict | None
+    min_margin_lower: float | None
+    reason: str
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {
+            "holds": self.holds,
+            "witness": "feasible point" if self.holds else ("Farkas ray" if self.holds is False else None),
+            "ray_support": None if self.ray is None else len(self.ray),
+            "reason": self.reason,
+            "seconds": self.seconds,
+        }
+
+
+def exact_feasible_point(instance: NTPInstance, W: np.ndarray, *, bits: int = DEFAULT_BITS) -> tuple[ExactPoint | None, float | None, str]:
+    """Make a float candidate W of shape (V, d) exactly feasible for (6); ``(point, ell, reason)``."""
+    B = bounder_for(instance)
+    if not np.any(B.off):
+        return ExactPoint(np.zeros((instance.V, instance.d)), (), Fraction(1)), None, ""
+    Wq, delta, ell, reason = B.primal_point(W, bits)
+    if reason:
+        return None, ell, reason
+    return ExactPoint(Wq, tuple(delta), 1 / Fraction(ell)), ell, ""
+
+
+def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) -> np.ndarray | None:
+    """A vertex of the normalised Farkas system in float64 (shape (V, m)), or None when HiGHS finds none."""
+    from scipy.optimize import linprog
+
+    V, m, d = instance.V, instance.m, instance.d
+    H = instance.embeddings
+    off = ~instance.support_mask().T  # (V, m)
+    if not np.any(off):
+        return None
+    n = V * m  # x = vec(a), index v*m + j
+    # a H = 0: row (v, i) = sum_j a[v, j] H[j, i]
+    AH = sp.kron(sp.identity(V, format="csr"), sp.csr_matrix(H.T), format="csr")  # (V d, V m)
+    colsum = sp.kron(sp.csr_matrix(np.ones((1, V))), sp.identity(m, format="csr"), format="csr")  # (m, V m)
+    norm = sp.csr_matrix(-off.reshape(1, -1).astype(np.float64))
+    A = sp.vstack([AH, colsum, norm], format="csr")
+    b = np.zeros(A.shape[0])
+    b[-1] = 1.0
+    bounds = [(None, 0.0) if o else (None, None) for o in off.ravel()]
+    options = {"presolve": True}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    try:
+        res = linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=bounds, method="highs-ds", options=options)
+    except (ValueError, MemoryError) as err:
+        raise SolverError(f"Farkas LP: HiGHS failed ({err})") from err
+    if res.status != 0 or res.x is None:
+        return None
+    return np.asarray(res.x).reshape(V, m)
+
+
+def exact_ray(instance: NTPInstance, a: np.ndarray) -> dict | None:
+    """Solve the Farkas equations exactly on the support of the float ray ``a`` (shape (V, m)).
+
+    Free variables (when the support is not a vertex) keep their float values; returns the ray as
+    ``{(v, j): Fraction}`` or None when the system is inconsistent on that support.
+    """
+    V, m, d = instance.V, instance.m, instance.d
+    amax = float(np.max(np.abs(a))) if a.size else 0.0
+    if amax == 0.0:
+        return None
+    supp = [tuple(int(x) for x in idx) for idx in np.argwhere(np.abs(a) > RAY_SUPPORT_TOL * amax)]
+    col = {vj: k for k, vj in enumerate(supp)}
+    off = ~instance.support_mask().T
+    H = instance.embeddings
+    # integer rows: (v, i) -> sum_j a[v,j] H[j,i] * 2^s_i = 0 ; columns j -> sum_v a[v,j] = 0 ; normalisation
+    rows: list[list[tuple[int, int]]] = []
+    rhs: list[int] = []
+    dens = [max(float(x).as_integer_ratio()[1] for x in H[:, i]) for i in range(d)]
+    by_v: dict[int, list[tuple[int, int]]] = {}
+    by_j: dict[int, list[int]] = {}
+    for (v, j), k in col.items():
+        by_v.setdefault(v, []).append((j, k))
+        by_j.setdefault(j, []).append(k)
+    for v, items in by_v.items():
+        for i in range(d):
+            row = []
+            for j, k in items:
+                num, den = float(H[j, i]).as_integer_ratio()
+                if num:
+                    row.append((k, num * (dens[i] // den)))
+            if row:
+                rows.append(row)
+                rhs.append(0)
+    for j, ks in by_j.items():
+        rows.append([(k, 1) for k in ks])
+        rhs.append(0)
+    rows.append([(k, -1) for (v, j), k in col.items() if off[v, j]])
+    rhs.append(1)
+    n = len(supp)
+    M = flint.fmpz_mat(len(rows), n + 1)
+    for r, row in enumerate(rows):
+        for k, val in row:
+            M[r, k] = val
+        M[r, n] = rhs[r]
+    R, den, rank = M.rref()
+    pivots = []
+    for i in range(rank):
+        for c in range(n + 1):
+            if R[i, c] != 0:
+                pivots.append(c)
+                break
+    if n in pivots:
+        return None  # inconsistent on this support
+    free = [c for c in range(n) if c not in set(pivots)]
+    x: dict[int, Fraction] = {c: frac(float(a[supp[c]])) for c in free}
+    den_i = int(den)
+    for i, pc in enumerate(pivots):
+        val = Fraction(int(R[i, n]), den_i)
+        for c in free:
+            coef = R[i, c]
+            if coef != 0 and x[c]:
+                val -= Fraction(int(coef), den_i) * x[c]
+        x[pc] = val * Fraction(den_i, int(R[i, pc]))
+    return {supp[c]: v for c, v in x.items() if v != 0}
+
+
+def check_ray(instance: NTPInstance, ray: dict) -> str:
+    """Exact check of the Farkas conditions; returns ``""`` or the first failure."""
+    V, m, d = instance.V, instance.m, instance.d
+    off = ~instance.support_mask().T
+    colsum: dict[int, Fraction] = {}
+    total = Fraction(0)
+    for (v, j), val in ray.items():
+        colsum[j] = colsum.get(j, Fraction(0)) + val
+        if off[v, j]:
+            if val > 0:
+                return f"a[{v}, {j}] = {val} > 0 off the support"
+            total -= val
+    if any(s != 0 for s in colsum.values()):
+        return "a column of the ray does not sum to 0"
+    if total <= 0:
+        return "the ray has no mass off the supports"
+    Hq = [[frac(x) for x in row] for row in instance.embeddings]
+    by_v: dict[int, list] = {}
+    for (v, j), val in ray.items():
+        by_v.setdefault(v, []).append((j, val))
+    for v, items in by_v.items():
+        for i in range(d):
+            if sum((val * Hq[j][i] for j, val in items), Fraction(0)) != 0:
+                return f"(a H)[{v}, {i}] is not 0"
+    return ""
+
+
+def check_separability_exact(
+    instance: NTPInstance,
+    candidate: np.ndarray | None,
+    *,
+    try_ray: bool = True,
+    bits: int = DEFAULT_BITS,
+    time_limit: float | None = None,
+) -> ExactSeparability:
+    """Settle (6) with an exact witness.
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    candidate : ndarray of shape (V, d), or None
+        A float point believed feasible (LP or NTP-SVM solution), or None.
+    try_ray : bool
+        Look for a Farkas ray when no feasible point could be made exact.
+    """
+    t0 = time.perf_counter()
+    notes = []
+    ell = None
+    if candidate is not None:
+        point, ell, reason = exact_feasible_point(instance, candidate, bits=bits)
+        if point is not None:
+            return ExactSeparability(True, point, None, ell, "", time.perf_counter() - t0)
+        notes.append(f"feasible point not exact: {reason}")
+    if try_ray:
+        a = float_farkas_ray(instance, time_limit=time_limit)
+        if a is None:
+            notes.append("no Farkas ray found by the LP")
+        else:
+            ray = exact_ray(instance, a)
+            if ray is None:
+                notes.append("the float ray is inconsistent on its support in exact arithmetic")
+            else:
+                why = check_ray(instance, ray)
+                if not why:
+                    return ExactSeparability(False, None, ray, None, "", time.perf_counter() - t0)
+                notes.append(f"exact ray fails: {why}")
+    return ExactSeparability(None, None, None, ell, "; ".join(notes) or "nothing to check", time.perf_counter() - t0)
