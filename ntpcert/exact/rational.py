@@ -44,12 +44,13 @@ def fmpq(x) -> flint.fmpq:
 
 
 def parse_fraction(text: str) -> Fraction:
-    """Read ``"p"`` or ``"p/q"`` (integers only: no decimals, spaces or exponents; any length)."""
+    """Read ``"p"`` or ``"p/q"`` (integers, q > 0 written without sign; no decimals, spaces or
+    exponents; any length)."""
     if not isinstance(text, str):
         raise CertificateError(f"expected a rational as a string, got {type(text).__name__} {text!r:.40}")
     num, sep, den = text.partition("/")
     try:
-        if not _is_int(num) or (sep and not _is_int(den)):
+        if not _is_int(num) or (sep and not (den.isascii() and den.isdigit())):
             raise ValueError
         f = Fraction(_int(num), _int(den)) if sep else Fraction(_int(num))
     except (ValueError, ZeroDivisionError):

@@ -1,0 +1,254 @@
+"""Certificate files: `certify --exact` writes what `verify` accepts, and every tampering is caught."""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from ntpcert import NTPInstance
+from ntpcert.cli import main
+from ntpcert.commands.verify import EXIT_INVALID
+from ntpcert.exact import certificate as cf
+from ntpcert.exact.rational import fraction_str, parse_fraction
+from ntpcert.exact.verify import verify_certificate, verify_text
+from ntpcert.io import write_json
+
+from .conftest import random_instance
+
+
+def _separable(seed=1):
+    return random_instance(np.random.default_rng(seed), 4, 6, 5, 1, 4)
+
+
+def _not_separable():
+    rng = np.random.default_rng(7)
+    h = rng.standard_normal(3)
+    H = np.vstack([h, h, rng.standard_normal((2, 3))])
+    C = np.array([[2, 1, 0, 0], [0, 3, 1, 0], [1, 0, 0, 4], [0, 0, 5, 1]])
+    return NTPInstance.from_counts(H, C)
+
+
+def _incompatible():
+    h = np.array([0.5, -1.0, 0.75])
+    return NTPInstance.from_counts(np.array([h, 2 * h, [1.0, 0.0, 0.0]]), [[1, 2, 0], [1, 5, 0], [0, 3, 1]])
+
+
+def _certify(tmp_path, inst, name, capsys):
+    data = tmp_path / f"{name}.json"
+    write_json(inst, data)
+    cert = tmp_path / f"{name}.cert.json"
+    rc = main(["certify", str(data), "--exact", "--json", "--certificate-out", str(cert)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    return data, cert, out
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("certs")
+    out = {}
+    for name, inst in [("sep", _separable()), ("nosep", _not_separable()), ("incompat", _incompatible())]:
+        data = tmp / f"{name}.json"
+        write_json(inst, data)
+        path = tmp / f"{name}.cert.json"
+        assert main(["certify", str(data), "--exact", "--json", "--certificate-out", str(path)]) == 0
+        out[name] = (data, path, json.loads(path.read_text()))
+    return out
+
+
+def _verify(cert: dict) -> tuple[bool, str]:
+    v = verify_certificate(cert)
+    return v.valid, v.reason
+
+
+def _resealed(cert: dict) -> dict:
+    return cf.seal(cert)
+
+
+# ---------------------------------------------------------------------------- accepted
+def test_certify_exact_json_has_the_float_keys_and_the_exact_ones(tmp_path, capsys):
+    _, cert, out = _certify(tmp_path, _separable(), "a", capsys)
+    for key in ("m", "d", "V", "entropy", "compatible", "separable", "entropy_bound_reachable", "svm"):
+        assert key in out
+    assert out["exact"] is True and out["certificate"] == str(cert) and out["certificate_valid"] is True
+    assert out["compatible"]["holds"] is True and "residual" in out["compatible"]
+    assert out["separable"]["holds"] is True
+    for key in ("norm", "objective", "primal_residual", "dual_residual", "gap"):
+        assert key in out["svm"]
+    ex = out["svm"]["exact"]
+    assert ex["primal_feasible"] and ex["norm_lower"] <= out["svm"]["norm"] * (1 + 1e-9) <= ex["norm_upper"] * (1 + 2e-9)
+
+
+@pytest.mark.parametrize("name", ["sep", "nosep", "incompat"])
+def test_verify_accepts_what_certify_exact_writes(certs, name, capsys):
+    data, path, cert = certs[name]
+    assert main(["verify", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("VALID")
+    assert main(["verify", str(path), "--data", str(data), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["valid"] is True
+
+
+def test_known_verdicts_of_the_three_certificates(certs):
+    assert certs["sep"][2]["claims"]["entropy_bound_reachable"] is True
+    assert certs["nosep"][2]["claims"]["separable"] is False
+    assert certs["incompat"][2]["claims"]["compatible"] is False
+    assert certs["incompat"][2]["claims"]["entropy_bound_reachable"] is False
+
+
+def test_without_certificate_out_nothing_is_written_and_the_path_is_null(tmp_path, capsys, monkeypatch):
+    data = tmp_path / "x.json"
+    write_json(_separable(), data)
+    monkeypatch.chdir(tmp_path)
+    assert main(["certify", str(data), "--exact", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["certificate"] is None and out["certificate_valid"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+
+
+def test_human_report_names_the_witnesses(tmp_path, capsys):
+    data = tmp_path / "n.json"
+    write_json(_not_separable(), data)
+    assert main(["certify", str(data), "--exact"]) == 0
+    text = capsys.readouterr().out
+    assert "Farkas ray" in text and "VALID" in text
+
+
+# ---------------------------------------------------------------------------- rejected
+def _flip(s: str) -> str:
+    f = parse_fraction(s)
+    return fraction_str(-f - 1 if f == 0 else -f)
+
+
+def test_flipped_feasible_witness_entry_is_rejected(certs):
+    cert = copy.deepcopy(certs["sep"][2])
+    cert["separability"]["W"][0][0] = _flip(cert["separability"]["W"][0][0])
+    ok, why = _verify(cert)
+    assert not ok and "checksum" in why  # an edit without resealing
+    ok, why = _verify(_resealed(cert))
+    assert not ok and "separability.W" in why and ("(6a)" in why or "(6b)" in why)
+
+
+def test_flipped_farkas_entry_is_rejected(certs):
+    cert = copy.deepcopy(certs["nosep"][2])
+    cert["separability"]["ray"][0][2] = _flip(cert["separability"]["ray"][0][2])
+    ok, why = _verify(_resealed(cert))
+    assert not ok and "separability.ray" in why
+
+
+def test_flipped_null_vector_entry_is_rejected(certs):
+    cert = copy.deepcopy(certs["incompat"][2])
+    vec = cert["compatibility"]["violating_null_vector"]
+    vec[0][2] = fraction_str(parse_fraction(vec[0][2]) + 1)
+    ok, why = _verify(_resealed(cert))
+    assert not ok and "violating_null_vector" in why
+
+
+def test_flipped_dual_entry_breaks_the_gap(certs):
+    cert = copy.deepcopy(certs["sep"][2])
+    a = cert["svm"]["a"]
+    v = next(i for i, row in enumerate(a) if parse_fraction(row[0]) != 0)
+    a[v][0] = fraction_str(parse_fraction(a[v][0]) * Fraction(3, 2))
+    ok, why = _verify(_resealed(cert))
+    assert not ok and "svm" in why
+
+
+def test_witness_for_another_instance_is_rejected(certs, capsys):
+    # checked against the wrong DATA
+    assert main(["verify", str(certs["sep"][1]), "--data", str(certs["nosep"][0])]) == EXIT_INVALID
+    assert "speaks of instance" in capsys.readouterr().out
+    # the witnesses of one instance grafted onto the other
+    host = copy.deepcopy(certs["nosep"][2])
+    donor = certs["sep"][2]
+    for key in ("claims", "compatibility", "separability", "svm"):
+        host[key] = copy.deepcopy(donor[key])
+    ok, why = _verify(_resealed(host))
+    assert not ok
+    # another instance embedded under the original fingerprint
+    swapped = copy.deepcopy(certs["sep"][2])
+    swapped["instance"]["embedded"] = copy.deepcopy(certs["nosep"][2]["instance"]["embedded"])
+    ok, why = _verify(_resealed(swapped))
+    assert not ok and "fingerprint" in why
+
+
+@pytest.mark.parametrize("path,value", [
+    (("claims", "separable"), False),
+    (("claims", "compatible"), False),
+    (("claims", "entropy_bound_reachable"), None),
+    (("compatibility", "dim_F"), 3),
+])
+def test_wrong_claims_are_rejected(certs, path, value):
+    cert = copy.deepcopy(certs["sep"][2])
+    cert[path[0]][path[1]] = value
+    ok, why = _verify(_resealed(cert))
+    assert not ok and path[-1] in why
+
+
+def test_wrong_gap_claim_is_rejected(certs):
+    cert = copy.deepcopy(certs["sep"][2])
+    gap = parse_fraction(cert["svm"]["gap"])
+    cert["svm"]["gap"] = cert["claims"]["svm"]["gap"] = fraction_str(gap / 2)
+    ok, why = _verify(_resealed(cert))
+    assert not ok and "svm.gap" in why
+    cert = copy.deepcopy(certs["sep"][2])
+    cert["svm"]["distance_bound"] = cert["claims"]["svm"]["distance_bound"] = 0.0
+    ok, why = _verify(_resealed(cert))
+    assert not ok and "distance_bound" in why
+
+
+def test_claiming_compatibility_without_the_full_null_space_is_rejected(certs):
+    cert = copy.deepcopy(certs["incompat"][2])
+    cert["compatibility"]["claim"] = True
+    cert["compatibility"]["null_space_basis"] = []
+    cert["claims"]["compatible"] = True
+    cert["claims"]["entropy_bound_reachable"] = cert["claims"]["separable"]
+    ok, why = _verify(_resealed(cert))
+    assert not ok and "rank" in why
+
+
+@pytest.mark.parametrize("cut", [0.1, 0.5, 0.99])
+def test_truncated_file_is_invalid_not_a_traceback(certs, tmp_path, capsys, cut):
+    text = certs["sep"][1].read_text()
+    bad = tmp_path / "t.json"
+    bad.write_text(text[: int(len(text) * cut)])
+    assert main(["verify", str(bad)]) == EXIT_INVALID
+    out, err = capsys.readouterr()
+    assert out.startswith("INVALID") and "JSON" in out and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("[]", "not an object"),
+    ('{"format": "other"}', "format"),
+    ('{"format": "ntpcert-certificate", "version": 99}', "version"),
+    ("\x00\x01", "JSON"),
+])
+def test_not_a_certificate(text, needle):
+    v = verify_text(text)
+    assert not v.valid and needle in v.reason
+
+
+def test_missing_cert_file_is_bad_input(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "none.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_certificate_out_into_missing_directory_is_bad_input_and_writes_nothing(tmp_path, capsys):
+    data = tmp_path / "x.json"
+    write_json(_separable(), data)
+    assert main(["certify", str(data), "--exact", "--certificate-out", str(tmp_path / "no" / "c.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_probabilities_from_floats_are_flagged_in_output_and_certificate(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    inst = NTPInstance.from_probs(rng.standard_normal((3, 5)), [[0.1, 0.9, 0, 0], [0, 0.3, 0.7, 0], [0.25, 0, 0, 0.75]])
+    data, cert, out = _certify(tmp_path, inst, "f", capsys)
+    assert out["probabilities_exact_from_floats"] is True
+    saved = json.loads(cert.read_text())
+    assert saved["probabilities_exact_from_floats"] is True
+    assert main(["certify", str(data), "--exact"]) == 0
+    assert "taken as the exact" in capsys.readouterr().out
+    assert main(["verify", str(cert)]) == 0
