@@ -21,6 +21,12 @@ BACKENDS: dict[str, tuple[str, dict]] = {
     "clarabel": ("ntpcert.svm.clarabel_direct", {}),
     "cvxpy": ("ntpcert.svm.cvxpy_backend", {}),
     "structured": ("ntpcert.svm.structured", {}),
+    "structured-float": ("ntpcert.svm.structured", {"certificate": "float"}),
+    "osqp": ("ntpcert.svm.qpsolvers_backend", {"solver": "osqp"}),
+    "scs": ("ntpcert.svm.qpsolvers_backend", {"solver": "scs"}),
+    "piqp": ("ntpcert.svm.qpsolvers_backend", {"solver": "piqp"}),
+    "proxqp": ("ntpcert.svm.qpsolvers_backend", {"solver": "proxqp"}),
+    "highs": ("ntpcert.svm.qpsolvers_backend", {"solver": "highs"}),
 }
 
 
@@ -37,8 +43,27 @@ def _trivial(system: KeslerSystem) -> SVMSolution:
     )
 
 
+def resolve_backend(solver: str) -> tuple[str, dict]:
+    """``(module, keyword arguments)`` of a solver name: a key of :data:`BACKENDS`, ``cvxpy:NAME``
+    (a cvxpy solver) or ``qpsolvers:NAME`` (a qpsolvers solver)."""
+    if not isinstance(solver, str):
+        raise InputError(f"solver: expected a solver name, got {solver!r}")
+    if solver.startswith("cvxpy:"):
+        return BACKENDS["cvxpy"][0], {"solver": solver.split(":", 1)[1].upper()}
+    if solver.startswith("qpsolvers:"):
+        return "ntpcert.svm.qpsolvers_backend", {"solver": solver.split(":", 1)[1].lower()}
+    if solver in BACKENDS:
+        return BACKENDS[solver]
+    raise InputError(f"solver: unknown NTP-SVM solver {solver!r} "
+                     f"(known: {', '.join(sorted(BACKENDS))}, cvxpy:NAME, qpsolvers:NAME)")
+
+
 def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = "clarabel", **options) -> SVMSolution:
     """Solve the NTP-SVM of ``data`` with the named backend.
+
+    ``solver`` is a key of :data:`BACKENDS` (``structured`` is the structured solver of
+    :mod:`ntpcert.svm.structured`; ``osqp``, ``scs``, ``piqp``, ``proxqp``, ``highs`` go through
+    qpsolvers), ``cvxpy:NAME`` or ``qpsolvers:NAME``; ``options`` go to the backend's ``solve``.
 
     Raises :class:`~ntpcert.errors.InfeasibleError` when the data are not separable, and
     :class:`~ntpcert.errors.SolverError` when the backend fails.
@@ -46,14 +71,9 @@ def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = "clarabel", **o
     system = data if isinstance(data, KeslerSystem) else KeslerSystem.build(data)
     if system.n_margin == 0:
         return _trivial(system)
-    if solver.startswith("cvxpy:"):
-        module, kwargs = BACKENDS["cvxpy"][0], {"solver": solver.split(":", 1)[1].upper()}
-    elif solver in BACKENDS:
-        module, kwargs = BACKENDS[solver]
-    else:
-        raise InputError(f"solver: unknown NTP-SVM solver {solver!r} (known: {', '.join(sorted(BACKENDS))}, cvxpy:NAME)")
+    module, kwargs = resolve_backend(solver)
     fn: Callable[..., SVMSolution] = importlib.import_module(module).solve
     return fn(system, **{**kwargs, **options})
 
 
-__all__ = ["BACKENDS", "SVMSolution", "SVM_TOL", "register_backend", "solve_svm"]
+__all__ = ["BACKENDS", "SVMSolution", "SVM_TOL", "register_backend", "resolve_backend", "solve_svm"]

@@ -283,7 +283,7 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
                     ref_A, ref_dual = A.copy(), pr.dual
                 elif pr.dual >= RAY_GROWTH * max(ref_dual, 1e-300):
                     X = find_ray(cls, H, A - ref_A, time_limit=None if time_limit is None else time_limit)
-                    ray = certify_ray(cls, H, X) if X is not None else None
+                    ray = certify_ray(cls, H, X, inst) if X is not None else None
                     if ray is not None:
                         how = "verified exactly" if ray.exact else f"float residual {ray.residual:.1e}"
                         raise NotSeparable(f"structured: the dual is unbounded; Farkas ray with {ray.support} "

@@ -13,8 +13,10 @@ that support only (HiGHS); the answer is normalised to :math:`\sum (-r_{\text{of
 
 **Exact check.** The ray is rounded to rationals with small denominators, scaled to integers and
 checked in exact arithmetic (integer sums; the products :math:`r H` through
-:func:`ntpcert.exact.dyadic.exact_matmul`). A ray that passes is a proof; one that does not is
-reported with its float residuals.
+:func:`ntpcert.exact.dyadic.exact_matmul`). When that fails (embeddings that are not small
+rationals), the ray equations are solved in rationals on the ray's support
+(:func:`ntpcert.exact.separability.exact_ray`) and checked there. A ray that passes is a proof; one
+that does not is reported with its float residuals.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ MAX_DENOMINATOR = 10**6
 
 #: Largest integer (after clearing denominators) kept exactly in float64.
 MAX_EXACT_INT = 2**52
+
+#: Largest ray support (entries per token) solved exactly in rationals.
+EXACT_MAX_SUPPORT = 3000
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,8 +209,11 @@ def token_ray(classes: TokenClasses, X: np.ndarray) -> np.ndarray:
     return a / tot if tot > 0 else a
 
 
-def certify_ray(classes: TokenClasses, H: np.ndarray, X: np.ndarray) -> FarkasRay | None:
-    """Check a class ray in floats and exactly; None when it fails the float check."""
+def certify_ray(classes: TokenClasses, H: np.ndarray, X: np.ndarray, instance=None) -> FarkasRay | None:
+    """Check a class ray in floats and exactly; None when it fails the float check.
+
+    The exact check first rounds the ray to small rationals; when that fails and ``instance`` is
+    given, the ray equations are solved exactly on the ray's support."""
     tot = float(-(np.where(classes.mask, 0.0, X) @ classes.sizes).sum())
     if not tot > 0:
         return None
@@ -219,4 +227,18 @@ def certify_ray(classes: TokenClasses, H: np.ndarray, X: np.ndarray) -> FarkasRa
         Xn = exact / tot_e
         res, sums, sign = check_ray(classes, H, Xn)
     a = token_ray(classes, Xn)
-    return FarkasRay(a, res, sums, sign, exact is not None, int(np.count_nonzero(a)))
+    verified = exact is not None or (instance is not None and _verify_with_exact_module(instance, a))
+    return FarkasRay(a, res, sums, sign, verified, int(np.count_nonzero(a)))
+
+
+def _verify_with_exact_module(instance, a: np.ndarray) -> bool:
+    """Solve the ray equations in rationals on the support of ``a`` and check them
+    (:func:`ntpcert.exact.separability.exact_ray`), for supports up to ``EXACT_MAX_SUPPORT``."""
+    if np.count_nonzero(a) > EXACT_MAX_SUPPORT:
+        return False
+    try:
+        from ..exact.separability import check_ray as exact_check, exact_ray
+    except ImportError:  # pragma: no cover - the exact module ships with the package
+        return False
+    ray = exact_ray(instance, a)
+    return ray is not None and exact_check(instance, ray) == ""
