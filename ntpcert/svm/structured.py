@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import sys
 import time
+from fractions import Fraction
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def _trivial_ray(classes: TokenClasses, j: int, V: int, m: int) -> FarkasRay:
     z = int(np.flatnonzero(classes.mask[j, classes.of_token])[0])
     v = int(np.flatnonzero(~classes.mask[j, classes.of_token])[0])
     a[z, j], a[v, j] = 1.0, -1.0
-    return FarkasRay(a, 0.0, 0.0, 0.0, True, 2)
+    return FarkasRay(a, 0.0, 0.0, 0.0, True, 2, {(z, j): Fraction(1), (v, j): Fraction(-1)})
 
 
 class _Bar:

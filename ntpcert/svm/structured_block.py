@@ -37,7 +37,7 @@ NEWTON_STEPS = 3
 
 def block_update(g: np.ndarray, support: np.ndarray, off: np.ndarray, sizes: np.ndarray | None,
                  support_weight: float, c: float, mu_start: float | None = None) -> tuple[np.ndarray, float]:
-    """The maximiser :math:`b_j` of the dual over context j's block, and the root :math:`\mu`.
+    r"""The maximiser :math:`b_j` of the dual over context j's block, and the root :math:`\mu`.
 
     Parameters
     ----------

@@ -58,9 +58,12 @@ class FarkasRay:
     sum_violation, sign_violation : float
         :math:`\\max_j |\\mathbf 1^\\top r_j|` and :math:`\\max_{\\text{off}} (r_{v,j})_+`.
     exact : bool
-        True when a rational rounding of the ray passed the exact check.
+        True when an exact rational ray was found and passed the exact check.
     support : int
         Number of non-zero entries (per token).
+    entries : dict or None
+        The exact ray as ``{(v, j): Fraction}`` (non-zero entries of the (V, m) ray, any positive
+        scaling), when ``exact``.
     """
 
     a: np.ndarray
@@ -69,6 +72,7 @@ class FarkasRay:
     sign_violation: float
     exact: bool
     support: int
+    entries: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -222,23 +226,29 @@ def certify_ray(classes: TokenClasses, H: np.ndarray, X: np.ndarray, instance=No
     if res > RAY_RTOL or sums > RAY_RTOL * max(1.0, float(np.abs(Xn).max())) or sign > 0:
         return None
     exact = verify_exactly(classes, H, Xn)
+    entries = None
     if exact is not None:
         tot_e = float(-(np.where(classes.mask, 0.0, exact) @ classes.sizes).sum())
         Xn = exact / tot_e
         res, sums, sign = check_ray(classes, H, Xn)
+        entries = {}
+        for j, c in zip(*np.nonzero(exact)):
+            for v in np.flatnonzero(classes.of_token == c):
+                entries[(int(v), int(j))] = Fraction(int(exact[j, c]))
     a = token_ray(classes, Xn)
-    verified = exact is not None or (instance is not None and _verify_with_exact_module(instance, a))
-    return FarkasRay(a, res, sums, sign, verified, int(np.count_nonzero(a)))
+    if entries is None and instance is not None:
+        entries = _exact_ray_on_support(instance, a)
+    return FarkasRay(a, res, sums, sign, entries is not None, int(np.count_nonzero(a)), entries)
 
 
-def _verify_with_exact_module(instance, a: np.ndarray) -> bool:
+def _exact_ray_on_support(instance, a: np.ndarray) -> dict | None:
     """Solve the ray equations in rationals on the support of ``a`` and check them
     (:func:`ntpcert.exact.separability.exact_ray`), for supports up to ``EXACT_MAX_SUPPORT``."""
     if np.count_nonzero(a) > EXACT_MAX_SUPPORT:
-        return False
+        return None
     try:
         from ..exact.separability import check_ray as exact_check, exact_ray
     except ImportError:  # pragma: no cover - the exact module ships with the package
-        return False
+        return None
     ray = exact_ray(instance, a)
-    return ray is not None and exact_check(instance, ray) == ""
+    return ray if ray is not None and exact_check(instance, ray) == "" else None
