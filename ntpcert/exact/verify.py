@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 import flint
+import numpy as np
 
 from ..errors import CertificateError
 from ..instance import NTPInstance
@@ -103,8 +104,6 @@ class _Exact:
     def G(self) -> flint.fmpz_mat:
         """:math:`G\\cdot 2^{2s}` (integers), :math:`G_{ik} = \\langle e_{z_i}-e_{a_i}, e_{z_k}-e_{a_k}\\rangle \\langle h_{j_i}, h_{j_k}\\rangle`."""
         if self._G is None:
-            import numpy as np
-
             K = self.Hint * self.Hint.transpose()
             r = len(self.rows)
             ctx = np.array([j for j, _ in self.rows], dtype=np.int64)
@@ -140,25 +139,35 @@ class _Exact:
         return self._E
 
     # -------------------------------------------------------------- logits and feasibility
-    def logits_int(self, W: list[list[Fraction]]) -> tuple[flint.fmpz_mat, int]:
-        """``(L, D)`` with integer logits :math:`L = D \\cdot W H^\\top` (shape (V, m))."""
-        den = 1
+    def rows_int(self, W: list[list[Fraction]]) -> tuple[flint.fmpz_mat, list[int]]:
+        """``(N, D)``: row v of W is ``N[v] / D[v]`` with integers (one denominator per row)."""
+        dens, ints = [], []
         for row in W:
+            den = 1
             for x in row:
                 den = den * x.denominator // math.gcd(den, x.denominator)
-        Wint = flint.fmpz_mat(self.V, self.d, [int(x * den) for row in W for x in row])
-        return Wint * self.Hint.transpose(), den * self.hden
+            dens.append(den)
+            ints.extend(x.numerator * (den // x.denominator) for x in row)
+        return flint.fmpz_mat(len(W), self.d, ints), dens
 
-    def check_primal(self, W: list[list[Fraction]], field_name: str) -> None:
-        L, D = self.logits_int(W)
+    def check_primal(self, W: list[list[Fraction]], field_name: str) -> Fraction:
+        r"""Check (6a) and (6b) exactly; return :math:`\tfrac12\|W\|_F^2`."""
+        N, D = self.rows_int(W)
+        L = N * self.Hint.transpose()  # row v: logits * D[v] * hden
         for j in range(self.m):
             a = self.anchor[j]
-            la = L[a, j]
+            la, da = L[a, j], D[a]
             for v in range(self.V):
+                lv, dv = L[v, j], D[v]
                 if v in self.in_S[j]:
-                    _need(L[v, j] == la, f"{field_name}: (6a) fails, logits of tokens {a} and {v} differ in context {j}")
+                    _need(la * dv == lv * da, f"{field_name}: (6a) fails, logits of tokens {a} and {v} differ in context {j}")
                 else:
-                    _need(la - L[v, j] >= D, f"{field_name}: (6b) fails, margin of token {v} in context {j} is below 1")
+                    _need(la * dv - lv * da >= da * dv * self.hden,
+                          f"{field_name}: (6b) fails, margin of token {v} in context {j} is below 1")
+        sq = Fraction(0)
+        for v in range(self.V):
+            sq += Fraction(sum(int(N[v, i]) ** 2 for i in range(self.d)), D[v] ** 2)
+        return sq / 2
 
     def aH_zero_and_sums(self, a: dict[tuple[int, int], Fraction], field_name: str, *, require_zero_aH: bool) -> tuple[Fraction, Fraction]:
         """Check :math:`1^\\top a_j = 0` and off-support signs; return (sum of -a off support, ||aH||^2)."""
@@ -307,11 +316,10 @@ def _check_svm(sec: Any, ex: _Exact, checks: list[str]) -> dict | None:
         return None
     _need(isinstance(sec, dict), "svm: malformed")
     W = cf.matrix_fractions(sec.get("W"), (ex.V, ex.d), "svm.W")
-    ex.check_primal(W, "svm.W")
+    primal = ex.check_primal(W, "svm.W")
     arows = cf.matrix_fractions(sec.get("a"), (ex.V, ex.m), "svm.a")
     a = {(v, j): x for v, row in enumerate(arows) for j, x in enumerate(row) if x}
     mass, sq = ex.aH_zero_and_sums(a, "svm.a", require_zero_aH=False)
-    primal = sum((x * x for row in W for x in row), Fraction(0)) / 2
     dual = mass - sq / 2
     gap = primal - dual
     claimed = parse_fraction(sec.get("gap"))
