@@ -233,7 +233,7 @@ def check_compatibility_exact(instance: NTPInstance, gram: GramBlocks | None = N
 
 
 def _times_E(col: list[int], comp: np.ndarray, E: np.ndarray, primes: tuple[int, ...]) -> dict[int, Fraction]:
-    """:math:`y^\top E` for a null vector given on the rows ``comp`` of one block."""
+    r""":math:`y^\top E` for a null vector given on the rows ``comp`` of one block."""
     out = {}
     for pi, p in enumerate(primes):
         s = sum(v * int(E[int(comp[i]), pi]) for i, v in enumerate(col) if v)
