@@ -1,0 +1,55 @@
+"""Solve one benchmark instance with one backend and print one JSON line (run in a subprocess).
+
+Usage: ``python worker.py INSTANCE.npz BACKEND TIME_LIMIT``. The time covers building the Kesler
+rows and the backend's solve (not the interpreter's start or reading the file). Peak memory is the
+process's maximum resident set size.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+
+def _time_limit_options(backend: str, seconds: float) -> dict:
+    """Backends that take a ``time_limit`` get one (the runner also kills a run that overstays)."""
+    if backend == "cvxpy" or backend.startswith("cvxpy:"):
+        return {}
+    return {"time_limit": seconds}
+
+
+def main(argv: list[str]) -> int:
+    path, backend, limit = argv[0], argv[1], float(argv[2])
+    from ntpcert.errors import InfeasibleError, NTPCertError
+    from ntpcert.io import read_npz
+    from ntpcert.kesler import KeslerSystem
+    from ntpcert.svm import solve_svm
+
+    inst = read_npz(path)
+    out: dict = {"backend": backend}
+    t0 = time.perf_counter()
+    try:
+        system = KeslerSystem.build(inst)
+        sol = solve_svm(system, solver=backend, **_time_limit_options(backend, limit))
+    except InfeasibleError as err:
+        cert = getattr(err, "certificate", None)
+        out.update(status="infeasible", message=str(err)[:300],
+                   certificate=None if cert is None else cert.to_json())
+    except NTPCertError as err:
+        out.update(status="error", message=str(err)[:300])
+    except Exception as err:  # noqa: BLE001 - a backend's crash is a failed run, not a crashed benchmark
+        out.update(status="error", message=f"{type(err).__name__}: {err}"[:300])
+    else:
+        out.update(status="optimal", objective=sol.objective, primal_residual=sol.primal_residual,
+                   dual_residual=sol.dual_residual, relative_gap=sol.relative_gap,
+                   certified_gap=sol.info.get("certificate", {}).get("relative_gap"))
+    out["seconds"] = time.perf_counter() - t0
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    sys.stdout.write(json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
