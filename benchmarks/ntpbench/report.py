@@ -31,6 +31,11 @@ def shifted_geometric_mean(times: Sequence[float], shift: float = SHIFT) -> floa
     return math.exp(sum(math.log(t + shift) for t in times) / len(times)) - shift
 
 
+def _max(values) -> float | None:
+    vals = [v for v in values if v is not None]
+    return max(vals) if vals else None
+
+
 def summarize(runs: Sequence[Run], time_limit: float, shift: float = SHIFT) -> dict[str, dict[str, dict]]:
     """``{family: {backend: {"runs", "success", "success_rate", "sgm", "max_primal", ...}}}``;
     the family ``"all"`` pools every run."""
@@ -47,9 +52,9 @@ def summarize(runs: Sequence[Run], time_limit: float, shift: float = SHIFT) -> d
             "success": sum(r.success for r in rs),
             "success_rate": sum(r.success for r in rs) / len(rs),
             "sgm": shifted_geometric_mean(times, shift),
-            "max_primal": max((r.primal_residual for r in good), default=None),
-            "max_dual": max((r.dual_residual for r in good), default=None),
-            "max_gap": max((r.relative_gap for r in good), default=None),
+            "max_primal": _max(r.primal_residual for r in good),
+            "max_dual": _max(r.dual_residual for r in good),
+            "max_gap": _max(r.relative_gap for r in good),
         }
     for fam, rows in out.items():
         best = min(v["sgm"] for v in rows.values())

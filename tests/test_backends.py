@@ -1,0 +1,161 @@
+"""Every NTP-SVM backend behind solve_svm, and the solver benchmark's harness."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ntpcert import InfeasibleError, InputError, NTPInstance
+from ntpcert.cli import main
+from ntpcert.svm import BACKENDS, resolve_backend, solve_svm
+
+from .conftest import TOL, random_instance
+from .test_svm import assert_kkt
+
+qpsolvers = pytest.importorskip("qpsolvers")
+
+QP_BACKENDS = [b for b in ("osqp", "scs", "piqp", "proxqp", "highs") if b in qpsolvers.available_solvers]
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+
+# ---------------------------------------------------------------------------- backends
+@pytest.mark.parametrize("backend", QP_BACKENDS + ["qpsolvers:clarabel", "structured", "structured-float"])
+def test_backend_satisfies_kkt_and_agrees_with_clarabel(backend):
+    rng = np.random.default_rng(3)
+    inst = random_instance(rng, 8, 11, 5, kmin=1, kmax=3)
+    ref = solve_svm(inst, solver="clarabel")
+    sol = solve_svm(inst, solver=backend)
+    assert_kkt(inst, sol, TOL["kkt"])
+    assert abs(sol.objective - ref.objective) <= TOL["solver_agreement"] * max(1.0, ref.objective)
+
+
+@pytest.mark.parametrize("name, module", [
+    ("structured", "ntpcert.svm.structured"),
+    ("osqp", "ntpcert.svm.qpsolvers_backend"),
+    ("qpsolvers:PIQP", "ntpcert.svm.qpsolvers_backend"),
+    ("cvxpy:scs", "ntpcert.svm.cvxpy_backend"),
+])
+def test_resolve_backend_names(name, module):
+    mod, kwargs = resolve_backend(name)
+    assert mod == module
+    if ":" in name:
+        assert kwargs["solver"].lower() == name.split(":", 1)[1].lower()
+
+
+@pytest.mark.parametrize("name", ["nope", "", "qp", 3])
+def test_unknown_backend_is_input_error(name):
+    with pytest.raises(InputError, match="solver"):
+        resolve_backend(name)
+
+
+def test_every_registered_backend_module_imports():
+    import importlib
+
+    for name, (module, _) in BACKENDS.items():
+        assert callable(importlib.import_module(module).solve), name
+
+
+def test_qpsolvers_backend_reports_no_solution_on_non_separable_data():
+    from ntpcert import SolverError
+
+    h = np.array([1.0, -2.0, 0.5])
+    inst = NTPInstance.from_counts(np.vstack([h, h, [0.0, 1.0, 1.0]]), [[3, 0, 0], [0, 2, 0], [0, 0, 1]])
+    with pytest.raises((SolverError, InfeasibleError)):
+        solve_svm(inst, solver=QP_BACKENDS[0] if QP_BACKENDS else "clarabel")
+
+
+# ---------------------------------------------------------------------------- benchmark harness
+def test_shifted_geometric_mean():
+    from ntpbench.report import shifted_geometric_mean
+
+    assert shifted_geometric_mean([3.0, 3.0], shift=10) == pytest.approx(3.0)
+    # with shift s: exp(mean log(t + s)) - s
+    ts = [0.5, 20.0, 3.0]
+    want = math.exp(sum(math.log(t + 10) for t in ts) / 3) - 10
+    assert shifted_geometric_mean(ts) == pytest.approx(want)
+    assert shifted_geometric_mean(ts) < sum(ts) / 3  # below the arithmetic mean
+    with pytest.raises(ValueError, match="times"):
+        shifted_geometric_mean([-1.0])
+
+
+def test_success_needs_residuals_within_tolerance_and_the_right_verdict():
+    from ntpbench.runner import classify
+
+    good = {"status": "optimal", "primal_residual": 1e-9, "dual_residual": 1e-9, "relative_gap": 1e-9}
+    assert classify(good, "separable", 1e-6)
+    assert not classify({**good, "dual_residual": 1e-3}, "separable", 1e-6)
+    assert not classify(good, "not separable", 1e-6)
+    assert classify({"status": "infeasible"}, "not separable", 1e-6)
+    assert not classify({"status": "infeasible"}, "separable", 1e-6)
+
+
+def test_summary_counts_failures_at_the_time_limit():
+    from ntpbench.report import summarize
+    from ntpbench.runner import Run
+
+    runs = [Run("f", "a", "fast", "optimal", True, 1.0), Run("f", "b", "fast", "timeout", False, None),
+            Run("f", "a", "slow", "optimal", True, 4.0), Run("f", "b", "slow", "optimal", True, 4.0)]
+    s = summarize(runs, time_limit=100.0)
+    assert s["f"]["fast"]["success_rate"] == 0.5
+    assert s["f"]["fast"]["sgm"] == pytest.approx(math.sqrt(11 * 110) - 10)
+    assert s["f"]["slow"]["sgm_ratio"] == 1.0  # the slow but reliable backend wins
+    assert s["all"]["slow"]["runs"] == 2
+
+
+def test_families_are_seeded_and_sized():
+    from ntpbench.families import families
+
+    fams = families("tiny", seeds=1)
+    assert {"paper", "growing_V", "growing_m", "d_below_m", "d_above_m", "onehot", "corpus"} <= set(fams)
+    a, b = fams["growing_V"][0].build(), fams["growing_V"][0].build()
+    assert a.fingerprint() == b.fingerprint()
+    one = fams["onehot"][0].build()
+    assert np.all(one.support_sizes == 1) and np.all(one.support_mask().any(axis=0))
+    with pytest.raises(ValueError, match="scale"):
+        families("huge")
+
+
+def test_runner_and_qpbenchmark_export(tmp_path):
+    from ntpbench.families import families
+    from ntpbench.qpbench_export import export, load_problem
+    from ntpbench.runner import prepare, run_one
+
+    member = families("tiny", seeds=1)["d_above_m"][0]
+    (item,) = prepare([member], tmp_path / "inst")
+    assert item.expected == "separable"
+    run = run_one(item, "clarabel", time_limit=60)
+    assert run.success and run.status == "optimal" and run.seconds > 0
+    (path,) = export([item], tmp_path / "qpb")
+    assert (tmp_path / "qpb" / "ntp_svm.py").read_text().count("class NtpSvm(TestSet)") == 1
+    P, q, G, h, A, b = load_problem(path)
+    sol = qpsolvers.solve_qp(P, q, G, h, A, b, solver="clarabel")
+    assert 0.5 * float(sol @ sol) == pytest.approx(run.objective, rel=1e-6)
+
+
+def test_bench_command_writes_report_and_csv(tmp_path, capsys):
+    out = tmp_path / "bench"
+    code = main(["bench", "--scale", "tiny", "--seeds", "1", "--families", "d_above_m",
+                 "--backends", "structured-float", "--time-limit", "60", "--out", str(out), "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["summary"]["d_above_m"]["structured-float"]["success_rate"] == 1.0
+    text = (out / "report.md").read_text()
+    assert "shift 10" in text and "structured-float" in text
+    assert (out / "results.csv").read_text().splitlines()[0].startswith("family,instance,backend")
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--time-limit", "0"], "--time-limit"),
+    (["--backends", "nope"], "solver"),
+    (["--families", "nope"], "--families"),
+    (["--seeds", "0"], "--seeds"),
+    (["--out", "/nonexistent/dir/x"], "--out"),
+])
+def test_bench_bad_options_exit_2(argv, field, capsys):
+    assert main(["bench", "--scale", "tiny", *argv]) == 2
+    assert field in capsys.readouterr().err
