@@ -33,17 +33,16 @@ def register(subparsers: Any, name: str) -> None:
     g.add_argument("--max-chars", type=int, default=None, metavar="N")
     g.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--progress", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..cli import _emit_json, _load
+    from ..errors import CertificateError
     from ..exact import certificate as cf
     from ..exact.verify import Verdict, verify_certificate
 
     instance = _load(args) if args.data is not None else None
-    from ..errors import CertificateError
 
     try:
         cert = cf.load(args.cert)

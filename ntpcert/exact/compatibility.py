@@ -34,7 +34,6 @@ import flint
 import numpy as np
 
 from ..instance import NTPInstance
-from ..kesler import KeslerSystem
 from .dyadic import exact_matmul
 from .rational import frac, fraction_str
 

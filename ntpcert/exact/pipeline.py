@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..certify import Report, Stages, certify
 from ..instance import NTPInstance
 from . import certificate as cf
@@ -229,9 +227,7 @@ def exact_certify(
     """
     t0 = time.perf_counter()
     if certificate_out is not None:
-        from ..io.arrays import atomic_write_bytes  # noqa: F401  (fail early on an unwritable target below)
-
-        _check_target(certificate_out)
+        _check_target(certificate_out)  # fail before the work, not after it
     rep = certify(instance, svm=svm, solver=solver, progress=progress)
     stages = Stages(4, progress, desc="exact")
     try:
@@ -239,19 +235,7 @@ def exact_certify(
             compat = check_compatibility_exact(instance)
             wstar, note = _w_star(instance, compat, w_star)
         with stages.stage("exact separability"):
-            candidates = []
-            if rep.svm is not None:
-                candidates.append(rep.svm.W)
-            if rep.separable.W is not None:
-                candidates.append(rep.separable.W)
-            sep = None
-            for W in candidates:
-                sep = check_separability_exact(instance, W, try_ray=False)
-                if sep.holds:
-                    break
-            if sep is None or not sep.holds:
-                sep = check_separability_exact(instance, None, try_ray=True) if rep.separable.holds is not True \
-                    else (sep or check_separability_exact(instance, None, try_ray=True))
+            sep = _separability(instance, rep)
         with stages.stage("exact NTP-SVM gap"):
             bound = None
             if sep.holds and rep.svm is not None:
@@ -264,6 +248,21 @@ def exact_certify(
     finally:
         stages.close()
     return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0)
+
+
+def _separability(instance: NTPInstance, rep: Report) -> ExactSeparability:
+    """A feasible point from the NTP-SVM or the LP solution, else a Farkas ray, else undetermined."""
+    candidates = [W for W in ((rep.svm.W if rep.svm is not None else None), rep.separable.W) if W is not None]
+    notes = []
+    for W in candidates:
+        sep = check_separability_exact(instance, W, try_ray=False)
+        if sep.holds:
+            return sep
+        notes.append(sep.reason)
+    ray = check_separability_exact(instance, None, try_ray=True)
+    if ray.holds is False or not notes:
+        return ray
+    return ExactSeparability(None, None, None, None, "; ".join(notes + [ray.reason]), ray.seconds)
 
 
 def _check_target(path: str) -> None:
@@ -346,4 +345,4 @@ def run_exact_certify(args: Any, instance: NTPInstance) -> int:
     return 0
 
 
-__all__ = ["ExactReport", "build_certificate", "exact_certify", "print_report", "run_exact_certify", "np"]
+__all__ = ["ExactReport", "build_certificate", "exact_certify", "print_report", "run_exact_certify"]

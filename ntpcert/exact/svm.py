@@ -41,6 +41,7 @@ from fractions import Fraction
 import flint
 import numpy as np
 
+from ..errors import InputError
 from ..instance import NTPInstance
 from ..kesler import KeslerSystem
 from .dyadic import (
@@ -172,6 +173,16 @@ class SVMBound:
             "bits": self.bits,
             "seconds": self.seconds,
         }
+
+
+#: Largest ``bits``: quantised integers and their column sums must stay exact in int64 and float64.
+MAX_BITS = 50
+
+
+def _check_shape(name: str, X, shape: tuple[int, int]) -> None:
+    got = np.shape(X)
+    if got != shape:
+        raise InputError(f"{name}: expected shape {shape}, got {got}")
 
 
 #: Exact rationals longer than this many characters are summarised in reports (the certificate has them).
@@ -391,12 +402,17 @@ class ExactSVMBounder:
         """The exact bound of the pair ``(W, a)``; see :func:`exact_svm_bound`."""
         t0 = time.perf_counter()
         timings = {}
+        inst = self.instance
+        _check_shape("a", a, (inst.V, inst.m))
+        if W is not None:
+            _check_shape("W", W, (inst.V, inst.d))
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= MAX_BITS:
+            raise InputError(f"bits: value {bits!r} is not an integer in 1..{MAX_BITS}")
         a_c, N, k = self.dual_point(a, bits)
         dual = self.dual_objective(a_c, N, k)
         timings["dual"] = time.perf_counter() - t0
         norm_lower = math.sqrt(max(0.0, fraction_down(2 * dual))) if dual > 0 else 0.0
         norm_lower = float(down(norm_lower)) if norm_lower > 0 else 0.0
-        inst = self.instance
         none = dict(gap=None, gap_float=math.inf, relative_gap=math.inf, distance_bound=math.inf,
                     norm_lower=norm_lower, norm_upper=math.inf, a=a_c, bits=bits, timings=timings)
         if not np.any(self.off):
