@@ -95,3 +95,18 @@ def test_no_margin_rows_gives_zero_primal(rng):
     inst = NTPInstance.from_counts(rng.standard_normal((3, 5)), C)
     b = exact_svm_bound(inst, None, np.zeros((4, 3)))
     assert b.primal_feasible and b.primal_objective == 0 and b.gap == 0
+
+
+@pytest.mark.parametrize("W_shape,a_shape,bits,needle", [
+    ((4, 7), (4, 5), 40, "W: expected shape"),
+    ((4, 8), (5, 4), 40, "a: expected shape"),
+    ((4, 8), (4, 5), 0, "bits"),
+    ((4, 8), (4, 5), 64, "bits"),
+    ((4, 8), (4, 5), True, "bits"),
+])
+def test_invalid_calls_name_the_argument(rng, W_shape, a_shape, bits, needle):
+    from ntpcert.errors import InputError
+
+    inst = random_instance(rng, 5, 8, 4, 1, 3)
+    with pytest.raises(InputError, match=needle):
+        exact_svm_bound(inst, np.zeros(W_shape), np.zeros(a_shape), bits=bits)
