@@ -86,3 +86,19 @@ def test_exact_verdicts_agree_with_decisive_float_checks(inst):
         assert rep.compatible is fc
     if fs is not None:
         assert rep.separable is fs
+
+
+@given(inst=small_instances())
+def test_separable_instances_get_a_checked_ntp_svm_gap(inst):
+    from ntpcert.errors import SolverError
+
+    try:
+        rep = exact_certify(inst, svm=True, progress=False)
+    except SolverError:
+        assume(False)
+    assert rep.verdict.valid, rep.verdict.reason
+    if rep.separable and rep.float_report.svm is not None:
+        event(f"svm certified={rep.svm_certified}")
+        assert rep.svm_certified, rep.svm.reason if rep.svm is not None else "no bound"
+        assert rep.svm.gap >= 0
+        assert rep.svm.norm_lower <= rep.float_report.svm.norm * (1 + 1e-6) + 1e-9
