@@ -234,17 +234,38 @@ def exact_int_sum(x: np.ndarray) -> int:
     return sum(int(x[s : s + chunk].sum()) for s in range(0, x.size, chunk))
 
 
-def exact_matmul(X: np.ndarray, Y: np.ndarray) -> LimbMatrix:
-    """The exact product of two float64 matrices, ``X`` of shape (p, n) and ``Y`` of shape (n, q)."""
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
+@dataclass(frozen=True, eq=False)
+class Split:
+    """A float matrix split by :func:`split_slices` for products with inner dimension ``inner``
+    (reuse it when one factor is multiplied many times)."""
+
+    slices: tuple[np.ndarray, ...]
+    E: int
+    b: int
+    shape: tuple[int, int]
+
+    @classmethod
+    def of(cls, X: np.ndarray, inner: int) -> "Split":
+        X = np.asarray(X, dtype=np.float64)
+        b = slice_bits(inner)
+        slices, E = split_slices(X, b)
+        return cls(tuple(slices), E, b, tuple(X.shape))
+
+
+def exact_matmul(X: np.ndarray | Split, Y: np.ndarray | Split) -> LimbMatrix:
+    """The exact product of two float64 matrices, ``X`` of shape (p, n) and ``Y`` of shape (n, q)
+    (either may be given already split for inner dimension n)."""
     p, n = X.shape
     n2, q = Y.shape
     if n != n2:
         raise ValueError(f"exact_matmul: inner dimensions differ ({n} vs {n2})")
+    Xs = X if isinstance(X, Split) else Split.of(X, n)
+    Ys = Y if isinstance(Y, Split) else Split.of(Y, n)
     b = slice_bits(n)
-    xs, ex = split_slices(X, b)
-    ys, ey = split_slices(Y, b)
+    if Xs.b != b or Ys.b != b:
+        raise ValueError(f"exact_matmul: a factor was split for another inner dimension (b = {Xs.b}, {Ys.b}, need {b})")
+    xs, ex = Xs.slices, Xs.E
+    ys, ey = Ys.slices, Ys.E
     if not xs or not ys:
         return LimbMatrix.zeros((p, q), b)
     if min(len(xs), len(ys)) > MAX_LEVEL_TERMS:

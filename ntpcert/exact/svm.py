@@ -46,6 +46,7 @@ from ..instance import NTPInstance
 from ..kesler import KeslerSystem
 from .dyadic import (
     ExactArithmeticError,
+    Split,
     down,
     exact_int_sum,
     exact_matmul,
@@ -229,6 +230,8 @@ class ExactSVMBounder:
         self.anchors = inst.anchors()
         self.multi = self.k >= 2
         self.eta = np.max(np.abs(self.H), axis=1) if inst.d else np.zeros(inst.m)
+        self._H_split = Split.of(self.H, inst.m)  # for a H (inner dimension m)
+        self._Ht_split = Split.of(self.Ht, inst.d)  # for W H^T (inner dimension d)
         self._build_repairs()
 
     # ------------------------------------------------------------------ precomputation
@@ -333,7 +336,7 @@ class ExactSVMBounder:
     def dual_objective(self, a_c: np.ndarray, N: np.ndarray, k: int) -> Fraction:
         """:math:`D(a_c)` exactly."""
         lin = _ldexp_frac(-exact_int_sum(N[self.off]), k)
-        return lin - exact_matmul(a_c, self.H).sq_norm() / 2
+        return lin - exact_matmul(a_c, self._H_split).sq_norm() / 2
 
     # ------------------------------------------------------------------ primal
     def _project_t(self, t: dict[int, Fraction]) -> dict[int, Fraction]:
@@ -357,7 +360,7 @@ class ExactSVMBounder:
         Wq = np.ldexp(N.astype(np.float64), -k)
         if not np.any(N):
             return Wq, (), None, "W rounds to zero, which has no positive margin"
-        L = exact_matmul(Wq, self.Ht)  # (V, m) exact logits
+        L = exact_matmul(Wq, self._Ht_split)  # (V, m) exact logits
         lo, hi = L.enclosure()
         # common in-support logit t_j of each context with k_j >= 2
         tmean = (np.where(self.in_support, lo, 0.0).sum(axis=0)) / self.k
