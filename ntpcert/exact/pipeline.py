@@ -291,7 +291,7 @@ def print_report(r: ExactReport, file=None) -> None:
         print(line, file=out)
 
     w(f"instance {inst.name}: m={inst.m} contexts, d={inst.d}, V={inst.V}, n={inst.n if inst.n is not None else '-'}")
-    w(f"  entropy lower bound H      = {inst.entropy():.10g} nats")
+    w(f"  entropy lower bound H      = {inst.entropy() + 0.0:.10g} nats")
     if inst.probs_exact_from_floats:
         w("  note: probabilities were given as floats; they are taken as the exact (dyadic) rationals they are")
     if c.holds:
@@ -300,7 +300,9 @@ def print_report(r: ExactReport, file=None) -> None:
     else:
         viol = " + ".join(f"{v}*log({p})" for p, v in (c.violating_exponents or {}).items())
         w(f"  NTP-compatible (4)         : {_yn(r.compatible)}  (exact: null vector y with y^T b = {viol} != 0)")
-    if r.w_star is not None:
+    if r.w_star is not None and not r.w_star.primes:
+        w("  W* = 0  (every in-support ratio is 1)")
+    elif r.w_star is not None:
         w(f"  W* = {' + '.join(f'log({p})*R_{p}' for p in r.w_star.primes)}  (exact rational R_p), "
           f"||W*||_F = {r.w_star.norm(20)}")
     elif c.holds:
