@@ -235,3 +235,32 @@ def test_bad_options_are_input_errors(rng, options, field):
     inst = random_instance(rng, 4, 5, 3, kmin=1, kmax=2)
     with pytest.raises(InputError, match=field):
         solve_svm(KeslerSystem.build(inst), solver="structured", **options)
+
+
+# ---------------------------------------------------------------------------- LIBLINEAR Crammer–Singer
+def test_structured_matches_liblinear_crammer_singer_on_one_hot_supports():
+    pytest.importorskip("sklearn")
+    from ntpcert.svm.liblinear_cs import crammer_singer
+
+    rng = np.random.default_rng(11)
+    m, d, V = 40, 30, 6
+    y = np.concatenate([np.arange(V), rng.integers(0, V, size=m - V)])
+    C = np.zeros((m, V), dtype=int)
+    C[np.arange(m), y] = 1
+    inst = NTPInstance.from_counts(rng.standard_normal((m, d)), C)
+    cs = crammer_singer(inst)
+    assert cs.hard_margin
+    sol = solve_svm(inst, solver="structured")
+    assert np.abs(cs.W - sol.W).max() <= TOL["solver_agreement"] * max(1.0, np.abs(sol.W).max())
+
+
+@pytest.mark.parametrize("counts, what", [
+    ([[1, 1, 0], [0, 1, 0], [0, 0, 1]], "exactly one"),
+    ([[1, 0, 0], [0, 1, 0], [1, 0, 0]], "no context's label"),
+])
+def test_crammer_singer_rejects_instances_it_cannot_represent(counts, what):
+    from ntpcert.svm.liblinear_cs import crammer_singer
+
+    inst = NTPInstance.from_counts(np.eye(3), counts)
+    with pytest.raises(InputError, match=what):
+        crammer_singer(inst)
