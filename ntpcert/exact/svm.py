@@ -23,7 +23,7 @@ logits of context j agree on :math:`S_j`: :math:`w_v^\top h_j = t_j` for all :ma
 :math:`t_j` (the mean of the in-support logits, made consistent exactly when some
 :math:`H_{J_v}` is rank deficient), and for each token v with :math:`J_v = \{j : v \in S_j, k_j \ge 2\}`
 solve :math:`H_{J_v}(w_v + \delta_v) = t_{J_v}` exactly with :math:`\delta_v` supported on a few pivot
-coordinates (precomputed once per instance, with exact inverses). Rows are independent, so the
+coordinates (chosen once per instance, with their nonsingularity checked exactly). Rows are independent, so the
 cost is tiny. The logits of :math:`W_q` are computed exactly (:mod:`ntpcert.exact.dyadic`);
 the repair moves logit :math:`(v, j)` by at most :math:`\|\delta_v\|_1 \max_i |h_{j,i}|`, which gives an exact
 lower bound :math:`\ell` on every margin of :math:`W' = W_q + \Delta` (floats rounded outwards). Finally
@@ -73,14 +73,15 @@ class RowRepair:
         Contexts :math:`R_v \\subseteq J_v` whose equations are solved (independent rows of :math:`H_{J_v}`).
     pivots : ndarray of shape (rho,)
         Coordinates of :math:`w_v` that move.
-    inverse : flint.fmpq_mat of shape (rho, rho)
-        :math:`(H_{R_v, P_v})^{-1}`, exact.
+    matrix : flint.fmpq_mat of shape (rho, rho)
+        :math:`H_{R_v, P_v}`, exact and nonsingular (each call solves with it; an explicit
+        inverse would cost far more for large :math:`|J_v|`).
     """
 
     token: int
     contexts: np.ndarray
     pivots: np.ndarray
-    inverse: flint.fmpq_mat
+    matrix: flint.fmpq_mat
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,7 +212,7 @@ def _ldexp_frac(n: int, k: int) -> Fraction:
 
 
 class ExactSVMBounder:
-    """Per-instance precomputation for :func:`exact_svm_bound` (pivots, exact inverses, masks).
+    """Per-instance precomputation for :func:`exact_svm_bound` (pivots, exact pivot blocks, masks).
 
     Build it once per instance and call :meth:`bound` on each iterate.
     """
@@ -254,10 +255,7 @@ class ExactSVMBounder:
                 _, _, piv = qr(HJ, mode="economic", pivoting=True)
                 P = np.sort(piv[: ctx.size])
                 M = flint.fmpq_mat(ctx.size, ctx.size, [fmpq(x) for x in HJ[:, P].ravel()])
-                try:
-                    rep = RowRepair(v, ctx, P, M.inv())
-                except ZeroDivisionError:
-                    rep = None
+                rep = RowRepair(v, ctx, P, M) if M.rank() == ctx.size else None
             if rep is None:
                 rep, null_rows = self._rank_deficient_repair(v, ctx, HJ)
                 constraints.extend(null_rows)
@@ -284,7 +282,7 @@ class ExactSVMBounder:
                     rows.append(c)
                     break
         M = flint.fmpq_mat(rank, rank, [Q[r, c] for r in rows for c in cols])
-        rep = RowRepair(v, ctx[rows], np.array(cols, dtype=np.int64), M.inv())
+        rep = RowRepair(v, ctx[rows], np.array(cols, dtype=np.int64), M)
         # left null space of H_J: y with y^T H_J = 0, from the rref of H_J^T (free columns)
         null: list[dict[int, Fraction]] = []
         pivset = set(rows)
@@ -315,7 +313,7 @@ class ExactSVMBounder:
         Ci = flint.fmpq_mat(rank, len(cols), [R[i, c] for i in range(rank) for c in range(len(cols))])
         self.t_columns = np.array(cols, dtype=np.int64)
         self.C = Ci
-        self.CCt_inv = (Ci * Ci.transpose()).inv()
+        self.CCt = Ci * Ci.transpose()
 
     # ------------------------------------------------------------------ dual
     def dual_point(self, a: np.ndarray, bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray, int]:
@@ -344,7 +342,7 @@ class ExactSVMBounder:
             return t
         cols = self.t_columns
         t0 = flint.fmpq_mat(len(cols), 1, [fmpq(t[int(j)]) for j in cols])
-        corr = self.C.transpose() * (self.CCt_inv * (self.C * t0))
+        corr = self.C.transpose() * self.CCt.solve(self.C * t0)
         out = dict(t)
         for i, j in enumerate(cols):
             out[int(j)] = t[int(j)] - frac(corr[i, 0])
@@ -378,7 +376,7 @@ class ExactSVMBounder:
                 rho = r.contexts.size
                 rhs = flint.fmpq_mat(rho, 1, [fmpq(t[int(j)]) - vals[pos + i] * unit for i, j in enumerate(r.contexts)])
                 pos += rho
-                sol = r.inverse * rhs
+                sol = r.matrix.solve(rhs)
                 l1 = flint.fmpq(0)
                 for i, c in enumerate(r.pivots):
                     dl = sol[i, 0]
