@@ -57,6 +57,9 @@ from .dyadic import (
 )
 from .rational import fmpq, frac, fraction_str
 
+#: Pivot blocks up to this size keep an exact inverse; larger ones are solved with on each call.
+INVERSE_MAX_SIZE = 8
+
 #: Significant bits kept when W and a are rounded onto a dyadic grid (relative to their largest entry).
 DEFAULT_BITS = 40
 
@@ -82,6 +85,16 @@ class RowRepair:
     contexts: np.ndarray
     pivots: np.ndarray
     matrix: flint.fmpq_mat
+    inverse: flint.fmpq_mat | None = None
+
+    @classmethod
+    def make(cls, token: int, contexts: np.ndarray, pivots: np.ndarray, matrix: flint.fmpq_mat) -> "RowRepair":
+        """Keep the exact inverse too when the block is small (a product is cheaper than a solve)."""
+        inv = matrix.inv() if matrix.nrows() <= INVERSE_MAX_SIZE else None
+        return cls(token, contexts, pivots, matrix, inv)
+
+    def solve(self, rhs: flint.fmpq_mat) -> flint.fmpq_mat:
+        return self.inverse * rhs if self.inverse is not None else self.matrix.solve(rhs)
 
 
 @dataclass(frozen=True, eq=False)
@@ -255,7 +268,7 @@ class ExactSVMBounder:
                 _, _, piv = qr(HJ, mode="economic", pivoting=True)
                 P = np.sort(piv[: ctx.size])
                 M = flint.fmpq_mat(ctx.size, ctx.size, [fmpq(x) for x in HJ[:, P].ravel()])
-                rep = RowRepair(v, ctx, P, M) if M.rank() == ctx.size else None
+                rep = RowRepair.make(v, ctx, P, M) if M.rank() == ctx.size else None
             if rep is None:
                 rep, null_rows = self._rank_deficient_repair(v, ctx, HJ)
                 constraints.extend(null_rows)
@@ -282,7 +295,7 @@ class ExactSVMBounder:
                     rows.append(c)
                     break
         M = flint.fmpq_mat(rank, rank, [Q[r, c] for r in rows for c in cols])
-        rep = RowRepair(v, ctx[rows], np.array(cols, dtype=np.int64), M)
+        rep = RowRepair.make(v, ctx[rows], np.array(cols, dtype=np.int64), M)
         # left null space of H_J: y with y^T H_J = 0, from the rref of H_J^T (free columns)
         null: list[dict[int, Fraction]] = []
         pivset = set(rows)
@@ -376,7 +389,7 @@ class ExactSVMBounder:
                 rho = r.contexts.size
                 rhs = flint.fmpq_mat(rho, 1, [fmpq(t[int(j)]) - vals[pos + i] * unit for i, j in enumerate(r.contexts)])
                 pos += rho
-                sol = r.matrix.solve(rhs)
+                sol = r.solve(rhs)
                 l1 = flint.fmpq(0)
                 for i, c in enumerate(r.pivots):
                     dl = sol[i, 0]
