@@ -139,9 +139,10 @@ def test_store_commits_each_point_once_and_refuses_other_settings(tmp_path):
     with ResultStore(path, spec) as db:
         assert db.add(p, res) is True
         assert db.add(p, {**res, "values": {"x": 9.0}}) is False
-        assert len(db) == 1
+        assert db.add_many([(p, res), (spec.points[1], res)]) == [False, True]
+        assert len(db) == 2
     with ResultStore(path, spec) as db:
-        (row,) = db.table()
+        row = db.table()[0]
         assert row["x"] == 0.1 + 0.2 and row["ok"] is True and row["none"] is None and "seconds" not in row
         assert db.table(timing=True)[0]["seconds"] == 0.5
     other = parse_spec({**_spec(), "seed": 1})

@@ -2,8 +2,8 @@
 
 The runner reads which points the store already holds, sends the others in chunks to the workers
 (at most ``max_in_flight`` chunks queued at a time, so a grid of millions of points never sits in
-memory as futures), and commits each finished point to the store from this process as its chunk
-comes back. Killing the run at any moment loses only the chunks in flight; running it again
+memory as futures), and commits each chunk's points to the store from this process, in one
+transaction, as the chunk comes back. Killing the run at any moment loses only the chunks in flight; running it again
 computes exactly the points that are missing. Workers never touch the store.
 """
 
@@ -107,7 +107,7 @@ def run_sweep(
     client : distributed.Client, optional
         Run on this client's cluster; without one, compute in this process.
     chunk_size : int
-        Grid points per task.
+        Grid points per task, and per store transaction.
     max_in_flight : int, optional
         Chunks queued at a time (default: 4 per worker).
     progress : bool, optional
@@ -124,17 +124,17 @@ def run_sweep(
         computed = errors = 0
         try:
             if client is None:
-                results = (r for chunk in _chunks(pending, chunk_size) for r in compute_chunk(spec.settings, chunk))
+                finished = (compute_chunk(spec.settings, chunk) for chunk in _chunks(pending, chunk_size))
                 executor = "serial"
             else:
-                results = _distributed(client, spec.settings, _chunks(pending, chunk_size), max_in_flight)
+                finished = _distributed(client, spec.settings, _chunks(pending, chunk_size), max_in_flight)
                 executor = str(getattr(client.scheduler, "address", "dask"))
-            for point, res in results:
-                if db.add(point, res):
-                    computed += 1
-                    errors += res["error"] is not None
+            for chunk in finished:
+                for (point, res), new in zip(chunk, db.add_many(chunk)):
+                    computed += new
+                    errors += new and res["error"] is not None
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(len(chunk))
         finally:
             if bar is not None:
                 bar.close()
@@ -143,7 +143,7 @@ def run_sweep(
 
 
 def _distributed(client: Any, settings: dict, chunks: Iterator[list[GridPoint]],
-                 max_in_flight: int | None) -> Iterator[tuple[GridPoint, dict]]:
+                 max_in_flight: int | None) -> Iterator[list[tuple[GridPoint, dict]]]:
     from distributed import as_completed
 
     if max_in_flight is None:
@@ -157,7 +157,7 @@ def _distributed(client: Any, settings: dict, chunks: Iterator[list[GridPoint]],
             nxt = next(chunks, None)
             if nxt is not None:
                 queue.add(client.submit(compute_chunk, settings, nxt, pure=False))
-            yield from out
+            yield out
     finally:
         left = list(queue.futures)  # chunks still queued when the caller stops early or fails
         if left:

@@ -1,9 +1,9 @@
 """The results store of a sweep: one SQLite file that survives a crash at any moment.
 
 * One row per grid point, keyed by :attr:`GridPoint.key` (``PRIMARY KEY``): a point is inserted with
-  ``INSERT OR IGNORE`` and committed in its own transaction as soon as it is finished, so a killed
-  run loses at most the points in flight, and a rerun computes exactly the missing ones and can never
-  write a point twice.
+  ``INSERT OR IGNORE`` and committed as soon as its task (a chunk of points) comes back, one
+  transaction per chunk, so a killed run loses at most the chunks in flight, and a rerun computes
+  exactly the missing points and can never write a point twice.
 * The journal is SQLite's write-ahead log with ``synchronous=FULL``: a committed row is on disk
   before :meth:`ResultStore.add` returns; a transaction interrupted by SIGKILL is rolled back when the
   file is next opened.
@@ -148,15 +148,23 @@ class ResultStore:
 
     def add(self, point: GridPoint, result: dict[str, Any]) -> bool:
         """Commit one finished point; False (and nothing written) when it is already there."""
-        vals = json.dumps(result["values"], sort_keys=True, allow_nan=False)
+        return self.add_many([(point, result)]) == [True]
+
+    def add_many(self, finished: list[tuple[GridPoint, dict[str, Any]]]) -> list[bool]:
+        """Commit finished points in one transaction (all or none of them); for each, whether it was
+        new (False: already there, left as it was)."""
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        new = []
         with self._transaction():
-            cur = self._db.execute(
-                "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (point.key, point.m, point.d, point.V, point.k, point.embedding, point.seed, vals,
-                 result.get("error"), float(result.get("seconds", 0.0)), now),
-            )
-        return cur.rowcount == 1
+            for point, result in finished:
+                vals = json.dumps(result["values"], sort_keys=True, allow_nan=False)
+                cur = self._db.execute(
+                    "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (point.key, point.m, point.d, point.V, point.k, point.embedding, point.seed, vals,
+                     result.get("error"), float(result.get("seconds", 0.0)), now),
+                )
+                new.append(cur.rowcount == 1)
+        return new
 
     def rows(self) -> list[ResultRow]:
         """Every finished point, sorted by (m, d, V, k, embedding, seed)."""
