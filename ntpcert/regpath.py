@@ -57,14 +57,15 @@ NEWTON_MAX_VARS = 3000
 #: and the norm is within ``BUDGET_RTOL`` of B.
 NEWTON_TOL = 1e-10
 NEWTON_MAX_ITER = 100
+#: Newton continuation grows the radius by at most this factor per solve.
+NEWTON_CONTINUATION = 2.0
+#: First Levenberg-Marquardt damping (relative to L) when the Newton matrix is singular to rounding.
+NEWTON_DAMP_REL = 1e-12
 #: Relative accuracy of the attained norm against the requested budget.
 BUDGET_RTOL = 1e-10
 #: Softmax probabilities below this are set to 0 in the Hessian: their products would be
 #: subnormal floats, far below any penalty in use, and slow the factorisation down enormously.
 SOFTMAX_FLUSH = 1e-150
-#: Shift added to the Hessian's diagonal at least, relative to L, so that Cholesky never meets a
-#: singular matrix when the multiplier is (near) zero.
-MU_MIN_REL = 1e-14
 
 METHODS = ("newton", "projected", "cvxpy")
 
@@ -208,11 +209,77 @@ def _hessian(instance: NTPInstance, W: np.ndarray) -> np.ndarray:
     return T.reshape(V, V, d, d).transpose(0, 2, 1, 3).reshape(V * d, V * d)
 
 
+def _row_projector(instance: NTPInstance) -> np.ndarray:
+    """Orthogonal projector of shape (d, d) onto the row space of H."""
+    H = instance.embeddings
+    U, sv, Vt = np.linalg.svd(H, full_matrices=False)
+    k = int(np.count_nonzero(sv > sv[0] * max(H.shape) * np.finfo(float).eps)) if sv.size and sv[0] > 0 else 0
+    return Vt[:k].T @ Vt[:k]
+
+
+def _project_U(instance: NTPInstance, W: np.ndarray) -> np.ndarray:
+    r"""Projection onto :math:`U = \{AH : \mathbf 1^\top A = 0\}`, the span of all gradients."""
+    Wc = W - W.mean(axis=0, keepdims=True)
+    return Wc @ _row_projector(instance)
+
+
+def _null_shift(instance: NTPInstance) -> np.ndarray:
+    r""":math:`L\,(I - P_U)` of shape (Vd, Vd), with :math:`P_U = (I_V - \mathbf 1\mathbf 1^\top/V)\otimes P_H`.
+
+    CE is constant along :math:`U^\perp` (a constant added to every logit, or a direction that no
+    :math:`h_j` sees), so its Hessian vanishes there; the shift makes the Newton matrix invertible
+    without changing it on U, where every gradient, every iterate and the minimiser live."""
+    V, d = instance.V, instance.d
+    C = np.eye(V) - 1.0 / V
+    PU = np.kron(C, _row_projector(instance))
+    return instance.smoothness() * (np.eye(V * d) - PU)
+
+
 def solve_ball_newton(
     instance: NTPInstance,
     B: float,
     *,
     W0: np.ndarray | None = None,
+    tol: float = NEWTON_TOL,
+    max_iter: int = NEWTON_MAX_ITER,
+) -> tuple[np.ndarray, int, float, float]:
+    r"""The minimiser of CE on the sphere of radius B by Newton continuation.
+
+    From ``W0`` (default: a short step along :math:`-\nabla\mathrm{CE}(0)`, where the logits move by
+    less than 1) the radius grows by factors of at most ``NEWTON_CONTINUATION`` up to B, each radius
+    solved by :func:`newton_sphere` from the previous answer. Far-away cold starts overshoot into
+    regions where CE is flat to rounding, and Newton's model is useless there.
+
+    Returns W of shape (V, d), the Newton iterations in all, the residual
+    :math:`\|\nabla\mathrm{CE} + \mu W\|/\|\nabla\mathrm{CE}\|` at B and the multiplier :math:`\mu`.
+    """
+    V, d = instance.V, instance.d
+    if W0 is None or not np.any(W0):
+        g0 = instance.gradient(np.zeros((V, d)))
+        n0 = float(np.linalg.norm(g0))
+        if n0 == 0.0:
+            return np.zeros((V, d)), 0, 0.0, 0.0
+        hmax = float(np.linalg.norm(instance.embeddings, axis=1).max())
+        r = min(B, 1.0 / max(hmax, np.finfo(float).tiny))
+        W = -r * g0 / n0
+    else:
+        W = np.array(W0, dtype=np.float64)
+        r = min(B, float(np.linalg.norm(W)))
+    total = 0
+    while True:
+        r = min(B, max(r, float(np.linalg.norm(W))))
+        W, it, res, mu = newton_sphere(instance, r, W, tol=tol, max_iter=max_iter)
+        total += it
+        if r >= B:
+            return W, total, res, mu
+        r = min(B, NEWTON_CONTINUATION * r)
+
+
+def newton_sphere(
+    instance: NTPInstance,
+    B: float,
+    W0: np.ndarray,
+    *,
     tol: float = NEWTON_TOL,
     max_iter: int = NEWTON_MAX_ITER,
 ) -> tuple[np.ndarray, int, float, float]:
@@ -225,9 +292,10 @@ def solve_ball_newton(
               = -\begin{bmatrix} g + \mu W \\ (\|W\|^2 - B^2)/2\end{bmatrix}
 
     through a Cholesky factor of K (two solves and a Schur complement), with backtracking on the
-    scaled residual norm and :math:`\mu \ge 0` kept. The sphere's linearisation removes the radial
-    direction, along which CE is nearly flat far out on the path, so the tangent system stays well
-    conditioned. The start is ``W0`` rescaled to norm B (default: :math:`-Bg/\|g\|` at W = 0).
+    scaled residual norm and :math:`\mu` clipped at 0. Iterates stay in the span U of the gradients
+    (``W0`` is projected onto it), and K is shifted by :math:`L` on :math:`U^\perp`, where CE is
+    flat. The sphere's linearisation removes the radial direction, along which CE is nearly flat far
+    out on the path. The start is ``W0`` projected onto U and rescaled to norm B.
 
     Returns
     -------
@@ -236,20 +304,23 @@ def solve_ball_newton(
     residual : float
         :math:`\|g + \mu W\|/\|g\|`.
     mu : float
-        The multiplier; it should be positive (a constraint that is not active gives
-        :class:`~ntpcert.errors.SolverError`, use ``method="projected"``).
+        The multiplier (positive when the constraint is active, as it is for separable data).
+
+    Far out on the path the gradient itself is of the order of :math:`e^{-\text{margin}}` and its
+    F-part is resolved only to about machine epsilon over that size, so the residual cannot be
+    driven below roughly :math:`10^{-16}/\|\nabla\mathrm{CE}\|`; the iteration then stops when the
+    line search makes no progress and reports the residual it reached.
     """
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
     V, d = instance.V, instance.d
-    if W0 is None or not np.any(W0):
-        g0 = instance.gradient(np.zeros((V, d)))
-        n0 = float(np.linalg.norm(g0))
-        if n0 == 0.0:
-            return np.zeros((V, d)), 0, 0.0, 0.0
-        W = -B * g0 / n0
-    else:
-        W = np.array(W0, dtype=np.float64) * (B / float(np.linalg.norm(W0)))
+    W = _project_U(instance, np.array(W0, dtype=np.float64))
+    nw = float(np.linalg.norm(W))
+    if nw == 0.0:
+        raise InputError("W0: its part in the span of the gradients is zero; give a nonzero start")
+    W *= B / nw
+    L = instance.smoothness()
+    shift = _null_shift(instance)
     g = instance.gradient(W)
     mu = max(0.0, -float(np.vdot(g, W)) / B**2)
     gscale = max(float(np.linalg.norm(g)), np.finfo(float).tiny)
@@ -268,12 +339,19 @@ def solve_ball_newton(
         res = float(np.linalg.norm(g + mu * W)) / gn if gn > 0 else 0.0
         if res <= tol and abs(r2) <= BUDGET_RTOL:
             break
-        K = _hessian(instance, W)
-        K[np.diag_indices_from(K)] += max(mu, MU_MIN_REL * instance.smoothness())
-        try:
-            fac = cho_factor(K, check_finite=False)
-        except LinAlgError as err:
-            raise SolverError(f"newton (B = {B:g}): Hessian not positive definite ({err})") from err
+        K = _hessian(instance, W) + shift
+        K[np.diag_indices_from(K)] += mu
+        fac = None
+        damp = 0.0
+        while fac is None:  # Levenberg-Marquardt damping where CE is flat to rounding on U
+            try:
+                fac = cho_factor(K, check_finite=False)
+            except LinAlgError as err:
+                new = max(100.0 * damp, NEWTON_DAMP_REL * L)
+                if new > L:
+                    raise SolverError(f"newton (B = {B:g}): Hessian not positive definite ({err})") from err
+                K[np.diag_indices_from(K)] += new - damp
+                damp = new
         w = W.reshape(-1)
         x1 = cho_solve(fac, (g + mu * W).reshape(-1), check_finite=False)
         xw = cho_solve(fac, w, check_finite=False)
@@ -284,21 +362,18 @@ def solve_ball_newton(
         a = 1.0
         accepted = False
         while a >= 1e-10:
-            mu_n = mu + a * dmu
-            if mu_n >= 0.0:
-                Wn = W + a * dW
-                gn_, r1n_, r2_ = residual(Wn, mu_n)
-                if r1n_**2 + r2_**2 <= (1.0 - 1e-4 * a) * merit:
-                    accepted = True
-                    break
+            mu_n = max(0.0, mu + a * dmu)  # the multiplier of an inequality stays non-negative
+            Wn = W + a * dW
+            gn_, r1n_, r2_ = residual(Wn, mu_n)
+            if r1n_**2 + r2_**2 <= (1.0 - 1e-4 * a) * merit:
+                accepted = True
+                break
             a *= 0.5
         if not accepted:
             break
         W, mu, g, r1n, r2 = Wn, mu_n, gn_, r1n_, r2_
     gn = float(np.linalg.norm(g))
     res = float(np.linalg.norm(g + mu * W)) / gn if gn > 0 else 0.0
-    if mu <= 0.0 and res > tol:
-        raise SolverError(f"newton (B = {B:g}): the norm constraint is not active; use method='projected'")
     return W, it, res, mu
 
 
@@ -404,4 +479,5 @@ __all__ = [
     "solve_ball_cvxpy",
     "solve_ball_newton",
     "solve_ball_projected",
+    "newton_sphere",
 ]

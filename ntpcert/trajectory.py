@@ -14,16 +14,24 @@ when the instance is not separable so that :math:`W^{mm}` does not exist):
 * ``cos_mm`` :math:`\cos(W, W^{mm})` and ``cos_mm_centered`` :math:`\cos(W-W^*, W^{mm})`, with
   :math:`\cos(A,B) = \langle A,B\rangle/(\|A\|\|B\|)`;
 * ``dist_F`` :math:`\|P_F(W)-W^*\|` and ``rel_dist_F`` the same divided by :math:`\|W^*\|`;
+* ``perp_fraction`` :math:`\|P_{F^\perp}(W)\|/\|W\|`. Since :math:`W^{mm}\in F^\perp`,
+  :math:`\cos(W, W^{mm}) = \texttt{perp\_fraction}\cdot\cos(P_{F^\perp}W, W^{mm})`: it is a ceiling on
+  ``cos_mm`` set by the size of the F-part (about :math:`\|W^*\|`) against the norm reached;
 * ``min_margin`` :math:`\min A_{mar}\mathrm{vec}(W)/\|W\|`, the smallest (6b) margin of the
-  normalised iterate (tends to :math:`1/\|W^{mm}\|` under Theorem 2), and ``margin_ratio`` =
-  ``min_margin`` · :math:`\|W^{mm}\|` (tends to 1);
+  normalised iterate (tends to :math:`1/\|W^{mm}\|` under Theorem 2);
+* ``margin_ratio`` :math:`\gamma(P_{F^\perp}W)\,\|W^{mm}\|` with
+  :math:`\gamma(X) = \min A_{mar}\mathrm{vec}(X)/\|X\|`: the normalised margin of the part of W that
+  satisfies (6a), relative to the largest possible. It is at most 1, with equality exactly when
+  :math:`P_{F^\perp}W` points along :math:`W^{mm}` (since :math:`X/\min A_{mar}\mathrm{vec}(X)` is then
+  feasible for the NTP-SVM);
 * ``eq_violation`` :math:`\|A_{eq}\mathrm{vec}(W)\|_\infty/\|W\|`, the largest violation of (6a) by
   the normalised iterate (tends to 0);
 * for every other norm N of :attr:`Limits.norm_svms` (max, spectral, nuclear, l1):
   ``cos_N`` :math:`\cos(W, W^{N})`, ``cos_N_centered`` :math:`\cos(W-W^*, W^N)` and
-  ``margin_ratio_N`` :math:`\min A_{mar}\mathrm{vec}(W)\cdot\|W^N\|_N/\|W\|_N`, the normalised
-  margin in norm N relative to the largest one possible (1 exactly when W/‖W‖_N is a max-margin
-  direction in N; independent of which minimiser the solver returned).
+  ``margin_ratio_N`` :math:`\min A_{mar}\mathrm{vec}(P_{F^\perp}W)\cdot\|W^N\|_N/\|P_{F^\perp}W\|_N`,
+  the same ratio in norm N: at most 1 (up to the solver's certified gap), 1 exactly when
+  :math:`P_{F^\perp}W` is a max-margin direction in N, and independent of which minimiser the solver
+  returned when the N-SVM has several.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ BASE_METRICS = (
     "cos_mm_centered",
     "dist_F",
     "rel_dist_F",
+    "perp_fraction",
     "min_margin",
     "margin_ratio",
     "eq_violation",
@@ -199,21 +208,26 @@ def metrics(W: np.ndarray, limits: Limits, *, grad: np.ndarray | None = None) ->
     Wmm = limits.W_mm
     out["cos_mm"] = nan if Wmm is None else _cos(W, Wmm)
     out["cos_mm_centered"] = nan if Wmm is None else _cos(W - Ws, Wmm)
-    dist = float(np.linalg.norm(limits.subspace.project(W) - Ws))
+    PF = limits.subspace.project(W)
+    Wp = W - PF
+    dist = float(np.linalg.norm(PF - Ws))
     ws_norm = float(np.linalg.norm(Ws))
+    pnorm = float(np.linalg.norm(Wp))
     out["dist_F"] = dist
     out["rel_dist_F"] = dist / ws_norm if ws_norm > 0 else nan
+    out["perp_fraction"] = pnorm / nrm if nrm > 0 else nan
     mar = limits.system.apply_margin(W)
     eq = limits.system.apply_eq(W)
-    mmin = float(mar.min()) if mar.size else nan
-    out["min_margin"] = mmin / nrm if nrm > 0 else nan
-    out["margin_ratio"] = nan if Wmm is None else out["min_margin"] * limits.svm.norm
+    out["min_margin"] = float(mar.min()) / nrm if (mar.size and nrm > 0) else nan
+    pmar = limits.system.apply_margin(Wp)
+    pmin = float(pmar.min()) if pmar.size else nan
+    out["margin_ratio"] = nan if (Wmm is None or pnorm == 0) else pmin * limits.svm.norm / pnorm
     out["eq_violation"] = (float(np.abs(eq).max()) if eq.size else 0.0) / nrm if nrm > 0 else nan
     for n, sol in limits.norm_svms.items():
         out[f"cos_{n}"] = _cos(W, sol.W)
         out[f"cos_{n}_centered"] = _cos(W - Ws, sol.W)
-        wn = matrix_norm(W, n)
-        out[f"margin_ratio_{n}"] = mmin * sol.value / wn if wn > 0 else nan
+        wn = matrix_norm(Wp, n)
+        out[f"margin_ratio_{n}"] = pmin * sol.value / wn if wn > 0 else nan
     return out
 
 
@@ -346,10 +360,11 @@ def run(
     try:
         for i, target in enumerate(pts):
             t0 = time.perf_counter()
-            while t < target:
-                t += 1
-                kernel.gradient_into(W, G)
-                opt.kernel(W, G, bufs, t, opt.schedule(t))
+            with np.errstate(over="ignore", invalid="ignore"):  # finiteness is checked below
+                while t < target:
+                    t += 1
+                    kernel.gradient_into(W, G)
+                    opt.kernel(W, G, bufs, t, opt.schedule(t))
             seconds += time.perf_counter() - t0
             if not np.all(np.isfinite(W)):
                 raise SolverError(f"{opt.name}: the iterate is not finite at step {t} (lr = "
