@@ -44,7 +44,9 @@ def main(argv: list[str]) -> int:
     else:
         out.update(status="optimal", objective=sol.objective, primal_residual=sol.primal_residual,
                    dual_residual=sol.dual_residual, relative_gap=sol.relative_gap,
-                   certified_gap=sol.info.get("certificate", {}).get("relative_gap"))
+                   certified_gap=sol.info.get("certificate", {}).get("relative_gap"),
+                   info={k: sol.info[k] for k in ("epochs", "classes", "pdas_steps", "exact_seconds", "path")
+                         if k in sol.info})
     out["seconds"] = time.perf_counter() - t0
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     sys.stdout.write(json.dumps(out) + "\n")
