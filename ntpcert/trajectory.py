@@ -342,11 +342,8 @@ def run(
     lim = limits if limits is not None else Limits.compute(instance)
     if lim.instance is not instance and lim.instance.fingerprint() != instance.fingerprint():
         raise InputError("limits: computed for a different instance")
-    W = np.zeros((instance.V, instance.d)) if W0 is None else np.array(instance._check_W(W0), copy=True)
-    state = opt.init(W)
-    bufs = state.buffers
-    kernel = CEKernel(instance)
-    G = np.empty_like(W)
+    stepper = Stepper(instance, opt, W0)
+    W = stepper.W
     names = metric_names(lim)
     cols = {n: np.empty(pts.size) for n in names}
     snaps = np.empty((pts.size, *W.shape)) if snapshots else None
@@ -356,19 +353,9 @@ def run(
 
         bar = tqdm(total=int(pts[-1]), desc=opt.name, file=sys.stderr, unit="step", leave=False)
     seconds = 0.0
-    t = 0
     try:
         for i, target in enumerate(pts):
-            t0 = time.perf_counter()
-            with np.errstate(over="ignore", invalid="ignore"):  # finiteness is checked below
-                while t < target:
-                    t += 1
-                    kernel.gradient_into(W, G)
-                    opt.kernel(W, G, bufs, t, opt.schedule(t))
-            seconds += time.perf_counter() - t0
-            if not np.all(np.isfinite(W)):
-                raise SolverError(f"{opt.name}: the iterate is not finite at step {t} (lr = "
-                                  f"{opt.schedule.lr:g}); use a smaller step size")
+            seconds += stepper.advance(int(target) - stepper.t)
             row = metrics(W, lim)
             for n in names:
                 cols[n][i] = row[n]
@@ -384,6 +371,54 @@ def run(
     return Trajectory(opt.name, hp, pts, cols, W.copy(), snaps, seconds, instance.name, instance.fingerprint())
 
 
+class Stepper:
+    """The fused in-place loop behind :func:`run`: owns the iterate, the optimiser's buffers and the
+    gradient workspace, and advances them without allocating (for every optimiser but the spectral ones).
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    optimizer : Optimizer
+        Resolved here (GD's default step).
+    W0 : ndarray of shape (V, d), optional
+        Start; default zeros.
+
+    Attributes
+    ----------
+    W : ndarray of shape (V, d)
+        The current iterate (updated in place).
+    t : int
+        Steps taken.
+    """
+
+    def __init__(self, instance: NTPInstance, optimizer: Optimizer, W0: np.ndarray | None = None) -> None:
+        self.optimizer = optimizer.resolve(instance)
+        self.W = np.zeros((instance.V, instance.d)) if W0 is None else np.array(instance._check_W(W0), copy=True)
+        self._bufs = self.optimizer.init(self.W).buffers
+        self._kernel = CEKernel(instance)
+        self._G = np.empty_like(self.W)
+        self.t = 0
+
+    def advance(self, n: int) -> float:
+        """Take ``n`` steps; return their wall time in seconds.
+
+        Raises SolverError when the iterate stops being finite."""
+        opt, W, G, bufs, kernel = self.optimizer, self.W, self._G, self._bufs, self._kernel
+        grad_into, update, sched = kernel.gradient_into, opt.kernel, opt.schedule
+        t = self.t
+        t0 = time.perf_counter()
+        with np.errstate(over="ignore", invalid="ignore"):  # finiteness is checked below
+            for t in range(self.t + 1, self.t + n + 1):
+                grad_into(W, G)
+                update(W, G, bufs, t, sched(t))
+        seconds = time.perf_counter() - t0
+        self.t = t
+        if not np.all(np.isfinite(W)):
+            raise SolverError(f"{opt.name}: the iterate is not finite at step {t} (lr = "
+                              f"{opt.schedule.lr:g}); use a smaller step size")
+        return seconds
+
+
 def _check_grid(grid: Sequence[int], steps: int) -> np.ndarray:
     g = np.asarray(grid)
     if g.ndim != 1 or g.size == 0 or g.dtype.kind not in "iu":
@@ -394,4 +429,4 @@ def _check_grid(grid: Sequence[int], steps: int) -> np.ndarray:
     return np.unique(np.concatenate([g, [steps]])).astype(np.int64)
 
 
-__all__ = ["BASE_METRICS", "Limits", "Trajectory", "geometric_grid", "metric_names", "metrics", "run"]
+__all__ = ["BASE_METRICS", "Limits", "Stepper", "Trajectory", "geometric_grid", "metric_names", "metrics", "run"]
