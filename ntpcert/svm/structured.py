@@ -45,7 +45,7 @@ from .structured_bcd import BATCH, epoch, make_state
 from .structured_classes import TokenClasses
 from .structured_farkas import FarkasRay, certify_ray, find_ray, token_ray
 from .structured_monitor import Progress, progress
-from .structured_polish import ActiveSetSystem
+from .structured_polish import ActiveSetSystem, blas_threads
 
 #: Default target of the certified relative duality gap.
 DEFAULT_TOL = 1e-9
@@ -54,7 +54,8 @@ DEFAULT_TOL = 1e-9
 REFRESH_EVERY = 10
 
 #: Polish is tried once the gap estimate is below this and at most a fraction ``POLISH_CHANGES`` of
-#: the active entries changed in the last epoch; after a failed attempt, ``POLISH_WAIT`` epochs pass.
+#: the active entries changed in the last epoch; after the k-th failed attempt,
+#: ``POLISH_WAIT * 2**k`` epochs pass (k at most 6).
 POLISH_BELOW = 1e-1
 POLISH_CHANGES = 0.02
 POLISH_WAIT = 3
@@ -127,6 +128,12 @@ class _Solver:
         self.active_set: ActiveSetSystem | None = None
 
     # ------------------------------------------------------------------ candidates
+    def can_polish(self, active: np.ndarray) -> bool:
+        """The restricted KKT blocks :math:`H_{J_c} H_{J_c}^\top` are singular when a class has more
+        pinned contexts than the embedding dimension; the polish is skipped then."""
+        pinned = (active | self.classes.mask).sum(axis=0)
+        return int(pinned.max(initial=0)) <= self.inst.d
+
     def polish(self, A: np.ndarray, state) -> np.ndarray | None:
         """Primal-dual active-set steps from the active set of A; the polished dual or None."""
         if self.active_set is None:
@@ -137,7 +144,7 @@ class _Solver:
         self.pdas_steps += res.steps
         return res.A if res.converged else None
 
-    def certify(self, A: np.ndarray, status: str, seconds: float, info: dict) -> tuple[SVMSolution | None, float]:
+    def certify(self, A: np.ndarray, status: str, started: float, info: dict) -> tuple[SVMSolution | None, float]:
         """The certified solution of the candidate dual A and its certified relative gap
         (``(None, inf)`` when no feasible primal point could be certified)."""
         cls = self.classes
@@ -168,8 +175,10 @@ class _Solver:
                 return None, np.inf
             Wc, ac = W / gamma, a
             cert = {"kind": "float"}
+        info["exact_seconds"] = self.exact_seconds
         sol = SVMSolution.from_primal_dual(
-            self.system, Wc, ac, solver="structured", status=status, seconds=seconds, info=info,
+            self.system, Wc, ac, solver="structured", status=status, seconds=time.perf_counter() - started,
+            info=info,
         )
         if self.certificate != "exact":
             rel = sol.relative_gap
@@ -181,7 +190,7 @@ class _Solver:
 def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float | None = None,
           max_epochs: int = 100_000, path: str = "auto", batch: int = BATCH, polish: bool = True,
           certificate: str = "exact", seed: int = 0, warm_start: np.ndarray | None = None,
-          progress_bar: bool = False) -> SVMSolution:
+          threads: int | None = 1, progress_bar: bool = False) -> SVMSolution:
     """Solve the NTP-SVM with the structured solver (see the module doc).
 
     Parameters
@@ -205,6 +214,9 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
         Seed of the random context order.
     warm_start : ndarray of shape (V, m), optional
         An initial dual point (e.g. a previous solution's ``dual``).
+    threads : int or None
+        BLAS threads during the solve (default 1: the per-block products are small, and on a
+        shared machine one thread per process is fastest); None leaves the BLAS setting alone.
     progress_bar : bool
         A tqdm bar on stderr.
 
@@ -221,6 +233,16 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     SolverError
         When ``time_limit`` or ``max_epochs`` is reached first.
     """
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise InputError(f"threads: value {threads!r} is not a positive integer or None")
+    with blas_threads(threads):
+        return _solve(system, tol=tol, time_limit=time_limit, max_epochs=max_epochs, path=path, batch=batch,
+                      polish=polish, certificate=certificate, seed=seed, warm_start=warm_start,
+                      progress_bar=progress_bar)
+
+
+def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, polish, certificate, seed,
+           warm_start, progress_bar) -> SVMSolution:
     if path not in ("auto", "kernel", "linear"):
         raise InputError(f"path: unknown value {path!r} (expected auto, kernel or linear)")
     if certificate not in ("exact", "float"):
@@ -261,7 +283,7 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
         nonlocal best
         info = {"epochs": ep, "path": state.path, "classes": C, "polish_attempts": polished,
                 "pdas_steps": S.pdas_steps, "history": history}
-        sol, rel = S.certify(cand, how, time.perf_counter() - t_start, info)
+        sol, rel = S.certify(cand, how, t_start, info)
         if sol is None:
             return None
         if best is None or rel < best[1]:
@@ -294,10 +316,11 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
             active = (A < 0) & S.off
             settled = prev_active is not None and \
                 np.count_nonzero(active != prev_active) <= POLISH_CHANGES * max(1, pr.active)
-            if polish and settled and pr.relative_gap_estimate < POLISH_BELOW and ep >= next_polish:
+            if polish and settled and pr.relative_gap_estimate < POLISH_BELOW and ep >= next_polish \
+                    and S.can_polish(active):
                 cand = S.polish(A, state)
                 polished += 1
-                next_polish = ep + POLISH_WAIT
+                next_polish = ep + POLISH_WAIT * 2 ** min(polished, 6)
                 if cand is not None:
                     sol = finish(cand, "optimal (active-set polish)", ep)
                     if sol is not None:
