@@ -228,6 +228,10 @@ def test_epoch_limit_raises_solver_error(rng):
         ({"certificate": "maybe"}, "certificate"),
         ({"tol": -1.0}, "tol"),
         ({"tol": "small"}, "tol"),
+        ({"tol": True}, "tol"),
+        ({"max_epochs": 0}, "max_epochs"),
+        ({"time_limit": -3}, "time_limit"),
+        ({"threads": 0}, "threads"),
         ({"warm_start": np.zeros((2, 2))}, "warm_start"),
     ],
 )

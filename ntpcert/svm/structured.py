@@ -149,7 +149,8 @@ class _Solver:
         (``(None, inf)`` when no feasible primal point could be certified)."""
         cls = self.classes
         a = cls.expand_rows(np.ascontiguousarray(A.T))
-        W = cls.expand_rows(A.T @ self.H)
+        Wcls = A.T @ self.H  # (C, d)
+        W = cls.expand_rows(Wcls)
         self.certify_calls += 1
         if self.certificate == "exact":
             from ..exact.svm import exact_svm_bound
@@ -166,11 +167,9 @@ class _Solver:
                     "norm_upper": float(bound.norm_upper), "margin_lower": bound.margin_lower,
                     "bits": bound.bits, "seconds": bound.seconds}
         else:
-            Z = self.inst.logits(W)
-            mask = self.inst.support_mask()
-            anchors = Z[np.arange(self.inst.m), self.inst.anchors()]
-            margins = np.where(mask, np.inf, anchors[:, None] - Z)
-            gamma = float(margins.min())
+            Z = self.H @ Wcls.T  # class logits (m, C); token logits repeat them
+            anchor = Z[np.arange(self.inst.m), cls.of_token[self.inst.anchors()]]
+            gamma = float(np.where(cls.mask, np.inf, anchor[:, None] - Z).min())
             if not gamma > 0:
                 return None, np.inf
             Wc, ac = W / gamma, a
@@ -247,8 +246,13 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
         raise InputError(f"path: unknown value {path!r} (expected auto, kernel or linear)")
     if certificate not in ("exact", "float"):
         raise InputError(f"certificate: unknown value {certificate!r} (expected exact or float)")
-    if not (isinstance(tol, float) or isinstance(tol, int)) or not tol > 0:
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
         raise InputError(f"tol: value {tol!r} is not a positive number")
+    if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
+        raise InputError(f"max_epochs: value {max_epochs!r} is not a positive integer")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not time_limit > 0):
+        raise InputError(f"time_limit: value {time_limit!r} is not a positive number of seconds")
     t_start = time.perf_counter()
     S = _Solver(system, tol=float(tol), path=path, batch=int(batch), certificate=certificate, seed=seed)
     inst, cls, H = S.inst, S.classes, S.H
@@ -305,7 +309,8 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
                 if ref_A is None:
                     ref_A, ref_dual = A.copy(), pr.dual
                 elif pr.dual >= RAY_GROWTH * max(ref_dual, 1e-300):
-                    X = find_ray(cls, H, A - ref_A, time_limit=None if time_limit is None else time_limit)
+                    left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+                    X = find_ray(cls, H, A - ref_A, time_limit=left)
                     ray = certify_ray(cls, H, X, inst) if X is not None else None
                     if ray is not None:
                         how = "verified exactly" if ray.exact else f"float residual {ray.residual:.1e}"
