@@ -89,12 +89,12 @@ def _trivial_ray(classes: TokenClasses, j: int, V: int, m: int) -> FarkasRay:
 
 
 class _Bar:
-    def __init__(self, enabled: bool, total: int) -> None:
+    def __init__(self, enabled: bool) -> None:
         self.bar = None
         if enabled:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc="structured", file=sys.stderr, leave=False, unit="epoch")
+            self.bar = tqdm(desc="structured", file=sys.stderr, leave=False, unit="epoch")
 
     def update(self, pr: Progress) -> None:
         if self.bar is not None:
@@ -275,7 +275,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
     state = make_state(H, A, path)
     mu = np.full(m, np.nan)
     history: list[tuple[float, int, float]] = []
-    bar = _Bar(progress_bar, max_epochs)
+    bar = _Bar(progress_bar)
     prev_active = None
     next_polish = 0
     next_certify = S.tol * CERTIFY_FACTOR
