@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from scipy.special import logsumexp
 
 from ntpcert import NTPInstance
 from ntpcert import strategies as nst
@@ -24,9 +25,9 @@ from .conftest import TOL
 
 #: Small instances: every example solves one LP and one QP in milliseconds.
 SMALL = dict(max_m=4, max_d=4, max_V=4)
-#: After 10^4 GD steps the F-perp part of W_k is at least this aligned with W^mm (the convergence is
-#: logarithmic, so this is a sanity floor; the test's real claim is that the angle shrinks).
-GD_MIN_COSINE = 0.5
+#: Least cosine between W^mm and the F-perp part of GD's increment from step 10^3 to 10^4. It tends to 1;
+#: over 800 drawn instances (max_m = max_d = max_V = 4) the smallest seen was 0.90.
+GD_MIN_COSINE = 0.75
 
 
 def _close(A: np.ndarray, B: np.ndarray, tol: float) -> bool:
@@ -139,12 +140,22 @@ def test_w_star_lies_in_F_and_w_mm_in_its_complement(inst):
 
 @given(nst.ntp_instances(**SMALL, distribution="fractions"))
 def test_proposition_1_the_ray_from_w_star_along_w_mm_reaches_the_entropy(inst):
-    """Compatible and separable: CE(W* + g W^mm) - H decreases to 0 as g grows (Proposition 1)."""
+    """Compatible and separable: CE(W* + g W^mm) - H decreases to 0 as g grows (Proposition 1).
+
+    W* matches the in-support log-odds, so with o_j(g) the odds of the off-support tokens of context j
+    at W* + g W^mm, CE - H = sum_j pi_j log(1 + o_j(g)); margins >= 1 give o_j(g) <= e^{-g} o_j(0)."""
     comp, sep, W_mm, _ = _limits(inst)
     assume(comp.holds is True and sep is True)
-    gaps = [inst.excess_loss(comp.W_star + g * W_mm) for g in (0.0, 5.0, 10.0, 40.0)]
+    mask = inst.support_mask()
+    L = inst.logits(comp.W_star)
+    odds0 = np.array([np.exp(logsumexp(L[j, ~mask[j]]) - logsumexp(L[j, mask[j]])) if (~mask[j]).any() else 0.0
+                      for j in range(inst.m)])
+    gs = (0.0, 5.0, 10.0, 40.0)
+    gaps = [inst.excess_loss(comp.W_star + g * W_mm) for g in gs]
+    assert gaps[0] == pytest.approx(float(inst.weights @ np.log1p(odds0)), rel=TOL["kkt"], abs=TOL["linalg"])
     assert all(b <= a + TOL["linalg"] for a, b in zip(gaps, gaps[1:]))
-    assert gaps[-1] <= inst.V * np.exp(-40.0) + TOL["linalg"]
+    for g, gap in zip(gs, gaps):
+        assert gap <= np.exp(-g) * float(inst.weights @ odds0) * (1 + TOL["kkt"]) + TOL["linalg"]
 
 
 # ---------------------------------------------------------------------------- gradient descent
@@ -160,38 +171,35 @@ def _gd(inst: NTPInstance, checkpoints: tuple[int, ...]) -> list[np.ndarray]:
     return out
 
 
-def _sine(A: np.ndarray, B: np.ndarray) -> float:
-    """sin of the angle between A and B, as the norm of A's part orthogonal to B over ||A||."""
-    u = B / np.linalg.norm(B)
-    return float(np.linalg.norm(A - np.sum(A * u) * u) / np.linalg.norm(A))
-
-
-def _gd_direction_approaches_w_mm(inst: NTPInstance, early: int, late: int) -> None:
+def _gd_direction_approaches_w_mm(inst: NTPInstance, steps: tuple[int, int, int], min_cosine: float) -> None:
+    """Theorem 2: W_k/||W_k|| -> W^mm/||W^mm|| and P_F(W_k) -> W*. As for separable logistic regression
+    (Soudry et al., 2018) one expects P_Fperp(W_k) = W^mm log k + rho_k with rho_k converging, so the
+    F-perp part of a late increment, W^mm log(k2/k1) + rho_k2 - rho_k1, points along W^mm long before
+    W_k itself does. Checked at finite k: the loss decreases (descent lemma, eta <= 1/L), P_F(W_k)
+    gets closer to W*, and that increment is within an angle of W^mm."""
     comp, sep, W_mm, sub = _limits(inst)
     assume(comp.holds is True and sep is True and np.linalg.norm(W_mm) > 0)
-    W1, W2 = _gd(inst, (early, late))
-    P1, P2 = sub.project_perp(W1), sub.project_perp(W2)
-    # the F^perp part grows and turns towards W^mm; the F part approaches W*
-    assert np.linalg.norm(P2) > np.linalg.norm(P1)
-    sin1, sin2 = _sine(P1, W_mm), _sine(P2, W_mm)
-    assert sin2 <= sin1 + TOL["linalg"]
-    assert cosine(W2, W_mm) > cosine(W1, W_mm) - TOL["linalg"]
-    assert cosine(P2, W_mm) > GD_MIN_COSINE
-    d1 = np.linalg.norm(sub.project(W1) - comp.W_star)
+    W0, W1, W2 = _gd(inst, steps)
+    gaps = [inst.excess_loss(W) for W in (W0, W1, W2)]
+    assert gaps[1] <= gaps[0] + TOL["linalg"] and gaps[2] <= gaps[1] + TOL["linalg"]
+    d0 = np.linalg.norm(sub.project(W0) - comp.W_star)
     d2 = np.linalg.norm(sub.project(W2) - comp.W_star)
-    assert d2 <= d1 + TOL["linalg"]
+    assert d2 <= d0 + TOL["linalg"]
+    step = sub.project_perp(W2 - W1)
+    assert np.sum(step * W_mm) > 0
+    assert cosine(step, W_mm) >= min_cosine
 
 
 @settings(max_examples=10)
 @given(nst.ntp_instances(**SMALL))
 def test_gd_direction_approaches_w_mm(inst):
-    """Theorem 2: W_k/||W_k|| -> W^mm/||W^mm|| and P_F(W_k) -> W*, seen between steps 10^3 and 10^4."""
-    _gd_direction_approaches_w_mm(inst, 1_000, 10_000)
+    """Theorem 2: W_k/||W_k|| -> W^mm/||W^mm|| and P_F(W_k) -> W*, seen at steps 10^2, 10^3, 10^4."""
+    _gd_direction_approaches_w_mm(inst, (100, 1_000, 10_000), GD_MIN_COSINE)
 
 
 @pytest.mark.slow
 @settings(max_examples=100)
 @given(nst.ntp_instances(max_m=6, max_d=6, max_V=5))
 def test_gd_direction_approaches_w_mm_longer(inst):
-    """As above on larger instances, between steps 10^4 and 10^5."""
-    _gd_direction_approaches_w_mm(inst, 10_000, 100_000)
+    """As above on larger instances, at steps 10^3, 10^4, 10^5."""
+    _gd_direction_approaches_w_mm(inst, (1_000, 10_000, 100_000), GD_MIN_COSINE)
