@@ -66,9 +66,10 @@ PDAS_STEPS = 4
 #: A candidate is certified when its gap estimate is below ``tol`` times this factor.
 CERTIFY_FACTOR = 0.5
 
-#: A ray is searched for when the margin estimate is not positive and the dual objective has grown
-#: by this factor since the last search.
+#: A ray is searched for once the margin estimate has not been positive for ``RAY_PATIENCE`` epochs
+#: in a row and the dual objective has grown by ``RAY_GROWTH`` since the last reference point.
 RAY_GROWTH = 2.0
+RAY_PATIENCE = 3
 
 
 class NotSeparable(InfeasibleError):
@@ -222,8 +223,9 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     Returns
     -------
     SVMSolution
-        ``info`` holds ``epochs``, ``path``, ``classes``, ``polished``, the ``certificate`` (its kind
-        and relative gap), ``exact_seconds`` and the gap-estimate ``history``.
+        ``info`` holds ``epochs``, ``path``, ``classes`` (token classes), ``polish_attempts``,
+        ``pdas_steps``, the ``certificate`` (its kind and relative gap), ``exact_seconds`` and the
+        gap-estimate ``history`` (seconds, epoch, estimate).
 
     Raises
     ------
@@ -280,6 +282,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
     next_polish = 0
     next_certify = S.tol * CERTIFY_FACTOR
     ref_A, ref_dual = None, None
+    stuck = 0  # consecutive epochs without a positive margin estimate
     polished = 0
     best: tuple[SVMSolution, float] | None = None
 
@@ -305,7 +308,10 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
             if not np.isfinite(pr.dual):
                 raise SolverError("structured: the dual iterates overflowed")
             # ---- non-separable data: the dual grows along a ray
-            if pr.margin <= 0:
+            stuck = stuck + 1 if pr.margin <= 0 else 0
+            if pr.margin > 0:
+                ref_A = ref_dual = None
+            elif stuck >= RAY_PATIENCE:
                 if ref_A is None:
                     ref_A, ref_dual = A.copy(), pr.dual
                 elif pr.dual >= RAY_GROWTH * max(ref_dual, 1e-300):
