@@ -65,7 +65,9 @@ def _parse_fraction(name: str, idx: tuple[int, ...], value: Any) -> Fraction:
     if isinstance(value, bool):
         raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {value!r} is not a number")
     try:
-        if isinstance(value, str):
+        if isinstance(value, Fraction):
+            frac = value
+        elif isinstance(value, str):
             frac = Fraction(value.strip())
         elif isinstance(value, (int, np.integer)):
             frac = Fraction(int(value))
@@ -203,7 +205,7 @@ class NTPInstance:
             raise InputError(f"probs: expected a 2-d array, got shape {raw.shape}")
         cls._check_shapes(H, raw.shape, "probs")
         m, V = raw.shape
-        has_string = any(isinstance(x, str) for x in raw.flat)
+        has_string = any(isinstance(x, (str, Fraction)) for x in raw.flat)
         rows: list[tuple[Fraction, ...]] = []
         for j in range(m):
             row = tuple(_parse_fraction("probs", (j, z), raw[j, z]) for z in range(V))

@@ -18,6 +18,8 @@ from .errors import SolverError
 from .kesler import KeslerSystem
 
 SEP_TOL = 1e-7
+#: HiGHS methods tried in turn until one answers "feasible" or "infeasible".
+LP_METHODS = ("highs", "highs-ipm")
 
 
 @dataclass(frozen=True)
@@ -74,19 +76,24 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
     options = {"presolve": True}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
-    try:
-        res = linprog(
-            c=np.zeros(n),
-            A_ub=-A_mar,
-            b_ub=-np.ones(system.n_margin),
-            A_eq=A_eq if A_eq.shape[0] else None,
-            b_eq=np.zeros(A_eq.shape[0]) if A_eq.shape[0] else None,
-            bounds=(None, None),
-            method="highs",
-            options=options,
-        )
-    except (ValueError, MemoryError) as err:
-        raise SolverError(f"separability LP: HiGHS failed ({err})") from err
+    # HiGHS' default (dual simplex) sometimes ends with status "unknown" near the separability
+    # threshold; its interior-point method then usually settles the question.
+    for method in LP_METHODS:
+        try:
+            res = linprog(
+                c=np.zeros(n),
+                A_ub=-A_mar,
+                b_ub=-np.ones(system.n_margin),
+                A_eq=A_eq if A_eq.shape[0] else None,
+                b_eq=np.zeros(A_eq.shape[0]) if A_eq.shape[0] else None,
+                bounds=(None, None),
+                method=method,
+                options=options,
+            )
+        except (ValueError, MemoryError) as err:
+            raise SolverError(f"separability LP: HiGHS failed ({err})") from err
+        if res.status in (0, 2):
+            break
     seconds = time.perf_counter() - t0
     if res.status == 2:
         return SeparabilityResult(False, None, None, None, str(res.message), seconds)

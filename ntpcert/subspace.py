@@ -121,7 +121,8 @@ class CompatibilityResult:
     relative_residual : float
         ``residual / max(1, ||b||_2)``, the number compared with the tolerances.
     W_star : ndarray of shape (V, d)
-        The minimum-norm (least-squares) solution; it is W* when ``holds`` is True.
+        The minimum-norm least-squares solution of (4). It is W* only when ``holds`` is True;
+        otherwise it depends on the choice of anchors and carries no meaning of its own.
     dim_F : int
     tol, incompat_tol : float
         The two ends of the undetermined band.

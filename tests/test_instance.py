@@ -106,3 +106,12 @@ def test_bad_input_names_field_and_value(make, needle):
         make()
     assert needle in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_fraction_objects_stay_exact():
+    from fractions import Fraction as Fr
+
+    inst = NTPInstance.from_probs(np.eye(2), [[Fr(1, 3), Fr(2, 3)], [Fr(1, 10), Fr(9, 10)]])
+    assert inst.exact_row(1) == (Fr(1, 10), Fr(9, 10))
+    assert inst.ratio_integers(1) == {0: 1, 1: 9}
+    assert not inst.probs_exact_from_floats
