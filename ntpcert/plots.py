@@ -6,7 +6,6 @@ Only drawing happens here: every number comes from a :class:`~ntpcert.trajectory
 
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import numpy as np
@@ -162,11 +161,6 @@ def plot_regpath(rp, path: str, *, title: str | None = None) -> str:
     if title:
         fig.suptitle(title, fontsize=11)
     return _save(fig, path)
-
-
-def figure_size_ok(path: str, limit_bytes: int = 300_000) -> bool:
-    """Whether the file at ``path`` is below ``limit_bytes`` (docs figures are kept small)."""
-    return os.path.getsize(path) < limit_bytes
 
 
 __all__ = ["plot_comparison", "plot_norm_alignment", "plot_regpath", "plot_trajectory"]

@@ -191,7 +191,8 @@ def render_final(inst, limits, traj) -> str:
     lines = [
         f"{traj.optimizer} on {inst.name} (m={inst.m}, d={inst.d}, V={inst.V}): {int(traj.steps[-1])} steps, "
         f"{traj.steps_per_second:,.0f} steps/s; {traj.hyperparams}",
-        f"  H = {limits.entropy:.10g}; ||W*|| = {float(np.linalg.norm(limits.W_star)):.6g}; "
+        f"  H = {limits.entropy:.10g}; ||W*|| = {float(np.linalg.norm(limits.W_star)):.6g} "
+        f"(NTP-compatible: {limits.compatible}); "
         + (f"||W^mm|| = {limits.svm.norm:.6g}" if limits.svm is not None else f"W^mm: {limits.svm_error}"),
     ]
     for key in ("excess_loss", "norm", "cos_mm", "cos_mm_centered", "rel_dist_F", "perp_fraction", "margin_ratio",
