@@ -78,8 +78,9 @@ def markdown(runs: Sequence[Run], items: Sequence[Prepared], *, time_limit: floa
               "separable, when the backend reports infeasibility.",
               f"- Shifted geometric mean of solve time with shift {shift:g} s; failed runs count as the time "
               "limit. `ratio` is relative to the best backend of the table.",
-              "- Time covers building the Kesler rows and the solve, in a fresh process per run; "
-              "`peak MB` is that process's maximum resident set size."]
+              "- Time covers building the Kesler rows and the solve, in a fresh process per run after a "
+              "warm-up solve of a tiny instance (imports not timed); `peak MB` is that process's maximum "
+              "resident set size."]
     lines += [f"- {n}" for n in notes]
     lines += ["", "## Instances", "", "| family | instance | m | d | V | verdict | settled by |", "|---|---|---|---|---|---|---|"]
     for it in items:
