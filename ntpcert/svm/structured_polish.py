@@ -39,9 +39,12 @@ MARGIN_SLACK = 1e-12
 _CONTROLLER = []
 
 
-def single_thread():
-    """A context that keeps BLAS/LAPACK on one thread (small matrix operations are much slower
-    multi-threaded, above all on a loaded machine); a no-op without threadpoolctl."""
+def blas_threads(n: int | None):
+    """A context that runs BLAS/LAPACK on ``n`` threads (None: leave them as they are). Small
+    matrix operations are much slower multi-threaded, and on a loaded machine even large ones can
+    be; a no-op without threadpoolctl."""
+    if n is None:
+        return nullcontext()
     if not _CONTROLLER:
         try:
             from threadpoolctl import ThreadpoolController
@@ -50,7 +53,12 @@ def single_thread():
         else:
             _CONTROLLER.append(ThreadpoolController())
     ctl = _CONTROLLER[0]
-    return nullcontext() if ctl is None else ctl.limit(limits=1, user_api="blas")
+    return nullcontext() if ctl is None else ctl.limit(limits=int(n), user_api="blas")
+
+
+def single_thread():
+    """:func:`blas_threads` with one thread."""
+    return blas_threads(1)
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,7 @@ class ActiveSetSystem:
         m, C = classes.mask.shape
         self.cols: list[np.ndarray | None] = [None] * C
         self.inv: list[np.ndarray | None] = [None] * C
+        self.M: np.ndarray | None = None  # flat m*m, kept up to date across steps
 
     def _gram(self, idx: np.ndarray) -> np.ndarray:
         if self.K is not None:
@@ -128,40 +137,59 @@ class ActiveSetSystem:
                 n = self.cols[c].size
                 stack[i, :n, :n] = self._gram(self.cols[c])
             try:
-                np.linalg.cholesky(stack)  # positive definite, or the guess cannot be solved
                 inv = np.linalg.inv(stack)
             except np.linalg.LinAlgError:
+                return False
+            if not np.all(np.isfinite(inv)):
                 return False
             for i, c in enumerate(group):
                 n = self.cols[c].size
                 self.inv[c] = inv[i, :n, :n].copy()
         return True
 
+    def _contribution(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """Flat indices into M and the values :math:`n_c B_c^{-1}` of class c."""
+        J, m = self.cols[c], self.classes.mask.shape[0]
+        return (J[:, None] * m + J[None, :]).ravel(), self.classes.sizes[c] * self.inv[c].ravel()
+
     def solve(self, active: np.ndarray) -> PolishResult | None:
         """One restricted solve for the pinned sets ``active | classes.mask`` (one step)."""
         cls = self.classes
         pinned = active | cls.mask
         m, C = pinned.shape
+        from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
         with single_thread():
+            old_cols = list(self.cols)
+            old_inv = list(self.inv)
             if not self._refactor(pinned):
                 return None
-            M = np.zeros(m * m)
+            if self.M is None:
+                parts = [self._contribution(c) for c in range(C) if self.inv[c] is not None]
+                idx = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+                val = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+                self.M = np.bincount(idx, weights=val, minlength=m * m)
+            else:  # replace the contributions of the classes whose pinned set changed
+                for c in range(C):
+                    if self.inv[c] is old_inv[c]:
+                        continue
+                    if old_inv[c] is not None:
+                        J = old_cols[c]
+                        self.M[(J[:, None] * m + J[None, :]).ravel()] -= cls.sizes[c] * old_inv[c].ravel()
+                    if self.inv[c] is not None:
+                        fi, fv = self._contribution(c)
+                        self.M[fi] += fv
             r = np.zeros(m)
             for c in range(C):
                 J, Bi = self.cols[c], self.inv[c]
-                if Bi is None:
-                    continue
-                n = cls.sizes[c]
-                M[(J[:, None] * m + J[None, :]).ravel()] += n * Bi.ravel()
-                o = ~cls.mask[J, c]
-                if o.any():
-                    r[J] += n * Bi[:, o].sum(axis=1)
-        M = M.reshape(m, m)
+                if Bi is not None:
+                    o = ~cls.mask[J, c]
+                    if o.any():
+                        r[J] += cls.sizes[c] * Bi[:, o].sum(axis=1)
         try:
-            L = np.linalg.cholesky(M)
-        except np.linalg.LinAlgError:
+            t = cho_solve(cho_factor(self.M.reshape(m, m), check_finite=False), r, check_finite=False)
+        except (LinAlgError, ValueError):
             return None
-        t = np.linalg.solve(L.T, np.linalg.solve(L, r))
         if not np.all(np.isfinite(t)):
             return None
         A = np.zeros((m, C))
