@@ -112,7 +112,7 @@ def certify(
     instance: NTPInstance,
     *,
     svm: bool = True,
-    solver: str = "clarabel",
+    solver: str = "structured",
     progress: bool | None = None,
     lp_time_limit: float | None = None,
 ) -> Report:
@@ -144,7 +144,7 @@ def certify(
     return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0)
 
 
-def compute_limits(instance: NTPInstance, *, solver: str = "clarabel", progress: bool | None = None) -> Report:
+def compute_limits(instance: NTPInstance, *, solver: str = "structured", progress: bool | None = None) -> Report:
     """Alias of :func:`certify` with the SVM solved: the report carries W* and W^mm."""
     return certify(instance, svm=True, solver=solver, progress=progress)
 

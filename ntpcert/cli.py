@@ -260,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
     s.add_argument("--certificate-out", metavar="PATH", default=None, help="with --exact: write the certificate here")
     s.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
-    s.add_argument("--solver", default="clarabel", help="NTP-SVM solver (default clarabel)")
+    s.add_argument("--solver", default="structured", help="NTP-SVM solver: structured (default), structured-float, clarabel, cvxpy, cvxpy:NAME, osqp, scs, piqp, proxqp, highs")
     s.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
     s.set_defaults(func=cmd_certify)
 
@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     _data_options(s)
     s.add_argument("--out", metavar="W.npy", default=None, help="write W^mm (shape (V, d)) here")
     s.add_argument("--json", action="store_true", help="print one JSON object")
-    s.add_argument("--solver", default="clarabel", help="NTP-SVM solver (default clarabel)")
+    s.add_argument("--solver", default="structured", help="NTP-SVM solver: structured (default), structured-float, clarabel, cvxpy, cvxpy:NAME, osqp, scs, piqp, proxqp, highs")
     s.add_argument("--progress", action="store_true")
     s.set_defaults(func=cmd_svm)
 
@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     _data_options(s)
     s.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
     s.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    s.add_argument("--solver", default="clarabel")
+    s.add_argument("--solver", default="structured", help="NTP-SVM solver (default structured)")
     s.add_argument("--progress", action="store_true")
     s.set_defaults(func=cmd_limits)
 
