@@ -268,3 +268,40 @@ def test_crammer_singer_rejects_instances_it_cannot_represent(counts, what):
     inst = NTPInstance.from_counts(np.eye(3), counts)
     with pytest.raises(InputError, match=what):
         crammer_singer(inst)
+
+
+# ---------------------------------------------------------------------------- long checks
+@pytest.mark.slow
+def test_larger_instance_agrees_with_clarabel_and_certifies():
+    rng = np.random.default_rng(2024)
+    inst = random_instance(rng, 150, 180, 60, kmin=1, kmax=4)
+    sol = solve_svm(inst, solver="structured")
+    assert sol.info["certificate"]["relative_gap"] <= 1e-9
+    ref = solve_svm(inst, solver="clarabel")
+    assert abs(sol.objective - ref.objective) <= TOL["solver_agreement"] * ref.objective
+    assert_kkt(inst, sol, TOL["kkt"])
+
+
+@pytest.mark.slow
+def test_corpus_bigrams_are_not_separable_with_an_exact_ray():
+    from ntpcert.data.pydoc_corpus import pydoc_text
+    from ntpcert.io import instance_from_text
+
+    inst = instance_from_text(pydoc_text(20_000).lower(), k=2)
+    with pytest.raises(NotSeparable) as info:
+        solve_svm(inst, solver="structured")
+    ray = info.value.certificate
+    assert ray.exact and ray.entries
+    # the exact ray, checked here entry by entry
+    colsum: dict = {}
+    for (v, j), val in ray.entries.items():
+        colsum[j] = colsum.get(j, Fraction(0)) + val
+    assert all(s == 0 for s in colsum.values())
+    mask = inst.support_mask()
+    assert all(val <= 0 for (v, j), val in ray.entries.items() if not mask[j, v])
+    assert sum(-val for (v, j), val in ray.entries.items() if not mask[j, v]) > 0
+    H = inst.embeddings
+    for v in {v for v, _ in ray.entries}:
+        row = [sum(val * Fraction(float(H[j, i])) for (vv, j), val in ray.entries.items() if vv == v)
+               for i in range(inst.d)]
+        assert all(x == 0 for x in row)
