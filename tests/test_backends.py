@@ -132,6 +132,7 @@ def test_runner_and_qpbenchmark_export(tmp_path):
     assert run.success and run.status == "optimal" and run.seconds > 0
     (path,) = export([item], tmp_path / "qpb")
     assert (tmp_path / "qpb" / "ntp_svm.py").read_text().count("class NtpSvm(TestSet)") == 1
+    assert (tmp_path / "qpb" / "results").is_dir()
     P, q, G, h, A, b = load_problem(path)
     sol = qpsolvers.solve_qp(P, q, G, h, A, b, solver="clarabel")
     assert 0.5 * float(sol @ sol) == pytest.approx(run.objective, rel=1e-6)

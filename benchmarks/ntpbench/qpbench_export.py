@@ -1,8 +1,9 @@
 r"""Export benchmark instances as a qpbenchmark test set, so that ``qpbenchmark`` can run them too.
 
 The test set is a directory with ``data/*.npz`` (one QP per file, sparse matrices stored as their
-CSC arrays) and a script ``ntp_svm.py`` defining ``NtpSvm(TestSet)``; run it with
-``qpbenchmark ntp_svm.py run``. Each QP is the NTP-SVM in qpsolvers' form
+CSC arrays), a script ``ntp_svm.py`` defining ``NtpSvm(TestSet)`` and an empty ``results/``; run it
+with ``qpbenchmark --results-path results/ntp_svm.csv ntp_svm.py run`` and then ``... report``
+(checked with qpbenchmark 2.7.1). Each QP is the NTP-SVM in qpsolvers' form
 
 .. math:: \min_x \tfrac12 x^\top x \quad\text{s.t.}\quad -A_{mar} x \le -\mathbf 1, \quad A_{eq} x = 0,
 
@@ -23,7 +24,7 @@ from .runner import Prepared
 TEST_SET_SCRIPT = '''#!/usr/bin/env python3
 """NTP-SVM test set (exported by ntpcert): hard-margin QPs of next-token prediction.
 
-Run with: qpbenchmark ntp_svm.py run
+Run with: qpbenchmark --results-path results/ntp_svm.csv ntp_svm.py run
 """
 
 import os
@@ -103,6 +104,7 @@ def export(items: Sequence[Prepared], outdir: str | os.PathLike) -> list[str]:
     root = Path(outdir)
     data = root / "data"
     data.mkdir(parents=True, exist_ok=True)
+    (root / "results").mkdir(exist_ok=True)
     written = []
     for it in items:
         system = KeslerSystem.build(read_npz(it.path))
