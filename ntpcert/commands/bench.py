@@ -23,7 +23,8 @@ def register(subparsers, name: str) -> None:
     p.add_argument("--scale", choices=["tiny", "small", "medium"], default="small",
                    help="instance sizes (default small)")
     p.add_argument("--families", default=None, metavar="F,...",
-                   help="comma-separated families (default all: paper, growing_V, growing_m, d_below_m, d_above_m, onehot, corpus)")
+                   help="comma-separated families (default all: paper, growing_V, growing_m, d_below_m, "
+                   "d_above_m, onehot, corpus)")
     p.add_argument("--backends", default=None, metavar="B,...",
                    help=f"comma-separated solvers (default the installed ones of {','.join(DEFAULT_BACKENDS)})")
     p.add_argument("--seeds", type=int, default=2, help="instances per size setting (default 2)")
@@ -44,7 +45,8 @@ def _bench_package():
 
     root = Path(__file__).resolve().parents[2] / "benchmarks"
     if not (root / "ntpbench" / "__init__.py").is_file():
-        raise NTPCertError(f"bench: the benchmark package was not found at {root} (ntpcert bench needs a source checkout)")
+        raise NTPCertError(f"bench: the benchmark package was not found at {root} "
+                           "(ntpcert bench needs a source checkout)")
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     import ntpbench.families

@@ -117,4 +117,5 @@ def crammer_singer(instance: NTPInstance, *, C: float = DEFAULT_C, tol: float = 
     own = Z[np.arange(instance.m), y]
     Z[np.arange(instance.m), y] = -np.inf
     min_margin = float((own - Z.max(axis=1)).min())
-    return CSResult(W, seconds, int(np.max(clf.n_iter_)), min_margin, min_margin >= 1 - HARD_MARGIN_TOL, float(C), float(tol))
+    hard = min_margin >= 1 - HARD_MARGIN_TOL
+    return CSResult(W, seconds, int(np.max(clf.n_iter_)), min_margin, hard, float(C), float(tol))

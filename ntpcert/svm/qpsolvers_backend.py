@@ -2,7 +2,8 @@ r"""NTP-SVM backend: any solver of the ``qpsolvers`` package (OSQP, SCS, PIQP, H
 
 qpsolvers' form is :math:`\min \tfrac12 x^\top P x + q^\top x` s.t. :math:`Gx \le h`, :math:`Ax = b`, with the
 Lagrangian :math:`\tfrac12 x^\top Px + q^\top x + z^\top(Gx - h) + y^\top(Ax - b)`, :math:`z \ge 0`. Here
-:math:`P = I`, :math:`q = 0`, :math:`G = -A_{mar}`, :math:`h = -\mathbf 1`, :math:`A = A_{eq}`, :math:`b = 0`, so stationarity reads
+:math:`P = I`, :math:`q = 0`, :math:`G = -A_{mar}`, :math:`h = -\mathbf 1`, :math:`A = A_{eq}`, :math:`b = 0`,
+so stationarity reads
 :math:`x = A_{mar}^\top z - A_{eq}^\top y`: the same form as Clarabel's cone multipliers, and the dual of
 ``math.md`` is ``dual_from_cone_multipliers(system, y, z)``.
 
@@ -44,8 +45,8 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-#: Solver options for an accurate solve with tolerance ``tol`` (absolute; relative ones off).
 def _accuracy_options(solver: str, tol: float) -> dict:
+    """Solver options for an accurate solve with tolerance ``tol`` (absolute; relative ones off)."""
     return {
         "osqp": {"eps_abs": tol, "eps_rel": 0.0, "polish": True, "max_iter": 1_000_000},
         "scs": {"eps_abs": tol, "eps_rel": 0.0, "max_iters": 1_000_000},
@@ -57,6 +58,7 @@ def _accuracy_options(solver: str, tol: float) -> dict:
 
 
 def _time_limit_options(solver: str, seconds: float) -> dict:
+    """The solver's own time-limit option, for the solvers that have one."""
     key = {"osqp": "time_limit", "scs": "time_limit_secs", "clarabel": "time_limit", "highs": "time_limit"}.get(solver)
     return {key: float(seconds)} if key else {}
 
@@ -90,7 +92,8 @@ def solve(system: KeslerSystem, *, solver: str = "osqp", tol: float = 1e-9, time
     A = qp.A[: qp.n_eq] if qp.n_eq else None
     b = np.zeros(qp.n_eq) if qp.n_eq else None
     problem = qpsolvers.Problem(qp.P, qp.q, G, h, A, b)
-    opts = {**_accuracy_options(solver, tol), **(_time_limit_options(solver, time_limit) if time_limit else {}), **options}
+    limit = _time_limit_options(solver, time_limit) if time_limit else {}
+    opts = {**_accuracy_options(solver, tol), **limit, **options}
     if solver == "proxqp":
         opts.setdefault("backend", "sparse")
     try:

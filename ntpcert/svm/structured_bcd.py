@@ -15,7 +15,8 @@ decoder is :math:`W_c = A^\top H` (one row per class). Each block update
 whole state. Instead the changes :math:`\Delta_1, \dots, \Delta_B` of a batch of B contexts are kept
 aside; context :math:`j_b` of the batch reads :math:`g = Z_{j_b} + \sum_{i<b} K_{j_b j_i} \Delta_i` (a
 :math:`b \times C` product), and the batch is applied at its end with one matrix product
-(:math:`Z \mathrel{+}= K_{:,\text{batch}} \Delta`, or :math:`W_c \mathrel{+}= \Delta^\top H_\text{batch}`). The iterates are
+(:math:`Z \mathrel{+}= K_{:,\text{batch}} \Delta`, or :math:`W_c \mathrel{+}= \Delta^\top H_\text{batch}`).
+The iterates are
 exactly those of sequential block-coordinate ascent; only the arithmetic is regrouped so that BLAS
 does the heavy part. The per-block products are small, so they run on one BLAS thread; the batch
 products use all of them.

@@ -18,7 +18,8 @@ left of it the first step lands right of it. Each step freezes the active set
 :math:`A(\mu) = \{c \notin S_j : 1 + g_c + \mu > 0\}` and solves the linear piece:
 :math:`\mu \leftarrow -(\sum_{S_j} n_c g_c + \sum_{A(\mu)} n_c(1+g_c)) / (\sum_{S_j} n_c + \sum_{A(\mu)} n_c)`.
 Started from the previous root of the same context (a warm start), it usually stops after one to
-three O(C) passes; otherwise the remaining candidates are sorted. :math:`\mu_0 = -\sum_{S_j} n_c g_c / \sum_{S_j} n_c` (no off-support term)
+three O(C) passes; otherwise the remaining candidates are sorted.
+:math:`\mu_0 = -\sum_{S_j} n_c g_c / \sum_{S_j} n_c` (no off-support term)
 is always right of the root and is the cold start.
 
 After the update the logits of context j equal :math:`-\mu` on :math:`S_j` and are at most :math:`-\mu - 1`

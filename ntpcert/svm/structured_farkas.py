@@ -96,7 +96,8 @@ def check_ray(classes: TokenClasses, H: np.ndarray, X: np.ndarray) -> tuple[floa
     return res, sums, sign
 
 
-def find_ray(classes: TokenClasses, H: np.ndarray, drift: np.ndarray, *, time_limit: float | None = None) -> np.ndarray | None:
+def find_ray(classes: TokenClasses, H: np.ndarray, drift: np.ndarray, *,
+             time_limit: float | None = None) -> np.ndarray | None:
     """A class ray X of shape (m, C) on the support of ``drift`` (m, C), or None.
 
     Solves, over the entries in the support, :math:`\\sum_j X_{jc} h_j = 0` for every class,
