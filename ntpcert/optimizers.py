@@ -289,6 +289,17 @@ class Adam(Optimizer):
         return {"beta1": self.beta1, "beta2": self.beta2, "eps": self.eps}
 
 
+def _momentum_direction(G: np.ndarray, m: np.ndarray, beta: float) -> np.ndarray:
+    r"""In place :math:`m \leftarrow \beta m + (1-\beta) G` and return it; return ``G`` itself when
+    :math:`\beta = 0` (no momentum buffer is used). ``G`` may be overwritten."""
+    if beta <= 0.0:
+        return G
+    m *= beta
+    G *= 1.0 - beta
+    m += G
+    return m
+
+
 def _check_momentum(value: float) -> None:
     if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
         raise InputError(f"momentum: value {value!r} is not in [0, 1)")
@@ -309,14 +320,7 @@ class Sign(Optimizer):
         _check_momentum(self.momentum)
 
     def kernel(self, W, G, bufs, t, lr):
-        (m,) = bufs
-        if self.momentum > 0.0:
-            m *= self.momentum
-            G *= 1.0 - self.momentum
-            m += G
-            np.sign(m, out=G)
-        else:
-            np.sign(G, out=G)
+        np.sign(_momentum_direction(G, bufs[0], self.momentum), out=G)
         G *= lr
         W -= G
 
@@ -373,14 +377,7 @@ class Spectral(Optimizer):
         _check_momentum(self.momentum)
 
     def kernel(self, W, G, bufs, t, lr):
-        (m,) = bufs
-        if self.momentum > 0.0:
-            m *= self.momentum
-            G *= 1.0 - self.momentum
-            m += G
-            D = polar_factor(m)
-        else:
-            D = polar_factor(G)
+        D = polar_factor(_momentum_direction(G, bufs[0], self.momentum))
         D *= lr
         W -= D
 
