@@ -21,11 +21,14 @@ logits :math:`W H^\top`, never forming a matrix with V·d columns, and forms the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from .instance import NTPInstance
+
+if TYPE_CHECKING:  # scipy.sparse costs ~0.1 s of start-up; only the explicit matrices need it
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +89,8 @@ class KeslerSystem:
 
     # ------------------------------------------------------------------ explicit sparse matrices
     def _rows(self, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> sp.csr_matrix:
+        import scipy.sparse as sp
+
         H = self.instance.embeddings
         d = H.shape[1]
         nrows = ctx.size

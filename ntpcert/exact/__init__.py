@@ -3,20 +3,39 @@ its irrational log-odds decided exactly, separability witnesses, NTP-SVM gap bou
 files and an independent checker. See ``docs/certificates.md``.
 """
 
-from .compatibility import ExactCompatibility as ExactCompatibility
-from .compatibility import WStarClosedForm as WStarClosedForm
-from .compatibility import check_compatibility_exact as check_compatibility_exact
-from .compatibility import w_star_closed_form as w_star_closed_form
-from .pipeline import ExactReport as ExactReport
-from .pipeline import exact_certify as exact_certify
-from .separability import ExactSeparability as ExactSeparability
-from .separability import check_separability_exact as check_separability_exact
-from .svm import ExactSVMBounder as ExactSVMBounder
-from .svm import SVMBound as SVMBound
-from .svm import exact_svm_bound as exact_svm_bound
-from .verify import Verdict as Verdict
-from .verify import verify_certificate as verify_certificate
-from .verify import verify_file as verify_file
+import importlib
+
+#: Public name -> submodule. The submodules load on first use (PEP 562): the structured solver
+#: needs only ``svm``, and importing ``pipeline``/``verify`` with it would cost start-up time.
+_WHERE = {
+    "ExactCompatibility": "compatibility",
+    "WStarClosedForm": "compatibility",
+    "check_compatibility_exact": "compatibility",
+    "w_star_closed_form": "compatibility",
+    "ExactReport": "pipeline",
+    "exact_certify": "pipeline",
+    "ExactSeparability": "separability",
+    "check_separability_exact": "separability",
+    "ExactSVMBounder": "svm",
+    "SVMBound": "svm",
+    "exact_svm_bound": "svm",
+    "Verdict": "verify",
+    "verify_certificate": "verify",
+    "verify_file": "verify",
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "ExactCompatibility",

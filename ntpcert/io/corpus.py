@@ -19,7 +19,6 @@ from collections import Counter
 from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from ..embeddings import embed_contexts, parse_embedding_spec
 from ..errors import InputError
@@ -131,6 +130,8 @@ def count_sequences(
     lengths = range(1, k + 1) if all_prefixes else range(k, k + 1)
     first = 1 if all_prefixes else k
     show = bool(progress) and total >= PROGRESS_MIN_POSITIONS
+    from tqdm import tqdm
+
     with tqdm(total=total, disable=not show, file=sys.stderr, desc="counting", unit="tok") as bar:
         for seq in seqs:
             n = len(seq)

@@ -13,11 +13,14 @@ Variables :math:`x = \mathrm{vec}(W)` (order of :mod:`ntpcert.kesler`), objectiv
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..kesler import KeslerSystem
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,6 +37,8 @@ class QPData:
 
 def build_qp(system: KeslerSystem) -> QPData:
     """Stack the Kesler rows into the conic QP above."""
+    import scipy.sparse as sp
+
     n = system.n_vars
     A_eq = system.eq_matrix()
     A_mar = system.margin_matrix()

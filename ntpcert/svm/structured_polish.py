@@ -157,8 +157,6 @@ class ActiveSetSystem:
         cls = self.classes
         pinned = active | cls.mask
         m, C = pinned.shape
-        from scipy.linalg import LinAlgError, cho_factor, cho_solve
-
         with single_thread():
             old_cols = list(self.cols)
             old_inv = list(self.inv)
@@ -186,9 +184,11 @@ class ActiveSetSystem:
                     o = ~cls.mask[J, c]
                     if o.any():
                         r[J] += cls.sizes[c] * Bi[:, o].sum(axis=1)
-        try:
-            t = cho_solve(cho_factor(self.M.reshape(m, m), check_finite=False), r, check_finite=False)
-        except (LinAlgError, ValueError):
+        Mm = self.M.reshape(m, m)
+        try:  # numpy rather than scipy.linalg keeps scipy out of the structured solver's start-up
+            np.linalg.cholesky(Mm)  # M = sum_c n_c B_c^{-1} must be positive definite
+            t = np.linalg.solve(Mm, r)
+        except (np.linalg.LinAlgError, ValueError):
             return None
         if not np.all(np.isfinite(t)):
             return None
