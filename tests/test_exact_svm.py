@@ -110,3 +110,47 @@ def test_invalid_calls_name_the_argument(rng, W_shape, a_shape, bits, needle):
     inst = random_instance(rng, 5, 8, 4, 1, 3)
     with pytest.raises(InputError, match=needle):
         exact_svm_bound(inst, np.zeros(W_shape), np.zeros(a_shape), bits=bits)
+
+
+# ------------------------------------------------------------------------------ helpers
+@pytest.mark.parametrize("k,n,seed", [(1, 4, 0), (3, 10, 1), (12, 250, 2), (40, 60, 3), (300, 320, 4)])
+def test_pivot_columns_pick_the_pivoted_qr_columns(k, n, seed):
+    from scipy.linalg import qr
+
+    from ntpcert.exact.svm import _pivot_columns
+
+    A = np.random.default_rng(seed).standard_normal((k, n))
+    mine = _pivot_columns(A)
+    ref = qr(A, mode="economic", pivoting=True)[2][:k]
+    assert sorted(mine.tolist()) == sorted(ref.tolist())
+    assert np.linalg.matrix_rank(A[:, mine]) == k
+
+
+def test_pivot_columns_on_rank_deficient_rows_returns_distinct_columns():
+    from ntpcert.exact.svm import _pivot_columns
+
+    A = np.zeros((3, 5))
+    A[0, 1] = 1.0
+    piv = _pivot_columns(A)
+    assert piv[0] == 1 and len(set(piv.tolist())) == 3 and piv.max() < 5
+
+
+def test_fmpq_list_is_exact_and_rejects_non_finite():
+    import flint
+
+    from ntpcert.exact.rational import fmpq_list
+
+    vals = np.array([[0.1, -2.5], [1e-300, 3.0]])
+    got = fmpq_list(vals)
+    assert got == [flint.fmpq(*float(x).as_integer_ratio()) for x in vals.ravel()]
+    with pytest.raises(ValueError):
+        fmpq_list(np.array([1.0, np.nan]))
+
+
+def test_exact_package_loads_submodules_lazily():
+    import ntpcert.exact as ex
+
+    assert set(ex.__all__) <= set(dir(ex))
+    assert ex.exact_svm_bound is exact_svm_bound
+    with pytest.raises(AttributeError):
+        ex.no_such_name  # noqa: B018

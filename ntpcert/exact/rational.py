@@ -39,8 +39,19 @@ def frac(x) -> Fraction:
 
 def fmpq(x) -> flint.fmpq:
     """A flint ``fmpq`` from anything :func:`frac` reads."""
+    if type(x) is float and math.isfinite(x):  # the common case, without a Fraction in between
+        return flint.fmpq(*x.as_integer_ratio())
     f = frac(x)
     return flint.fmpq(f.numerator, f.denominator)
+
+
+def fmpq_list(values: np.ndarray) -> list[flint.fmpq]:
+    """The entries of a finite float array, flattened in C order, as exact ``fmpq`` (their dyadic
+    values); raises ValueError on NaN/inf."""
+    arr = np.asarray(values, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("not a finite number in the array")
+    return [flint.fmpq(*x.as_integer_ratio()) for x in arr.tolist()]
 
 
 def parse_fraction(text: str) -> Fraction:

@@ -55,7 +55,7 @@ from .dyadic import (
     fraction_up,
     up,
 )
-from .rational import fmpq, frac, fraction_str
+from .rational import fmpq, fmpq_list, frac, fraction_str
 
 #: Pivot blocks up to this size keep an exact inverse; larger ones are solved with on each call.
 INVERSE_MAX_SIZE = 8
@@ -250,8 +250,6 @@ class ExactSVMBounder:
 
     # ------------------------------------------------------------------ precomputation
     def _build_repairs(self) -> None:
-        from scipy.linalg import qr
-
         inst = self.instance
         H = self.H
         J: dict[int, list[int]] = {}
@@ -265,9 +263,8 @@ class ExactSVMBounder:
             HJ = H[ctx]
             rep = None
             if ctx.size <= inst.d:
-                _, _, piv = qr(HJ, mode="economic", pivoting=True)
-                P = np.sort(piv[: ctx.size])
-                M = flint.fmpq_mat(ctx.size, ctx.size, [fmpq(x) for x in HJ[:, P].ravel()])
+                P = np.sort(_pivot_columns(HJ))
+                M = flint.fmpq_mat(ctx.size, ctx.size, fmpq_list(HJ[:, P]))
                 rep = RowRepair.make(v, ctx, P, M) if M.rank() == ctx.size else None
             if rep is None:
                 rep, null_rows = self._rank_deficient_repair(v, ctx, HJ)
@@ -279,7 +276,7 @@ class ExactSVMBounder:
     @staticmethod
     def _rank_deficient_repair(v: int, ctx: np.ndarray, HJ: np.ndarray) -> tuple[RowRepair, list[dict[int, Fraction]]]:
         """Independent rows, pivot columns and left null vectors of :math:`H_{J_v}`, exactly."""
-        Q = flint.fmpq_mat(HJ.shape[0], HJ.shape[1], [fmpq(x) for x in HJ.ravel()])
+        Q = flint.fmpq_mat(HJ.shape[0], HJ.shape[1], fmpq_list(HJ))
         R, rank = Q.rref()
         cols = []
         for i in range(rank):
@@ -524,3 +521,35 @@ def exact_svm_bound(data: NTPInstance | KeslerSystem, W: np.ndarray | None, a: n
     >>> b.relative_gap < 1e-6, b.distance_bound     # doctest: +SKIP
     """
     return bounder_for(data).bound(W, a, bits=bits)
+
+
+#: Above this many flops (k²·d) the column pivots come from LAPACK's pivoted QR (scipy); below it
+#: a numpy loop is faster than importing scipy.linalg (about 0.15 s of a small solve's start-up).
+PIVOT_NUMPY_FLOPS = 2e7
+
+
+def _pivot_columns(A: np.ndarray) -> np.ndarray:
+    r"""The first k column pivots of a QR factorisation with column pivoting (Businger–Golub) of
+    A (shape (k, n), k ≤ n): k columns chosen greedily to be well conditioned. Only a heuristic:
+    the caller checks the chosen k×k block's rank exactly.
+    """
+    k, n = A.shape
+    if k * k * n > PIVOT_NUMPY_FLOPS:
+        from scipy.linalg import qr
+
+        return qr(A, mode="economic", pivoting=True)[2][:k]
+    R = np.array(A, dtype=np.float64, copy=True)
+    norms = np.einsum("ij,ij->j", R, R)
+    piv = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        c = int(np.argmax(norms))
+        piv[i] = c
+        nc = math.sqrt(norms[c])
+        if nc == 0.0:  # rank deficient: the rest is arbitrary, the exact check will say so
+            piv[i:] = np.setdiff1d(np.arange(n), piv[:i])[: k - i]
+            break
+        q = R[:, c] / nc
+        R -= np.outer(q, q @ R)
+        norms = np.einsum("ij,ij->j", R, R)
+        norms[piv[: i + 1]] = -1.0
+    return piv
