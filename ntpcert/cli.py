@@ -160,10 +160,14 @@ def cmd_svm(args: argparse.Namespace) -> int:
     if args.out:
         _check_out_path(args.out, "--out")
     inst = _load(args)
+    options = {"progress_bar": _progress(args)} if args.solver.startswith("structured") else {}
     try:
-        sol = solve_svm(inst, solver=args.solver)
+        sol = solve_svm(inst, solver=args.solver, **options)
     except InfeasibleError as err:
         out = {"m": inst.m, "d": inst.d, "V": inst.V, "separable": False, "message": str(err)}
+        cert = getattr(err, "certificate", None)
+        if cert is not None and hasattr(cert, "to_json"):
+            out["certificate"] = cert.to_json()
         if args.json:
             _emit_json(out)
         else:

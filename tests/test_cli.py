@@ -83,7 +83,10 @@ def test_not_separable_svm_reports_and_exits_zero(tmp_path, capsys):
     data = tmp_path / "dup.json"
     data.write_text(json.dumps({"embeddings": [h, h], "counts": [[1, 0, 0], [0, 1, 0]]}))
     code, out, _ = run(["svm", str(data), "--json"], capsys)
-    assert code == 0 and json.loads(out)["separable"] is False
+    j = json.loads(out)
+    assert code == 0 and j["separable"] is False
+    # the structured solver's Farkas ray comes with the answer
+    assert j["certificate"]["kind"] == "farkas_ray" and j["certificate"]["verified_exactly"] is True
 
 
 # ------------------------------------------------------------------------------ bad inputs
