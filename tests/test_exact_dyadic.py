@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ntpcert.exact.dyadic import exact_int_dot, exact_int_sum, exact_matmul, exact_sq_norm, split_slices
+from ntpcert.exact.dyadic import (
+    exact_int_dot,
+    exact_int_sum,
+    exact_matmul,
+    exact_sq_norm,
+    split_slices,
+    unique_rows,
+)
 from ntpcert.exact.rational import fraction_str, parse_fraction
 from ntpcert.errors import CertificateError
 
@@ -65,6 +72,22 @@ def test_exact_sq_norm_and_int_sums(rng):
     assert exact_int_sum(big) == sum(int(x) for x in big)
     small = rng.integers(-(2**21), 2**21, size=50_000)
     assert exact_int_dot(small, small[::-1].copy()) == sum(int(a) * int(b) for a, b in zip(small, small[::-1]))
+
+
+def test_repeated_rows_are_computed_once_with_the_same_exact_result(rng):
+    base = _wide(rng, (4, 6), 60)
+    pick = rng.integers(0, 4, size=23)
+    X = base[pick]  # 23 rows, at most 4 distinct
+    Y = _wide(rng, (6, 5), 60)
+    u = unique_rows(X)
+    assert u is not None
+    first, inverse, counts = u
+    assert np.array_equal(X[first][inverse], X) and counts.sum() == 23 and first.size <= 4
+    full, fast = exact_matmul(X, Y), exact_matmul(X[first], Y).take_rows(inverse)
+    assert np.array_equal(full.to_fractions(), fast.to_fractions())
+    assert full.sq_norm() == exact_matmul(X[first], Y).sq_norm(counts)
+    assert exact_sq_norm(X) == sum((_fr(x) ** 2 for x in X.ravel()), Fraction(0))
+    assert unique_rows(_wide(rng, (9, 3), 5)) is None  # all distinct: nothing to save
 
 
 @pytest.mark.parametrize("text", ["1/0", "0.5", "1e3", " 1/2", "1/-2", "", "abc", "--1", "1/2/3"])

@@ -154,3 +154,26 @@ def test_exact_package_loads_submodules_lazily():
     assert ex.exact_svm_bound is exact_svm_bound
     with pytest.raises(AttributeError):
         ex.no_such_name  # noqa: B018
+
+
+def test_bound_on_repeated_token_rows_equals_the_row_by_row_bound(monkeypatch):
+    """Tokens 4..29 never occur in a support: one class, identical rows of W and of the dual. The
+    bound computed on distinct rows must equal, exactly, the bound computed row by row."""
+    rng = np.random.default_rng(11)
+    counts = np.zeros((8, 30), dtype=np.int64)
+    for j in range(8):
+        counts[j, rng.choice(4, size=int(rng.integers(1, 4)), replace=False)] = rng.integers(1, 9)
+    inst = NTPInstance.from_counts(rng.standard_normal((8, 10)), counts)
+    sol = solve_svm(inst, solver="structured-float")
+    fast = exact_svm_bound(inst, sol.W, sol.dual)
+    import ntpcert.exact.dyadic as dy
+    import ntpcert.exact.svm as es
+
+    assert dy.unique_rows(fast.W_base) is not None  # the shortcut was taken
+    monkeypatch.setattr(es, "unique_rows", lambda X: None)
+    monkeypatch.setattr(dy, "unique_rows", lambda X: None)
+    slow = ExactSVMBounder(inst).bound(sol.W, sol.dual)
+    assert fast.primal_feasible and slow.primal_feasible
+    assert fast.gap == slow.gap and fast.dual_objective == slow.dual_objective
+    assert fast.primal_objective == slow.primal_objective
+    assert fast.relative_gap <= 1e-8

@@ -53,6 +53,7 @@ from .dyadic import (
     exact_sq_norm,
     fraction_down,
     fraction_up,
+    unique_rows,
     up,
 )
 from .rational import fmpq, fmpq_list, frac, fraction_str
@@ -344,7 +345,11 @@ class ExactSVMBounder:
     def dual_objective(self, a_c: np.ndarray, N: np.ndarray, k: int) -> Fraction:
         """:math:`D(a_c)` exactly."""
         lin = _ldexp_frac(-exact_int_sum(N[self.off]), k)
-        return lin - exact_matmul(a_c, self._H_split).sq_norm() / 2
+        u = unique_rows(a_c)  # tokens with identical dual rows: their products coincide
+        if u is None:
+            return lin - exact_matmul(a_c, self._H_split).sq_norm() / 2
+        first, _, counts = u
+        return lin - exact_matmul(a_c[first], self._H_split).sq_norm(counts) / 2
 
     # ------------------------------------------------------------------ primal
     def _project_t(self, t: dict[int, Fraction]) -> dict[int, Fraction]:
@@ -368,8 +373,14 @@ class ExactSVMBounder:
         Wq = np.ldexp(N.astype(np.float64), -k)
         if not np.any(N):
             return Wq, (), None, "W rounds to zero, which has no positive margin"
-        L = exact_matmul(Wq, self._Ht_split)  # (V, m) exact logits
+        # exact logits W_q H^T (V, m), computed on the distinct rows of W_q (tokens of one support
+        # pattern share their row) and indexed back with ``rowmap``
+        u = unique_rows(Wq)
+        rowmap = np.arange(inst.V) if u is None else u[1]
+        L = exact_matmul(Wq if u is None else Wq[u[0]], self._Ht_split)
         lo, hi = L.enclosure()
+        if u is not None:
+            lo, hi = lo[rowmap], hi[rowmap]
         # common in-support logit t_j of each context with k_j >= 2
         tmean = (np.where(self.in_support, lo, 0.0).sum(axis=0)) / self.k
         t = {int(j): frac(tmean[j]) for j in np.flatnonzero(self.multi)}
@@ -379,7 +390,7 @@ class ExactSVMBounder:
         if self.repairs:
             rows = np.concatenate([np.full(r.contexts.size, r.token) for r in self.repairs])
             cols = np.concatenate([r.contexts for r in self.repairs])
-            vals, e = L.entries_int(rows, cols)
+            vals, e = L.entries_int(rowmap[rows], cols)
             unit = flint.fmpq(1 << e) if e >= 0 else flint.fmpq(1, 1 << -e)
             pos = 0
             for r in self.repairs:
