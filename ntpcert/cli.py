@@ -54,6 +54,12 @@ def _load(args: argparse.Namespace):
     )
 
 
+def _solver_options(p: argparse.ArgumentParser) -> None:
+    """``--solver`` and ``--progress``, shared by the commands that solve the NTP-SVM."""
+    p.add_argument("--solver", default="structured", help="NTP-SVM solver: structured (default), structured-float, clarabel, cvxpy, cvxpy:NAME, osqp, scs, piqp, proxqp, highs")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+
+
 def _progress(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "progress", False)) or (sys.stderr.isatty() and not getattr(args, "json", False))
 
@@ -264,24 +270,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
     s.add_argument("--certificate-out", metavar="PATH", default=None, help="with --exact: write the certificate here")
     s.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
-    s.add_argument("--solver", default="structured", help="NTP-SVM solver: structured (default), structured-float, clarabel, cvxpy, cvxpy:NAME, osqp, scs, piqp, proxqp, highs")
-    s.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    _solver_options(s)
     s.set_defaults(func=cmd_certify)
 
     s = sub.add_parser("svm", help="solve the NTP-SVM for W^mm")
     _data_options(s)
     s.add_argument("--out", metavar="W.npy", default=None, help="write W^mm (shape (V, d)) here")
     s.add_argument("--json", action="store_true", help="print one JSON object")
-    s.add_argument("--solver", default="structured", help="NTP-SVM solver: structured (default), structured-float, clarabel, cvxpy, cvxpy:NAME, osqp, scs, piqp, proxqp, highs")
-    s.add_argument("--progress", action="store_true")
+    _solver_options(s)
     s.set_defaults(func=cmd_svm)
 
     s = sub.add_parser("limits", help="write W*, W^mm and a basis of F as .npy plus summary.json")
     _data_options(s)
     s.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
     s.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    s.add_argument("--solver", default="structured", help="NTP-SVM solver (default structured)")
-    s.add_argument("--progress", action="store_true")
+    _solver_options(s)
     s.set_defaults(func=cmd_limits)
 
     for register in EXTRA_COMMANDS:

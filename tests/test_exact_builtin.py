@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from ntpcert import NTPInstance
 from ntpcert.cli import main
 from ntpcert.exact.svm import exact_svm_bound
+
+from .conftest import random_instance
 
 
 def _round_trip(tmp_path, capsys, name):
@@ -39,16 +40,10 @@ def test_corpus_builtins_round_trip(tmp_path, capsys, name):
 
 @pytest.mark.slow
 def test_exact_svm_bound_at_solver_scale():
-    rng = np.random.default_rng(0)
-    V, m, d = 2000, 1000, 1024
-    C = np.zeros((m, V), dtype=np.int64)
-    for j in range(m):
-        k = int(rng.integers(1, 4))
-        C[j, rng.choice(V, size=k, replace=False)] = rng.integers(1, 10, size=k)
-    H = rng.standard_normal((m, d))
-    inst = NTPInstance.from_counts(H, C)
+    m = 1000
+    inst = random_instance(np.random.default_rng(0), m=m, d=1024, V=2000, kmin=1, kmax=3, max_count=9)
     mask = inst.support_mask().T
-    W = np.where(mask, 0.0, -1.0) @ np.linalg.pinv(H).T
+    W = np.where(mask, 0.0, -1.0) @ np.linalg.pinv(inst.embeddings).T
     a = np.where(mask, 0.0, -1e-3)
     b = exact_svm_bound(inst, W, a)
     assert b.primal_feasible, b.reason
