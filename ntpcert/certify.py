@@ -16,12 +16,12 @@ from typing import Iterator
 
 import numpy as np
 
-from .errors import InfeasibleError
-from .instance import NTPInstance
-from .kesler import KeslerSystem
-from .separability import SeparabilityResult, check_separability
-from .subspace import CompatibilityResult, Subspace, check_compatibility
-from .svm import SVMSolution, solve_svm
+from ntpcert.errors import InfeasibleError
+from ntpcert.instance import NTPInstance
+from ntpcert.kesler import KeslerSystem
+from ntpcert.separability import SeparabilityResult, check_separability
+from ntpcert.subspace import CompatibilityResult, Subspace, check_compatibility
+from ntpcert.svm import SVMSolution, solve_svm
 
 
 class Stages:

@@ -40,7 +40,7 @@ def _data_options(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace):
-    from .io import load_instance
+    from ntpcert.io import load_instance
 
     return load_instance(
         args.data,
@@ -91,7 +91,7 @@ def _fmt(v: Any) -> str:
 def _check_out_path(path: str, field: str) -> str:
     parent = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(parent):
-        from .errors import InputError
+        from ntpcert.errors import InputError
 
         raise InputError(f"{field}: directory {parent!r} does not exist")
     return path
@@ -103,7 +103,7 @@ def save_npy_atomic(path: str, array) -> None:
 
     import numpy as np
 
-    from .io.arrays import atomic_write_bytes
+    from ntpcert.io.arrays import atomic_write_bytes
 
     buf = io.BytesIO()
     np.save(buf, np.asarray(array))
@@ -145,10 +145,10 @@ def _print_report(rep) -> None:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     if args.exact:
-        from .exact.pipeline import run_exact_certify  # noqa: PLC0415
+        from ntpcert.exact.pipeline import run_exact_certify  # noqa: PLC0415
 
         return run_exact_certify(args, _load(args))
-    from .certify import certify
+    from ntpcert.certify import certify
 
     inst = _load(args)
     rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=_progress(args))
@@ -160,8 +160,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 
 def cmd_svm(args: argparse.Namespace) -> int:
-    from .errors import InfeasibleError
-    from .svm import solve_svm
+    from ntpcert.errors import InfeasibleError
+    from ntpcert.svm import solve_svm
 
     if args.out:
         _check_out_path(args.out, "--out")
@@ -199,11 +199,11 @@ MAX_BASIS_ENTRIES = 50_000_000
 
 
 def cmd_limits(args: argparse.Namespace) -> int:
-    from .certify import certify
+    from ntpcert.certify import certify
 
     out = args.out
     if os.path.exists(out) and not os.path.isdir(out):
-        from .errors import InputError
+        from ntpcert.errors import InputError
 
         raise InputError(f"--out: {out!r} exists and is not a directory")
     inst = _load(args)
@@ -220,7 +220,7 @@ def cmd_limits(args: argparse.Namespace) -> int:
         summary["F_basis_skipped"] = f"dim F * V * d = {dimF * inst.V * inst.d} > {MAX_BASIS_ENTRIES}"
     parent = os.path.dirname(os.path.abspath(out)) or "."
     if not os.path.isdir(parent):
-        from .errors import InputError
+        from ntpcert.errors import InputError
 
         raise InputError(f"--out: directory {parent!r} does not exist")
     # write everything into a fresh directory next to OUT, then move files in: nothing half-written
@@ -317,13 +317,13 @@ EXTRA_COMMANDS: list[Callable[[Any], None]] = [
 
 
 def _version() -> str:
-    from . import __version__
+    from ntpcert import __version__
 
     return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .errors import InputError, NTPCertError
+    from ntpcert.errors import InputError, NTPCertError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv

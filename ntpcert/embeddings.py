@@ -25,7 +25,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from .errors import InputError
+from ntpcert.errors import InputError
 
 __all__ = [
     "EmbeddingSpec",

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import InputError
+from ntpcert.errors import InputError
 
 #: Float probabilities given without counts must sum to one within this absolute tolerance;
 #: exact fractions must sum to one exactly.

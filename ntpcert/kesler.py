@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .instance import NTPInstance
+from ntpcert.instance import NTPInstance
 
 if TYPE_CHECKING:  # scipy.sparse costs ~0.1 s of start-up; only the explicit matrices need it
     import scipy.sparse as sp

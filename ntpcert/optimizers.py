@@ -52,8 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
-from .instance import NTPInstance
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
 
 #: Singular values below this fraction of the largest are treated as zero by ``spectral``: the
 #: steepest-descent direction in the spectral norm is :math:`UV^\top` on the range of the

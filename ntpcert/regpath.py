@@ -39,10 +39,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import InputError, SolverError
-from .instance import NTPInstance
-from .optimizers import CEKernel
-from .trajectory import Limits, metric_names, metrics
+from ntpcert.errors import InputError, SolverError
+from ntpcert.instance import NTPInstance
+from ntpcert.optimizers import CEKernel
+from ntpcert.trajectory import Limits, metric_names, metrics
 
 #: Relative gradient-mapping tolerance of the projected method.
 REGPATH_TOL = 1e-7

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import SolverError
-from .kesler import KeslerSystem
+from ntpcert.errors import SolverError
+from ntpcert.kesler import KeslerSystem
 
 SEP_TOL = 1e-7
 #: HiGHS methods tried in turn until one answers "feasible" or "infeasible".

@@ -49,8 +49,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from .embeddings import random_gaussian
-from .instance import NTPInstance
+from ntpcert.embeddings import random_gaussian
+from ntpcert.instance import NTPInstance
 
 __all__ = [
     "OVERLAPS",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kesler import KeslerSystem
+from ntpcert.kesler import KeslerSystem
 
 EIG_RTOL = 64 * np.finfo(np.float64).eps
 COMPAT_TOL = 1e-8

@@ -44,13 +44,13 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .errors import InfeasibleError, InputError, SolverError
-from .instance import NTPInstance
-from .kesler import KeslerSystem
-from .optimizers import CEKernel, Optimizer
-from .subspace import Subspace, check_compatibility
-from .svm import SVMSolution, solve_svm
-from .svm.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
+from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.instance import NTPInstance
+from ntpcert.kesler import KeslerSystem
+from ntpcert.optimizers import CEKernel, Optimizer
+from ntpcert.subspace import Subspace, check_compatibility
+from ntpcert.svm import SVMSolution, solve_svm
+from ntpcert.svm.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
 
 #: Default number of logged steps per decade of the geometric grid.
 POINTS_PER_DECADE = 20

@@ -41,7 +41,7 @@ def register(subparsers, name: str) -> None:
 
 def _bench_package():
     """Import ``ntpbench`` from the source tree's ``benchmarks/`` directory."""
-    from ..errors import NTPCertError
+    from ntpcert.errors import NTPCertError
 
     root = Path(__file__).resolve().parents[2] / "benchmarks"
     if not (root / "ntpbench" / "__init__.py").is_file():
@@ -58,7 +58,7 @@ def _bench_package():
 
 
 def _split(text: str | None, field: str, known=None) -> list[str] | None:
-    from ..errors import InputError
+    from ntpcert.errors import InputError
 
     if text is None:
         return None
@@ -89,9 +89,9 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ..cli import _emit_json, _progress
-    from ..errors import InputError
-    from ..svm import resolve_backend
+    from ntpcert.cli import _emit_json, _progress
+    from ntpcert.errors import InputError
+    from ntpcert.svm import resolve_backend
 
     if args.time_limit <= 0:
         raise InputError(f"--time-limit: value {args.time_limit!r} is not positive")

@@ -68,9 +68,9 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def _paper_instance(seed: int, scale: float):
-    from ..errors import InputError
-    from ..instance import NTPInstance
-    from ..io import load_instance
+    from ntpcert.errors import InputError
+    from ntpcert.instance import NTPInstance
+    from ntpcert.io import load_instance
 
     if not (math.isfinite(scale) and scale > 0):
         raise InputError(f"--embedding-scale: value {scale!r} is not a positive finite number")
@@ -82,11 +82,11 @@ def _paper_instance(seed: int, scale: float):
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from .. import optimizers as O
-    from ..cli import EXIT_OK, _emit_json, _progress
-    from ..errors import InputError
-    from ..trajectory import Limits, run
-    from .trajectory import check_out_dir, json_writer, text_writer, write_outputs
+    from ntpcert import optimizers as O
+    from ntpcert.cli import EXIT_OK, _emit_json, _progress
+    from ntpcert.errors import InputError
+    from ntpcert.trajectory import Limits, run
+    from ntpcert.commands.trajectory import check_out_dir, json_writer, text_writer, write_outputs
 
     if args.experiment not in EXPERIMENTS:
         raise InputError(f"EXPERIMENT: unknown value {args.experiment!r} (expected one of {', '.join(EXPERIMENTS)})")
@@ -116,7 +116,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         }
         extra_trajs = {k: run(inst, opt, args.steps, limits=limits, per_decade=args.points_per_decade,
                               progress=progress) for k, opt in others.items()}
-        from ..regpath import regularization_path
+        from ntpcert.regpath import regularization_path
 
         budgets = np.geomspace(1.0, REGPATH_MAX_FACTOR * limits.svm.norm, REGPATH_POINTS)
         rp = regularization_path(inst, budgets, limits=limits, progress=progress)
@@ -130,7 +130,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         writers[f"metrics_{k}.csv"] = text_writer(tr.to_csv())
     if rp is not None:
         writers["regpath.csv"] = text_writer(rp.to_csv())
-    from .. import plots
+    from ntpcert import plots
 
     fig_names = {"gd": "fig3_gd.png", "ngd": "fig4_ngd.png", "adam": "fig5_adam.png"}
     for k, tr in trajs.items():

@@ -34,10 +34,10 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import _check_out_path, _emit_json, _progress
-    from ..errors import InputError
-    from ..sweep import ResultStore, dask_client, load_spec, run_sweep
-    from ..sweep.runner import DEFAULT_WORKERS
+    from ntpcert.cli import _check_out_path, _emit_json, _progress
+    from ntpcert.errors import InputError
+    from ntpcert.sweep import ResultStore, dask_client, load_spec, run_sweep
+    from ntpcert.sweep.runner import DEFAULT_WORKERS
 
     spec = load_spec(args.spec)
     store = args.store or f"{spec.name}.sqlite"

@@ -33,7 +33,7 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def _filter(rows: list[dict], where: list[str]) -> list[dict]:
-    from ..errors import InputError
+    from ntpcert.errors import InputError
 
     for cond in where:
         field, sep, value = cond.partition("=")
@@ -46,9 +46,9 @@ def _filter(rows: list[dict], where: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import _check_out_path, _emit_json
-    from ..sweep import ResultStore
-    from ..sweep.plot import crossings, plot_phase
+    from ntpcert.cli import _check_out_path, _emit_json
+    from ntpcert.sweep import ResultStore
+    from ntpcert.sweep.plot import crossings, plot_phase
 
     _check_out_path(args.out, "--out")
     with ResultStore(args.store) as db:

@@ -15,7 +15,7 @@ DEFAULT_STEPS = 10_000
 
 
 def register(subparsers: Any, name: str) -> None:
-    from ..cli import _data_options
+    from ntpcert.cli import _data_options
 
     p = subparsers.add_parser(
         name,
@@ -51,8 +51,8 @@ def register(subparsers: Any, name: str) -> None:
 
 def parse_norms(text: str, steepest: str) -> tuple[str, ...]:
     """``--norms`` to a tuple of norm names."""
-    from ..errors import InputError
-    from ..trajectory import OTHER_NORMS
+    from ntpcert.errors import InputError
+    from ntpcert.trajectory import OTHER_NORMS
 
     t = text.strip().lower()
     if t == "auto":
@@ -70,7 +70,7 @@ def parse_norms(text: str, steepest: str) -> tuple[str, ...]:
 
 def check_out_dir(out: str) -> str:
     """Refuse an ``--out`` that is a file or whose parent does not exist."""
-    from ..errors import InputError
+    from ntpcert.errors import InputError
 
     if os.path.exists(out) and not os.path.isdir(out):
         raise InputError(f"--out: {out!r} exists and is not a directory")
@@ -106,7 +106,7 @@ def text_writer(text: str) -> Callable[[str], None]:
 
 
 def json_writer(obj: Any) -> Callable[[str], None]:
-    from ..cli import _json_default
+    from ntpcert.cli import _json_default
 
     return text_writer(json.dumps(obj, indent=2, default=_json_default) + "\n")
 
@@ -121,10 +121,10 @@ def npy_writer(array: Any) -> Callable[[str], None]:
 
 
 def cmd_trajectory(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_OK, _emit_json, _load, _progress
-    from ..errors import InputError
-    from ..optimizers import make_optimizer
-    from ..trajectory import Limits, run
+    from ntpcert.cli import EXIT_OK, _emit_json, _load, _progress
+    from ntpcert.errors import InputError
+    from ntpcert.optimizers import make_optimizer
+    from ntpcert.trajectory import Limits, run
 
     check_out_dir(args.out)
     if args.steps is None or args.steps < 1:
@@ -160,7 +160,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         writers["snapshots.npy"] = npy_writer(traj.snapshots)
         writers["snapshot_steps.npy"] = npy_writer(traj.steps)
     if not args.no_plot:
-        from .. import plots
+        from ntpcert import plots
 
         title = short_title(inst, traj)
         writers["trajectory.png"] = lambda path: plots.plot_trajectory(traj, path, title=title)

@@ -37,10 +37,10 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import _emit_json, _load
-    from ..errors import CertificateError
-    from ..exact import certificate as cf
-    from ..exact.verify import Verdict, verify_certificate
+    from ntpcert.cli import _emit_json, _load
+    from ntpcert.errors import CertificateError
+    from ntpcert.exact import certificate as cf
+    from ntpcert.exact.verify import Verdict, verify_certificate
 
     instance = _load(args) if args.data is not None else None
 

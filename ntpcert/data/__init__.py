@@ -9,11 +9,11 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from ..errors import InputError
-from ..instance import NTPInstance
-from .dyck import dyck as dyck
-from .paper import paper as paper
-from .pydoc_corpus import pydoc as pydoc
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.data.dyck import dyck as dyck
+from ntpcert.data.paper import paper as paper
+from ntpcert.data.pydoc_corpus import pydoc as pydoc
 
 __all__ = ["BUILTINS", "load_builtin", "builtin_options", "paper", "dyck", "pydoc"]
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from ..instance import NTPInstance
-from ..io.corpus import count_sequences, instance_from_counts
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.io.corpus import count_sequences, instance_from_counts
 
 __all__ = ["BRACKETS", "BEGIN", "END", "dyck", "dyck_sequences", "is_balanced"]
 

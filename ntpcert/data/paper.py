@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..embeddings import random_gaussian
-from ..errors import InputError
-from ..instance import NTPInstance
+from ntpcert.embeddings import random_gaussian
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
 
 __all__ = ["paper"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from ..instance import NTPInstance
-from ..io.corpus import instance_from_text
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.io.corpus import instance_from_text
 
 __all__ = ["DEFAULT_MAX_CHARS", "pydoc", "pydoc_text"]
 

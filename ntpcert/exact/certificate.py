@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CertificateError, InputError
-from ..instance import NTPInstance
-from .rational import fraction_str, parse_fraction
+from ntpcert.errors import CertificateError, InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.exact.rational import fraction_str, parse_fraction
 
 FORMAT = "ntpcert-certificate"
 VERSION = 1
@@ -148,7 +148,7 @@ def dumps(cert: dict) -> str:
 
 def save(cert: dict, path: str | os.PathLike) -> None:
     """Write atomically (temporary file in the same directory, then ``os.replace``)."""
-    from ..io.arrays import atomic_write_bytes
+    from ntpcert.io.arrays import atomic_write_bytes
 
     atomic_write_bytes(path, dumps(cert).encode("ascii"))
 

@@ -33,9 +33,9 @@ from fractions import Fraction
 import flint
 import numpy as np
 
-from ..instance import NTPInstance
-from .dyadic import exact_matmul
-from .rational import frac, fraction_str
+from ntpcert.instance import NTPInstance
+from ntpcert.exact.dyadic import exact_matmul
+from ntpcert.exact.rational import frac, fraction_str
 
 
 def factorise(n: int) -> dict[int, int]:

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import NTPCertError
+from ntpcert.errors import NTPCertError
 
 #: Largest number of slices a matrix may need before the exact product gives up (a float matrix
 #: spanning more than ``MAX_SLICES * b`` binary orders of magnitude).

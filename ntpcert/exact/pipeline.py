@@ -19,14 +19,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..certify import Report, Stages, certify
-from ..instance import NTPInstance
-from . import certificate as cf
-from .compatibility import ExactCompatibility, WStarClosedForm, check_compatibility_exact, w_star_closed_form
-from .rational import fraction_str
-from .separability import ExactSeparability, check_separability_exact
-from .svm import SVMBound, exact_svm_bound
-from .verify import Verdict, verify_certificate
+from ntpcert.certify import Report, Stages, certify
+from ntpcert.instance import NTPInstance
+from ntpcert.exact import certificate as cf
+from ntpcert.exact.compatibility import ExactCompatibility, WStarClosedForm, check_compatibility_exact, w_star_closed_form
+from ntpcert.exact.rational import fraction_str
+from ntpcert.exact.separability import ExactSeparability, check_separability_exact
+from ntpcert.exact.svm import SVMBound, exact_svm_bound
+from ntpcert.exact.verify import Verdict, verify_certificate
 
 #: W* is put in closed form automatically only when the equality system is this small (rows) and
 #: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.
@@ -268,7 +268,7 @@ def _separability(instance: NTPInstance, rep: Report) -> ExactSeparability:
 def _check_target(path: str) -> None:
     import os
 
-    from ..errors import InputError
+    from ntpcert.errors import InputError
 
     parent = os.path.dirname(os.path.abspath(path)) or "."
     if os.path.isdir(path):
@@ -331,7 +331,7 @@ def print_report(r: ExactReport, file=None) -> None:
 
 def run_exact_certify(args: Any, instance: NTPInstance) -> int:
     """Entry point of ``ntpcert certify DATA --exact`` (called by :mod:`ntpcert.cli`)."""
-    from ..cli import _json_default, _progress
+    from ntpcert.cli import _json_default, _progress
 
     rep = exact_certify(
         instance,

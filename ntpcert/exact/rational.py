@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 import flint
 import numpy as np
 
-from ..errors import CertificateError
+from ntpcert.errors import CertificateError
 
 
 def frac(x) -> Fraction:

@@ -27,10 +27,10 @@ import flint
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import SolverError
-from ..instance import NTPInstance
-from .rational import frac
-from .svm import DEFAULT_BITS, bounder_for
+from ntpcert.errors import SolverError
+from ntpcert.instance import NTPInstance
+from ntpcert.exact.rational import frac
+from ntpcert.exact.svm import DEFAULT_BITS, bounder_for
 
 #: Entries of the float ray with magnitude at most this (relative to the largest) are taken as 0.
 RAY_SUPPORT_TOL = 1e-9

@@ -41,10 +41,10 @@ from fractions import Fraction
 import flint
 import numpy as np
 
-from ..errors import InputError
-from ..instance import NTPInstance
-from ..kesler import KeslerSystem
-from .dyadic import (
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.kesler import KeslerSystem
+from ntpcert.exact.dyadic import (
     ExactArithmeticError,
     Split,
     down,
@@ -56,7 +56,7 @@ from .dyadic import (
     unique_rows,
     up,
 )
-from .rational import fmpq, fmpq_list, frac, fraction_str
+from ntpcert.exact.rational import fmpq, fmpq_list, frac, fraction_str
 
 #: Pivot blocks up to this size keep an exact inverse; larger ones are solved with on each call.
 INVERSE_MAX_SIZE = 8

@@ -31,10 +31,10 @@ from typing import Any
 import flint
 import numpy as np
 
-from ..errors import CertificateError
-from ..instance import NTPInstance
-from . import certificate as cf
-from .rational import parse_fraction
+from ntpcert.errors import CertificateError
+from ntpcert.instance import NTPInstance
+from ntpcert.exact import certificate as cf
+from ntpcert.exact.rational import parse_fraction
 
 
 @dataclass(frozen=True)

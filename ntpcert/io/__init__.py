@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 
-from ..errors import InputError
-from ..instance import NTPInstance
-from .arrays import read_json as read_json
-from .arrays import read_npz as read_npz
-from .arrays import write_json as write_json
-from .arrays import write_npz as write_npz
-from .corpus import TOKENIZERS
-from .corpus import instance_from_text as instance_from_text
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.io.arrays import read_json as read_json
+from ntpcert.io.arrays import read_npz as read_npz
+from ntpcert.io.arrays import write_json as write_json
+from ntpcert.io.arrays import write_npz as write_npz
+from ntpcert.io.corpus import TOKENIZERS
+from ntpcert.io.corpus import instance_from_text as instance_from_text
 
 __all__ = ["load_instance", "read_npz", "read_json", "write_npz", "write_json", "instance_from_text"]
 
@@ -67,8 +67,8 @@ def load_instance(
         that is invalid or does not apply to the DATA given; the message names the option (or
         the file) and the value.
     """
-    from ..data import BUILTINS, builtin_options, load_builtin
-    from .corpus import make_rng
+    from ntpcert.data import BUILTINS, builtin_options, load_builtin
+    from ntpcert.io.corpus import make_rng
 
     if not isinstance(spec, (str, os.PathLike)):
         raise InputError(f"DATA: expected a file path or a built-in name, got {spec!r}")
@@ -80,7 +80,7 @@ def load_instance(
     ):
         raise InputError(f"context_length: value {context_length!r} is not a positive integer")
     if embedding is not None:
-        from ..embeddings import parse_embedding_spec
+        from ntpcert.embeddings import parse_embedding_spec
 
         parse_embedding_spec(embedding)
     if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 2):

@@ -35,8 +35,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import InputError
-from ..instance import NTPInstance
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
 
 __all__ = ["read_npz", "read_json", "write_npz", "write_json", "atomic_write_bytes"]
 

@@ -20,9 +20,9 @@ from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..embeddings import embed_contexts, parse_embedding_spec
-from ..errors import InputError
-from ..instance import NTPInstance
+from ntpcert.embeddings import embed_contexts, parse_embedding_spec
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
 
 __all__ = [
     "TOKENIZERS",

@@ -10,11 +10,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import InputError
-from ..instance import NTPInstance
-from ..kesler import KeslerSystem
-from .solution import SVM_TOL as SVM_TOL
-from .solution import SVMSolution as SVMSolution
+from ntpcert.errors import InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.kesler import KeslerSystem
+from ntpcert.svm.solution import SVM_TOL as SVM_TOL
+from ntpcert.svm.solution import SVMSolution as SVMSolution
 
 #: Backend name -> (module, keyword arguments for its ``solve``).
 BACKENDS: dict[str, tuple[str, dict]] = {

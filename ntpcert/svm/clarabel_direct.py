@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 
-from ..errors import InfeasibleError, SolverError
-from ..kesler import KeslerSystem
-from .problem import build_qp, dual_from_cone_multipliers
-from .solution import SVMSolution
+from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.kesler import KeslerSystem
+from ntpcert.svm.problem import build_qp, dual_from_cone_multipliers
+from ntpcert.svm.solution import SVMSolution
 
 
 def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False) -> SVMSolution:

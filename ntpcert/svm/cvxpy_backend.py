@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 
-from ..errors import InfeasibleError, SolverError
-from ..kesler import KeslerSystem
-from .problem import dual_from_cone_multipliers
-from .solution import SVMSolution
+from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.kesler import KeslerSystem
+from ntpcert.svm.problem import dual_from_cone_multipliers
+from ntpcert.svm.solution import SVMSolution
 
 
 def solve(system: KeslerSystem, *, solver: str = "CLARABEL", verbose: bool = False, **solver_options) -> SVMSolution:

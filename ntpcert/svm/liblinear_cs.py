@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, SolverError
-from ..instance import NTPInstance
+from ntpcert.errors import InputError, SolverError
+from ntpcert.instance import NTPInstance
 
 #: Default penalty; large enough for the hard-margin solution on the benchmark's instances (checked).
 DEFAULT_C = 1e4

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InfeasibleError, InputError, SolverError
-from ..instance import NTPInstance
-from ..kesler import KeslerSystem
-from ..subspace import Subspace
+from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.instance import NTPInstance
+from ntpcert.kesler import KeslerSystem
+from ntpcert.subspace import Subspace
 
 #: Norm names, and the dual norm of each.
 NORMS = ("fro", "max", "spectral", "nuclear", "l1")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..kesler import KeslerSystem
+from ntpcert.kesler import KeslerSystem
 
 if TYPE_CHECKING:
     import scipy.sparse as sp

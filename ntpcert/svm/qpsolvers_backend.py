@@ -22,10 +22,10 @@ from typing import Iterator
 
 import numpy as np
 
-from ..errors import SolverError
-from ..kesler import KeslerSystem
-from .problem import build_qp, dual_from_cone_multipliers
-from .solution import SVMSolution
+from ntpcert.errors import SolverError
+from ntpcert.kesler import KeslerSystem
+from ntpcert.svm.problem import build_qp, dual_from_cone_multipliers
+from ntpcert.svm.solution import SVMSolution
 
 @contextmanager
 def _stdout_to_stderr() -> Iterator[None]:

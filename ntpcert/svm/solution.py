@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..kesler import KeslerSystem
+from ntpcert.kesler import KeslerSystem
 
 #: Default tolerance of :meth:`SVMSolution.is_optimal` on residuals and relative gap.
 SVM_TOL = 1e-6

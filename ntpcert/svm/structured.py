@@ -38,14 +38,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..errors import InfeasibleError, InputError, SolverError
-from ..kesler import KeslerSystem
-from .solution import SVMSolution
-from .structured_bcd import BATCH, epoch, make_state
-from .structured_classes import TokenClasses
-from .structured_farkas import FarkasRay, certify_ray, find_ray, token_ray
-from .structured_monitor import Progress, progress
-from .structured_polish import ActiveSetSystem, blas_threads
+from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.kesler import KeslerSystem
+from ntpcert.svm.solution import SVMSolution
+from ntpcert.svm.structured_bcd import BATCH, epoch, make_state
+from ntpcert.svm.structured_classes import TokenClasses
+from ntpcert.svm.structured_farkas import FarkasRay, certify_ray, find_ray, token_ray
+from ntpcert.svm.structured_monitor import Progress, progress
+from ntpcert.svm.structured_polish import ActiveSetSystem, blas_threads
 
 #: Default target of the certified relative duality gap.
 DEFAULT_TOL = 1e-9
@@ -154,7 +154,7 @@ class _Solver:
         W = cls.expand_rows(Wcls)
         self.certify_calls += 1
         if self.certificate == "exact":
-            from ..exact.svm import exact_svm_bound
+            from ntpcert.exact.svm import exact_svm_bound
 
             t0 = time.perf_counter()
             bound = exact_svm_bound(self.system, W, a)

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .structured_block import block_update
-from .structured_classes import TokenClasses
-from .structured_polish import single_thread
+from ntpcert.svm.structured_block import block_update
+from ntpcert.svm.structured_classes import TokenClasses
+from ntpcert.svm.structured_polish import single_thread
 
 #: Contexts per delayed update.
 BATCH = 64

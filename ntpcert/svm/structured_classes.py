@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..instance import NTPInstance
+from ntpcert.instance import NTPInstance
 
 
 @dataclass(frozen=True, eq=False)

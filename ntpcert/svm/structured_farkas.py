@@ -27,7 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .structured_classes import TokenClasses
+from ntpcert.svm.structured_classes import TokenClasses
 
 #: Entries of the drift below this fraction of its largest entry are left out of the ray's support.
 SUPPORT_RTOL = 1e-7
@@ -177,7 +177,7 @@ def _rationalise(X: np.ndarray) -> np.ndarray | None:
 def verify_exactly(classes: TokenClasses, H: np.ndarray, X: np.ndarray) -> np.ndarray | None:
     """An integer-valued class ray proportional to a rounding of X that satisfies every ray
     condition in exact arithmetic, or None."""
-    from ..exact.dyadic import ExactArithmeticError, exact_matmul
+    from ntpcert.exact.dyadic import ExactArithmeticError, exact_matmul
 
     Xi = _rationalise(X)
     if Xi is None:
@@ -248,7 +248,7 @@ def _exact_ray_on_support(instance, a: np.ndarray) -> dict | None:
     if np.count_nonzero(a) > EXACT_MAX_SUPPORT:
         return None
     try:
-        from ..exact.separability import check_ray as exact_check, exact_ray
+        from ntpcert.exact.separability import check_ray as exact_check, exact_ray
     except ImportError:  # pragma: no cover - the exact module ships with the package
         return None
     ray = exact_ray(instance, a)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .structured_classes import TokenClasses
+from ntpcert.svm.structured_classes import TokenClasses
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .structured_classes import TokenClasses
+from ntpcert.svm.structured_classes import TokenClasses
 
 #: A class's pinned set is padded up to a multiple of this size, so that factorisations batch.
 PAD = 8

@@ -6,17 +6,17 @@ points out, and ``plot`` draws phase diagrams from a store. The command line is 
 ``ntpcert sweep-plot``.
 """
 
-from .compute import compute_point as compute_point
-from .generate import point_instance as point_instance
-from .runner import SweepSummary as SweepSummary
-from .runner import dask_client as dask_client
-from .runner import run_sweep as run_sweep
-from .spec import GridPoint as GridPoint
-from .spec import SweepSpec as SweepSpec
-from .spec import load_spec as load_spec
-from .spec import parse_spec as parse_spec
-from .store import ResultRow as ResultRow
-from .store import ResultStore as ResultStore
+from ntpcert.sweep.compute import compute_point as compute_point
+from ntpcert.sweep.generate import point_instance as point_instance
+from ntpcert.sweep.runner import SweepSummary as SweepSummary
+from ntpcert.sweep.runner import dask_client as dask_client
+from ntpcert.sweep.runner import run_sweep as run_sweep
+from ntpcert.sweep.spec import GridPoint as GridPoint
+from ntpcert.sweep.spec import SweepSpec as SweepSpec
+from ntpcert.sweep.spec import load_spec as load_spec
+from ntpcert.sweep.spec import parse_spec as parse_spec
+from ntpcert.sweep.store import ResultRow as ResultRow
+from ntpcert.sweep.store import ResultStore as ResultStore
 
 __all__ = [
     "GridPoint",

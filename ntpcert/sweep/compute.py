@@ -27,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from ..certify import cosine
-from ..errors import InfeasibleError, NTPCertError
-from ..kesler import KeslerSystem
-from ..separability import check_separability
-from ..subspace import Subspace, check_compatibility
-from ..svm import SVM_TOL, solve_svm
-from .generate import point_instance
-from .spec import GridPoint
+from ntpcert.certify import cosine
+from ntpcert.errors import InfeasibleError, NTPCertError
+from ntpcert.kesler import KeslerSystem
+from ntpcert.separability import check_separability
+from ntpcert.subspace import Subspace, check_compatibility
+from ntpcert.svm import SVM_TOL, solve_svm
+from ntpcert.sweep.generate import point_instance
+from ntpcert.sweep.spec import GridPoint
 
 __all__ = ["compute_point", "compute_chunk"]
 

@@ -18,9 +18,9 @@ import hashlib
 
 import numpy as np
 
-from ..embeddings import random_gaussian
-from ..instance import NTPInstance
-from .spec import GridPoint
+from ntpcert.embeddings import random_gaussian
+from ntpcert.instance import NTPInstance
+from ntpcert.sweep.spec import GridPoint
 
 __all__ = ["point_rng", "point_instance", "INTEGER_MAX_ABS"]
 

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ntpcert.errors import InputError
 
 __all__ = ["PhaseCell", "phase_table", "crossings", "plot_phase", "BOOLEAN_QUANTITIES", "AXES"]
 
@@ -150,7 +150,7 @@ def _group_label(by: Sequence[str], group: tuple) -> str:
 
 
 def _save_atomic(fig: Any, out: str) -> None:
-    from ..io.arrays import atomic_write_bytes
+    from ntpcert.io.arrays import atomic_write_bytes
 
     ext = os.path.splitext(out)[1].lstrip(".").lower()
     if ext not in ("png", "pdf", "svg"):

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..errors import InputError
-from .compute import compute_chunk
-from .spec import GridPoint, SweepSpec
-from .store import ResultStore
+from ntpcert.errors import InputError
+from ntpcert.sweep.compute import compute_chunk
+from ntpcert.sweep.spec import GridPoint, SweepSpec
+from ntpcert.sweep.store import ResultStore
 
 __all__ = ["SweepSummary", "run_sweep", "dask_client", "DEFAULT_WORKERS"]
 

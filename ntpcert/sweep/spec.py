@@ -44,7 +44,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from ntpcert.errors import InputError
 
 __all__ = ["QUANTITIES", "GridPoint", "SweepSpec", "load_spec", "parse_spec", "parse_embedding_family"]
 
@@ -253,7 +253,7 @@ def parse_spec(doc: dict, *, default_name: str = "sweep") -> SweepSpec:
     inst["max_count"] = _int("instance.max_count", inst.get("max_count", 10), 1)
     svm = _table("svm", doc.get("svm"), {"solver"})
     svm["solver"] = svm.get("solver", "clarabel")
-    from ..svm import BACKENDS
+    from ntpcert.svm import BACKENDS
 
     if not isinstance(svm["solver"], str) or not (svm["solver"] in BACKENDS or svm["solver"].startswith("cvxpy:")):
         raise InputError(f"svm.solver: value {svm['solver']!r} is not an NTP-SVM solver "

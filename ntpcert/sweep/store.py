@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..errors import InputError
-from ..io.arrays import atomic_write_bytes
-from .spec import GridPoint, SweepSpec
+from ntpcert.errors import InputError
+from ntpcert.io.arrays import atomic_write_bytes
+from ntpcert.sweep.spec import GridPoint, SweepSpec
 
 __all__ = ["ResultRow", "ResultStore", "TABLE_FIELDS"]
 
