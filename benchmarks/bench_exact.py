@@ -2,7 +2,7 @@
 
 Settings
 --------
-``paper``   the paper's setting (m=50, d=60, V=10, k_j=6), :func:`ntpcert.data.paper`.
+``paper``   the paper's setting (m=50, d=60, V=10, k_j=6), :func:`ntpcert.instance.datasets.paper`.
 ``larger``  the same generator at m=100, d=120, V=20, k_j=6, n=10000.
 ``large``   (``--large``) m=200, d=240, V=20, k_j=6, n=20000.
 
@@ -12,9 +12,9 @@ time inside the same call is the baseline: the ratio is total / float part, per 
 runs (so load from other processes on the machine cancels out as far as it can). ``ntpcert verify``
 of the written certificate is timed right after, as a ratio to the same baseline.
 
-``--svm-bound`` also times :func:`ntpcert.exact.svm.exact_svm_bound` at V=2000, m=1000, d=1024,
+``--svm-bound`` also times :func:`ntpcert.exact.svm_gap.exact_svm_bound` at V=2000, m=1000, d=1024,
 k_j <= 3 against the float evaluation of the same pair's residuals and gap
-(:meth:`ntpcert.svm.SVMSolution.from_primal_dual`).
+(:meth:`ntpcert.solve.svm.SVMSolution.from_primal_dual`).
 
 Run: ``python benchmarks/bench_exact.py [--large] [--svm-bound] [--repeat N] [--out FILE.md]``.
 """
@@ -43,8 +43,8 @@ def _timed(fn, repeat: int):
 def bench_setting(name: str, inst, repeat: int) -> dict:
     """Each run of ``exact_certify`` contains a full float pipeline run: its time is the baseline of
     that run, so the ratio is taken within one call (robust to load on a shared machine)."""
-    from ntpcert.exact.pipeline import exact_certify
-    from ntpcert.exact.verify import verify_file
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.verify import verify_file
 
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,9 +84,9 @@ def bench_setting(name: str, inst, repeat: int) -> dict:
 def bench_svm_bound(repeat: int, seed: int = 0) -> dict:
     """exact_svm_bound at the size a structured solver calls it on, vs the float gap evaluation."""
     from ntpcert import NTPInstance
-    from ntpcert.exact.svm import ExactSVMBounder
-    from ntpcert.kesler import KeslerSystem
-    from ntpcert.svm import SVMSolution
+    from ntpcert.exact.svm_gap import ExactSVMBounder
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.svm import SVMSolution
 
     rng = np.random.default_rng(seed)
     V, m, d = 2000, 1000, 1024
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--svm-bound", action="store_true", help="also exact_svm_bound at V=2000, m=1000, d=1024")
     p.add_argument("--out", default=None, help="write the markdown table here")
     args = p.parse_args(argv)
-    from ntpcert.data import paper
+    from ntpcert.instance.datasets import paper
 
     settings = [("paper", paper(), args.repeat),
                 ("larger", paper(m=100, d=120, V=20, support_size=6, n=10000), max(1, args.repeat // 3))]

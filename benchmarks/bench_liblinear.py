@@ -3,7 +3,7 @@
 
 For each size (V, m, d) a one-hot instance (Gaussian embeddings, every token a label) is solved
 by ``solve_svm(..., solver="structured")`` (exact certificate), by ``structured-float`` and by
-:func:`ntpcert.svm.liblinear_cs.crammer_singer` (scikit-learn's LinearSVC, C = 1e4, tol = 1e-8),
+:func:`ntpcert.experiments.liblinear_cs.crammer_singer` (scikit-learn's LinearSVC, C = 1e4, tol = 1e-8),
 in one process, interleaved, ``--repeat`` times. Reported: median times, the time ratio, the
 largest entry of :math:`|W_{\\mathrm{LIBLINEAR}} - W_{\\mathrm{structured}}|` relative to
 :math:`\\max|W|`, and whether LIBLINEAR's solution has all margins at least 1 (C large enough).
@@ -24,8 +24,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_svm_cli import _write  # noqa: E402
-from ntpbench.families import onehot_instance  # noqa: E402
-from ntpbench.timing import load_average, median  # noqa: E402
+from ntpcert.experiments.bench.families import onehot_instance  # noqa: E402
+from ntpcert.experiments.bench.timing import load_average, median  # noqa: E402
 
 SIZES = [(10, 60, 40), (50, 400, 300), (100, 1000, 500), (300, 3000, 256), (1000, 2000, 1024)]
 
@@ -34,9 +34,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
-    from ntpcert.kesler import KeslerSystem
-    from ntpcert.svm import solve_svm
-    from ntpcert.svm.liblinear_cs import crammer_singer
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.svm import solve_svm
+    from ntpcert.experiments.liblinear_cs import crammer_singer
 
     rows = []
     for V, m, d in SIZES:

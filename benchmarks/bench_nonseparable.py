@@ -5,7 +5,7 @@ Instances: character bigram contexts (k = 2, one-hot k-gram features) of the low
 text, first N characters, for a few N (N = 60,000 gives m ≈ 1100, V ≈ 70, d ≈ 140, the size of the
 case in the issue). For each: ``ntpcert svm FILE --solver structured`` as a whole process (its
 answer and whether the Farkas ray was verified in exact arithmetic), and in-process the HiGHS
-separability LP (``ntpcert.separability``) and Clarabel on the NTP-SVM.
+separability LP (``ntpcert.solve.separability_lp``) and Clarabel on the NTP-SVM.
 
 Usage: ``python benchmarks/bench_nonseparable.py``; writes ``benchmarks/results/solvers-nonseparable.md``.
 """
@@ -24,21 +24,21 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_svm_cli import _ntpcert, _write  # noqa: E402
-from ntpbench.timing import load_average, run_process  # noqa: E402
+from ntpcert.experiments.bench.timing import load_average, run_process  # noqa: E402
 
 
 def corpus_instance(chars: int):
-    from ntpcert.data.pydoc_corpus import pydoc_text
-    from ntpcert.io import instance_from_text
+    from ntpcert.instance.datasets.pydoc_corpus import pydoc_text
+    from ntpcert.instance.io import instance_from_text
 
     return instance_from_text(pydoc_text(chars).lower(), k=2, name=f"pydoc-lower-{chars}")
 
 
 def in_process(inst, what: str, time_limit: float) -> tuple[str, float]:
     from ntpcert.errors import InfeasibleError, NTPCertError
-    from ntpcert.kesler import KeslerSystem
-    from ntpcert.separability import check_separability
-    from ntpcert.svm import solve_svm
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.separability_lp import check_separability
+    from ntpcert.solve.svm import solve_svm
 
     t0 = time.perf_counter()
     system = KeslerSystem.build(inst)
@@ -61,7 +61,7 @@ def main() -> None:
     p.add_argument("--chars", type=int, nargs="+", default=[20_000, 60_000, 200_000])
     p.add_argument("--time-limit", type=float, default=120.0)
     args = p.parse_args()
-    from ntpcert.io import write_npz
+    from ntpcert.instance.io import write_npz
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

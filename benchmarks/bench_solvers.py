@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The backend benchmark on the instance families, written to ``benchmarks/results/``.
 
-Same harness as ``ntpcert bench`` (:mod:`ntpbench`), with the instances kept in a temporary
+Same harness as ``ntpcert bench`` (:mod:`ntpcert.experiments.bench`), with the instances kept in a temporary
 directory. Writes ``solvers-families.md`` (report) and ``solvers-families.csv`` (one row per run).
 
 Usage: ``python benchmarks/bench_solvers.py --scale small --seeds 1 --time-limit 60``.
@@ -18,8 +18,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from ntpbench import families, report, runner  # noqa: E402
-from ntpbench.timing import load_average  # noqa: E402
+from ntpcert.experiments.bench import families, report, runner  # noqa: E402
+from ntpcert.experiments.bench.timing import load_average  # noqa: E402
 
 BACKENDS = ["structured", "structured-float", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs"]
 

@@ -32,8 +32,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from ntpbench.families import gaussian_instance  # noqa: E402
-from ntpbench.timing import load_average, median, run_process  # noqa: E402
+from ntpcert.experiments.bench.families import gaussian_instance  # noqa: E402
+from ntpcert.experiments.bench.timing import load_average, median, run_process  # noqa: E402
 
 
 def _ntpcert() -> list[str]:
@@ -42,7 +42,7 @@ def _ntpcert() -> list[str]:
 
 
 def write_instance(path: Path, *, V: int, m: int, d: int, kmax: int, seed: int = 0) -> None:
-    from ntpcert.io import write_npz
+    from ntpcert.instance.io import write_npz
 
     write_npz(gaussian_instance(np.random.default_rng(seed), V=V, m=m, d=d, kmin=1, kmax=kmax), path)
 
@@ -96,7 +96,7 @@ def part_small(args) -> None:
         lines.append(f"| {s} | {wall:.2f} | {t_cvx / wall:.0f}x | {median([x['peak_mb'] for x in xs]):.0f} | "
                      f"{obj:.12g} | {abs(obj - ref) / ref:.1e} | {max(gaps):.1e} |")
     lines += ["", "All times: `time ntpcert svm FILE --solver S --json`, start-up and reading included. "
-              "`structured` returns the exactly feasible pair certified by `ntpcert.exact.svm.exact_svm_bound` "
+              "`structured` returns the exactly feasible pair certified by `ntpcert.exact.svm_gap.exact_svm_bound` "
               "(its exact relative gap is at most 1e-9 by construction); `structured-float` stops on the float "
               "gap of the rescaled pair. The gap column is `SVMSolution.relative_gap` recomputed from the returned pair.", ""]
     _write("small", "\n".join(lines))
@@ -123,9 +123,9 @@ def part_large(args) -> None:
 
 
 def worker_run(path: Path, solver: str, timeout: float) -> dict:
-    """One benchmark worker process (:mod:`ntpbench.worker`): wall time and peak memory measured
+    """One benchmark worker process (:mod:`ntpcert.experiments.bench.worker`): wall time and peak memory measured
     here, solver details (epochs, token classes, exact-certificate seconds) reported by it."""
-    pt = run_process([sys.executable, str(HERE / "ntpbench" / "worker.py"), str(path), solver, repr(timeout)],
+    pt = run_process([sys.executable, str(HERE / "ntpcert.experiments.bench" / "worker.py"), str(path), solver, repr(timeout)],
                      timeout=timeout + 60)
     out = {"wall": pt.seconds, "peak_mb": pt.peak_mb, "rc": pt.returncode}
     lines = [ln for ln in pt.stdout.splitlines() if ln.startswith("{")]

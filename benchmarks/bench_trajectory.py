@@ -3,7 +3,7 @@ optimisers, measured in one run of this script.
 
 Implementations, all float64 from W = 0 on the same instance:
 
-* ``ntpcert``: :class:`ntpcert.trajectory.Stepper` (the loop behind ``ntpcert trajectory``):
+* ``ntpcert``: :class:`ntpcert.dynamics.trajectory.Stepper` (the loop behind ``ntpcert trajectory``):
   in-place CE gradient with preallocated buffers, in-place optimiser kernels.
 * ``numpy``: the obvious loop, ``g = inst.gradient(W); W = W - lr * g`` (and the textbook Adam /
   sign updates), allocating new arrays each step.
@@ -32,15 +32,15 @@ import time
 import numpy as np
 
 from ntpcert import NTPInstance
-from ntpcert import optimizers as O
-from ntpcert.trajectory import Stepper
+import ntpcert.dynamics.optimizers as O
+from ntpcert.dynamics.trajectory import Stepper
 
 LR = {"gd": 0.5, "ngd": 0.01, "adam": 0.01, "sign": 0.01}
 BETAS, EPS = (0.9, 0.99), 1e-8
 
 
 def paper_instance() -> NTPInstance:
-    from ntpcert.io import load_instance
+    from ntpcert.instance.load import load_instance
 
     return load_instance("paper")
 

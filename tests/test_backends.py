@@ -2,15 +2,13 @@
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ntpcert import InfeasibleError, InputError, NTPInstance
-from ntpcert.cli import main
-from ntpcert.svm import BACKENDS, resolve_backend, solve_svm
+from ntpcert.cli.app import main
+from ntpcert.solve.svm import BACKENDS, resolve_backend, solve_svm
 
 from .conftest import TOL, random_instance
 from .test_svm import assert_kkt
@@ -18,9 +16,6 @@ from .test_svm import assert_kkt
 qpsolvers = pytest.importorskip("qpsolvers")
 
 QP_BACKENDS = [b for b in ("osqp", "scs", "piqp", "proxqp", "highs") if b in qpsolvers.available_solvers]
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCH))
 
 
 # ---------------------------------------------------------------------------- backends
@@ -35,10 +30,10 @@ def test_backend_satisfies_kkt_and_agrees_with_clarabel(backend):
 
 
 @pytest.mark.parametrize("name, module", [
-    ("structured", "ntpcert.svm.structured"),
-    ("osqp", "ntpcert.svm.qpsolvers_backend"),
-    ("qpsolvers:PIQP", "ntpcert.svm.qpsolvers_backend"),
-    ("cvxpy:scs", "ntpcert.svm.cvxpy_backend"),
+    ("structured", "ntpcert.solve.structured.solver"),
+    ("osqp", "ntpcert.solve.svm.qpsolvers_backend"),
+    ("qpsolvers:PIQP", "ntpcert.solve.svm.qpsolvers_backend"),
+    ("cvxpy:scs", "ntpcert.solve.svm.cvxpy_backend"),
 ])
 def test_resolve_backend_names(name, module):
     mod, kwargs = resolve_backend(name)
@@ -71,7 +66,7 @@ def test_qpsolvers_backend_reports_no_solution_on_non_separable_data():
 
 # ---------------------------------------------------------------------------- benchmark harness
 def test_shifted_geometric_mean():
-    from ntpbench.report import shifted_geometric_mean
+    from ntpcert.experiments.bench.report import shifted_geometric_mean
 
     assert shifted_geometric_mean([3.0, 3.0], shift=10) == pytest.approx(3.0)
     # with shift s: exp(mean log(t + s)) - s
@@ -84,7 +79,7 @@ def test_shifted_geometric_mean():
 
 
 def test_success_needs_residuals_within_tolerance_and_the_right_verdict():
-    from ntpbench.runner import classify
+    from ntpcert.experiments.bench.runner import classify
 
     good = {"status": "optimal", "primal_residual": 1e-9, "dual_residual": 1e-9, "relative_gap": 1e-9}
     assert classify(good, "separable", 1e-6)
@@ -95,8 +90,8 @@ def test_success_needs_residuals_within_tolerance_and_the_right_verdict():
 
 
 def test_summary_counts_failures_at_the_time_limit():
-    from ntpbench.report import summarize
-    from ntpbench.runner import Run
+    from ntpcert.experiments.bench.report import summarize
+    from ntpcert.experiments.bench.runner import Run
 
     runs = [Run("f", "a", "fast", "optimal", True, 1.0), Run("f", "b", "fast", "timeout", False, None),
             Run("f", "a", "slow", "optimal", True, 4.0), Run("f", "b", "slow", "optimal", True, 4.0)]
@@ -108,7 +103,7 @@ def test_summary_counts_failures_at_the_time_limit():
 
 
 def test_families_are_seeded_and_sized():
-    from ntpbench.families import families
+    from ntpcert.experiments.bench.families import families
 
     fams = families("tiny", seeds=1)
     assert {"paper", "growing_V", "growing_m", "d_below_m", "d_above_m", "onehot", "corpus"} <= set(fams)
@@ -121,9 +116,9 @@ def test_families_are_seeded_and_sized():
 
 
 def test_runner_and_qpbenchmark_export(tmp_path):
-    from ntpbench.families import families
-    from ntpbench.qpbench_export import export, load_problem
-    from ntpbench.runner import prepare, run_one
+    from ntpcert.experiments.bench.families import families
+    from ntpcert.experiments.bench.qpbench_export import export, load_problem
+    from ntpcert.experiments.bench.runner import prepare, run_one
 
     member = families("tiny", seeds=1)["d_above_m"][0]
     (item,) = prepare([member], tmp_path / "inst")

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from ntpcert.cli import main
-from ntpcert.io import write_json, write_npz
+from ntpcert.cli.app import main
+from ntpcert.instance.io import write_json, write_npz
 
 from .conftest import random_instance
 

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 from ntpcert import InputError, NTPInstance
-from ntpcert.data import BUILTINS, load_builtin
-from ntpcert.data.dyck import BEGIN, END, dyck, dyck_sequences, is_balanced
-from ntpcert.data.paper import paper
-from ntpcert.data.pydoc_corpus import pydoc, pydoc_text
+from ntpcert.instance.datasets import BUILTINS, load_builtin
+from ntpcert.instance.datasets.dyck import BEGIN, END, dyck, dyck_sequences, is_balanced
+from ntpcert.instance.datasets.paper import paper
+from ntpcert.instance.datasets.pydoc_corpus import pydoc, pydoc_text
 
 
 def test_paper_matches_the_papers_sizes():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ntpcert.cli import main
+from ntpcert.cli.app import main
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
@@ -38,7 +38,7 @@ def test_console_lines_run(page, capsys):
 
 
 def test_every_command_is_documented():
-    from ntpcert.cli import build_parser
+    from ntpcert.cli.app import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")

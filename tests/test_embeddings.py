@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ntpcert import InputError
-from ntpcert.embeddings import (
+from ntpcert.instance.embeddings import (
     EmbeddingSpec,
     embed_contexts,
     from_npy,

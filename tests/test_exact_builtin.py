@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from ntpcert.cli import main
-from ntpcert.exact.svm import exact_svm_bound
+from ntpcert.cli.app import main
+from ntpcert.exact.svm_gap import exact_svm_bound
 
 from .conftest import random_instance
 

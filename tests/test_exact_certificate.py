@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.cli import main
-from ntpcert.commands.verify import EXIT_INVALID
-from ntpcert.exact import certificate as cf
+from ntpcert.cli.app import main
+from ntpcert.cli.verify import EXIT_INVALID
+from ntpcert.pipeline import certificate as cf
 from ntpcert.exact.rational import fraction_str, parse_fraction
-from ntpcert.exact.verify import verify_certificate, verify_text
-from ntpcert.io import write_json
+from ntpcert.pipeline.verify import verify_certificate, verify_text
+from ntpcert.instance.io import write_json
 
 from .conftest import random_instance
 

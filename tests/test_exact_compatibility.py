@@ -15,8 +15,8 @@ from ntpcert.exact.compatibility import (
     prime_exponents,
     w_star_closed_form,
 )
-from ntpcert.kesler import KeslerSystem
-from ntpcert.subspace import Subspace, check_compatibility
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.rows.subspace import Subspace, check_compatibility
 
 from .conftest import TOL, random_instance
 

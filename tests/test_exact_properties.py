@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from ntpcert import NTPInstance
-from ntpcert.exact.pipeline import exact_certify
+from ntpcert.pipeline.exact_verdicts import exact_certify
 
 #: The float checks are decisive only outside these bands.
 COMPAT_YES, COMPAT_NO = 1e-9, 1e-4

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.exact.pipeline import build_certificate, exact_certify
+from ntpcert.pipeline.exact_verdicts import build_certificate, exact_certify
 from ntpcert.exact.compatibility import check_compatibility_exact
 from ntpcert.exact.separability import check_ray, check_separability_exact, exact_ray
-from ntpcert.exact.verify import verify_certificate
-from ntpcert.separability import check_separability
-from ntpcert.kesler import KeslerSystem
+from ntpcert.pipeline.verify import verify_certificate
+from ntpcert.solve.separability_lp import check_separability
+from ntpcert.rows.kesler import KeslerSystem
 
 from .conftest import random_instance
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.exact.svm import ExactSVMBounder, exact_svm_bound
-from ntpcert.svm import solve_svm
+from ntpcert.exact.svm_gap import ExactSVMBounder, exact_svm_bound
+from ntpcert.solve.svm import solve_svm
 
 from .conftest import TOL, random_instance
 
@@ -117,7 +117,7 @@ def test_invalid_calls_name_the_argument(rng, W_shape, a_shape, bits, needle):
 def test_pivot_columns_pick_the_pivoted_qr_columns(k, n, seed):
     from scipy.linalg import qr
 
-    from ntpcert.exact.svm import _pivot_columns
+    from ntpcert.exact.svm_gap import _pivot_columns
 
     A = np.random.default_rng(seed).standard_normal((k, n))
     mine = _pivot_columns(A)
@@ -127,7 +127,7 @@ def test_pivot_columns_pick_the_pivoted_qr_columns(k, n, seed):
 
 
 def test_pivot_columns_on_rank_deficient_rows_returns_distinct_columns():
-    from ntpcert.exact.svm import _pivot_columns
+    from ntpcert.exact.svm_gap import _pivot_columns
 
     A = np.zeros((3, 5))
     A[0, 1] = 1.0
@@ -167,7 +167,7 @@ def test_bound_on_repeated_token_rows_equals_the_row_by_row_bound(monkeypatch):
     sol = solve_svm(inst, solver="structured-float")
     fast = exact_svm_bound(inst, sol.W, sol.dual)
     import ntpcert.exact.dyadic as dy
-    import ntpcert.exact.svm as es
+    import ntpcert.exact.svm_gap as es
 
     assert dy.unique_rows(fast.W_base) is not None  # the shortcut was taken
     monkeypatch.setattr(es, "unique_rows", lambda X: None)

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from ntpcert import InputError, NTPInstance
-from ntpcert.io import load_instance, read_json, read_npz, write_json, write_npz
-from ntpcert.io.arrays import atomic_write_bytes
-from ntpcert.io.corpus import count_sequences, display_token, instance_from_text, ngram_counts, tokenize
+from ntpcert.instance.io import read_json, read_npz, write_json, write_npz
+from ntpcert.instance.load import load_instance
+from ntpcert.instance.io.arrays import atomic_write_bytes
+from ntpcert.instance.io.corpus import count_sequences, display_token, instance_from_text, ngram_counts, tokenize
 
 from .conftest import random_instance
 
@@ -95,7 +96,7 @@ def test_failed_write_keeps_old_file_and_cleans_up(tmp_path):
     class Boom(Exception):
         pass
 
-    from ntpcert.io import arrays
+    from ntpcert.instance.io import arrays
 
     def bad_write(fh):
         fh.write(b"partial")
@@ -230,7 +231,7 @@ def test_display_token_is_unambiguous():
 
 
 def test_progress_bar_goes_to_stderr(capsys, monkeypatch):
-    from ntpcert.io import corpus
+    from ntpcert.instance.io import corpus
 
     monkeypatch.setattr(corpus, "PROGRESS_MIN_POSITIONS", 10)
     ngram_counts(list("abcabcabcabc" * 3), 2, progress=True)

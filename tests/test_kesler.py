@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.kesler import KeslerSystem
+from ntpcert.rows.kesler import KeslerSystem
 
 from .conftest import TOL, random_instance
 

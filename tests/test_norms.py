@@ -8,10 +8,10 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.errors import InfeasibleError, InputError
-from ntpcert.kesler import KeslerSystem
-from ntpcert.subspace import Subspace
-from ntpcert.svm import solve_svm
-from ntpcert.svm.norms import DUAL_NORM, NORMS, lower_bound, matrix_norm, repair, solve_norm_svm
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.rows.subspace import Subspace
+from ntpcert.solve.svm import solve_svm
+from ntpcert.solve.norms import DUAL_NORM, NORMS, lower_bound, matrix_norm, repair, solve_norm_svm
 
 from .conftest import TOL, random_instance
 

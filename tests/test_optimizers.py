@@ -8,7 +8,7 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.errors import InputError
-from ntpcert.optimizers import (
+from ntpcert.dynamics.optimizers import (
     CEKernel,
     Schedule,
     adam,
@@ -110,7 +110,7 @@ def test_pure_step_matches_textbook_and_does_not_mutate(name, inst):
 
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_fused_run_equals_pure_steps(name, inst):
-    from ntpcert.trajectory import Limits, run
+    from ntpcert.dynamics.trajectory import Limits, run
 
     opt = ALL[name]()
     W = np.zeros((inst.V, inst.d))

@@ -1,6 +1,6 @@
 """The paper's statements and the invariants they imply, property-tested on drawn instances.
 
-Each test states one claim and checks it on instances from :mod:`ntpcert.strategies` through the float
+Each test states one claim and checks it on instances from :mod:`ntpcert.experiments.strategies` through the float
 pipeline (F and W*, the separability LP, the NTP-SVM), never against stored answers.
 """
 
@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from ntpcert import NTPInstance
-from ntpcert import strategies as nst
-from ntpcert.certify import certify, cosine
-from ntpcert.kesler import KeslerSystem
-from ntpcert.separability import check_separability
-from ntpcert.subspace import Subspace, check_compatibility
-from ntpcert.svm import solve_svm
+from ntpcert.experiments import strategies as nst
+from ntpcert.pipeline.float_verdicts import certify, cosine
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.separability_lp import check_separability
+from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.solve.svm import solve_svm
 
 from .conftest import TOL
 

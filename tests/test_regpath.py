@@ -8,13 +8,13 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.errors import InputError
-from ntpcert.regpath import (
+from ntpcert.dynamics.regpath import (
     regularization_path,
     solve_ball_cvxpy,
     solve_ball_newton,
     solve_ball_projected,
 )
-from ntpcert.trajectory import Limits
+from ntpcert.dynamics.trajectory import Limits
 
 from .conftest import random_instance
 
@@ -103,7 +103,7 @@ def test_bad_input(inst, kwargs, field):
 @pytest.mark.slow
 def test_paper_path_reaches_the_limits():
     """On the paper instance, far out on the path: cos(W_B, W^mm) >= 0.99 and P_F(W_B) within 1%."""
-    from ntpcert.io import load_instance
+    from ntpcert.instance.load import load_instance
 
     inst = load_instance("paper")
     lim = Limits.compute(inst)

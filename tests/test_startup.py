@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from ntpcert.io import write_npz
+from ntpcert.instance.io import write_npz
 
 from .conftest import random_instance
 

@@ -1,4 +1,4 @@
-"""ntpcert.strategies: bounds are respected, invalid arguments are refused by name, and shrinking ends
+"""ntpcert.experiments.strategies: bounds are respected, invalid arguments are refused by name, and shrinking ends
 at small readable counterexamples."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ntpcert import NTPInstance
-from ntpcert import strategies as nst
-from ntpcert.kesler import KeslerSystem
-from ntpcert.separability import check_separability
+from ntpcert.experiments import strategies as nst
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.separability_lp import check_separability
 
 #: For find(): enough tries to hit a rare counterexample, no deadline, no example database.
 FIND = settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))

@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ntpcert import InputError, NTPInstance, SolverError
-from ntpcert.kesler import KeslerSystem
-from ntpcert.svm import solve_svm
-from ntpcert.svm.structured import NotSeparable
-from ntpcert.svm.structured_block import _root_by_sorting, block_update
-from ntpcert.svm.structured_classes import TokenClasses
-from ntpcert.svm.structured_polish import ActiveSetSystem
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.svm import solve_svm
+from ntpcert.solve.structured.solver import NotSeparable
+from ntpcert.solve.structured.block import _root_by_sorting, block_update
+from ntpcert.solve.structured.classes import TokenClasses
+from ntpcert.solve.structured.polish import ActiveSetSystem
 
 from .conftest import TOL, random_instance
 from .test_svm import assert_kkt, crammer_singer_no_bias
@@ -244,7 +244,7 @@ def test_bad_options_are_input_errors(rng, options, field):
 # ---------------------------------------------------------------------------- LIBLINEAR Crammer–Singer
 def test_structured_matches_liblinear_crammer_singer_on_one_hot_supports():
     pytest.importorskip("sklearn")
-    from ntpcert.svm.liblinear_cs import crammer_singer
+    from ntpcert.experiments.liblinear_cs import crammer_singer
 
     rng = np.random.default_rng(11)
     m, d, V = 40, 30, 6
@@ -263,7 +263,7 @@ def test_structured_matches_liblinear_crammer_singer_on_one_hot_supports():
     ([[1, 0, 0], [0, 1, 0], [1, 0, 0]], "no context's label"),
 ])
 def test_crammer_singer_rejects_instances_it_cannot_represent(counts, what):
-    from ntpcert.svm.liblinear_cs import crammer_singer
+    from ntpcert.experiments.liblinear_cs import crammer_singer
 
     inst = NTPInstance.from_counts(np.eye(3), counts)
     with pytest.raises(InputError, match=what):
@@ -284,8 +284,8 @@ def test_larger_instance_agrees_with_clarabel_and_certifies():
 
 @pytest.mark.slow
 def test_corpus_bigrams_are_not_separable_with_an_exact_ray():
-    from ntpcert.data.pydoc_corpus import pydoc_text
-    from ntpcert.io import instance_from_text
+    from ntpcert.instance.datasets.pydoc_corpus import pydoc_text
+    from ntpcert.instance.io import instance_from_text
 
     inst = instance_from_text(pydoc_text(20_000).lower(), k=2)
     with pytest.raises(NotSeparable) as info:

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.kesler import KeslerSystem
-from ntpcert.subspace import Subspace, check_compatibility
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.rows.subspace import Subspace, check_compatibility
 
 from .conftest import TOL, random_instance
 

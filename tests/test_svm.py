@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from ntpcert import InfeasibleError, InputError, NTPInstance
-from ntpcert.kesler import KeslerSystem
-from ntpcert.separability import check_separability
-from ntpcert.svm import solve_svm
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.separability_lp import check_separability
+from ntpcert.solve.svm import solve_svm
 
 from .conftest import TOL, random_instance
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from ntpcert import InputError
-from ntpcert.certify import certify
-from ntpcert.cli import main
-from ntpcert.sweep import (GridPoint, ResultStore, compute_point, load_spec, parse_spec, point_instance,
+from ntpcert.pipeline.float_verdicts import certify
+from ntpcert.cli.app import main
+from ntpcert.experiments.sweep import (GridPoint, ResultStore, compute_point, load_spec, parse_spec, point_instance,
                            run_sweep)
-from ntpcert.sweep.plot import phase_table
+from ntpcert.experiments.sweep.plot import phase_table
 
 from .conftest import TOL
 

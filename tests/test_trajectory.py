@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert import optimizers as O
+import ntpcert.dynamics.optimizers as O
 from ntpcert.errors import InputError, SolverError
-from ntpcert.kesler import KeslerSystem
-from ntpcert.separability import check_separability
-from ntpcert.trajectory import BASE_METRICS, Limits, geometric_grid, metric_names, metrics, run
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.separability_lp import check_separability
+from ntpcert.dynamics.trajectory import BASE_METRICS, Limits, geometric_grid, metric_names, metrics, run
 
 from .conftest import TOL, random_instance
 
@@ -248,7 +248,7 @@ def _write_instance(tmp_path, inst: NTPInstance) -> str:
 
 
 def test_trajectory_command_writes_everything(tmp_path, rng, capsys):
-    from ntpcert.cli import main
+    from ntpcert.cli.app import main
 
     data = _write_instance(tmp_path, random_instance(rng, m=5, d=8, V=4, kmin=1, kmax=3))
     out = tmp_path / "run"
@@ -280,7 +280,7 @@ def test_trajectory_command_writes_everything(tmp_path, rng, capsys):
     ],
 )
 def test_trajectory_command_bad_input(tmp_path, rng, capsys, extra, field):
-    from ntpcert.cli import main
+    from ntpcert.cli.app import main
 
     data = _write_instance(tmp_path, random_instance(rng, m=3, d=5, V=3, kmin=1, kmax=2))
     out = tmp_path / "bad"
@@ -291,7 +291,7 @@ def test_trajectory_command_bad_input(tmp_path, rng, capsys, extra, field):
 
 
 def test_trajectory_command_refuses_file_as_out(tmp_path, rng, capsys):
-    from ntpcert.cli import main
+    from ntpcert.cli.app import main
 
     data = _write_instance(tmp_path, random_instance(rng, m=3, d=5, V=3, kmin=1, kmax=2))
     target = tmp_path / "file.txt"
@@ -301,7 +301,7 @@ def test_trajectory_command_refuses_file_as_out(tmp_path, rng, capsys):
 
 
 def test_reproduce_paper_short(tmp_path, capsys):
-    from ntpcert.cli import main
+    from ntpcert.cli.app import main
 
     out = tmp_path / "rep"
     assert main(["reproduce", "paper", "--out", str(out), "--steps", "300", "--no-extras", "--json"]) == 0
@@ -321,7 +321,7 @@ def test_reproduce_paper_short(tmp_path, capsys):
 
 
 def test_reproduce_rejects_unknown_experiment(tmp_path, capsys):
-    from ntpcert.cli import main
+    from ntpcert.cli.app import main
 
     assert main(["reproduce", "cifar", "--out", str(tmp_path / "x")]) == 2
     assert "EXPERIMENT" in capsys.readouterr().err
@@ -330,7 +330,7 @@ def test_reproduce_rejects_unknown_experiment(tmp_path, capsys):
 @pytest.mark.slow
 def test_reproduce_paper_full(tmp_path, capsys):
     """The full default run: 10^4 steps, extras and the regularisation path."""
-    from ntpcert.cli import main
+    from ntpcert.cli.app import main
 
     out = tmp_path / "rep"
     assert main(["reproduce", "paper", "--out", str(out), "--json"]) == 0

@@ -1,27 +1,23 @@
-"""Exact certificates: rational arithmetic (python-flint) on the Kesler system, compatibility with
-its irrational log-odds decided exactly, separability witnesses, NTP-SVM gap bounds, certificate
-files and an independent checker. See ``docs/certificates.md``.
+"""Exact arithmetic: rationals (python-flint) on the Kesler system, compatibility with its
+irrational log-odds decided exactly, separability witnesses, and the exact NTP-SVM gap bound.
+The certificate file and its independent checker sit a layer up, in :mod:`ntpcert.pipeline`.
+See ``docs/certificates.md``.
 """
 
 import importlib
 
 #: Public name -> submodule. The submodules load on first use (PEP 562): the structured solver
-#: needs only ``svm``, and importing ``pipeline``/``verify`` with it would cost start-up time.
+#: needs only ``svm_gap``, and importing the rest with it would cost start-up time.
 _WHERE = {
     "ExactCompatibility": "compatibility",
     "WStarClosedForm": "compatibility",
     "check_compatibility_exact": "compatibility",
     "w_star_closed_form": "compatibility",
-    "ExactReport": "pipeline",
-    "exact_certify": "pipeline",
     "ExactSeparability": "separability",
     "check_separability_exact": "separability",
-    "ExactSVMBounder": "svm",
-    "SVMBound": "svm",
-    "exact_svm_bound": "svm",
-    "Verdict": "verify",
-    "verify_certificate": "verify",
-    "verify_file": "verify",
+    "ExactSVMBounder": "svm_gap",
+    "SVMBound": "svm_gap",
+    "exact_svm_bound": "svm_gap",
 }
 
 
@@ -39,17 +35,12 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ExactCompatibility",
-    "ExactReport",
     "ExactSVMBounder",
     "ExactSeparability",
     "SVMBound",
-    "Verdict",
     "WStarClosedForm",
     "check_compatibility_exact",
     "check_separability_exact",
-    "exact_certify",
     "exact_svm_bound",
-    "verify_certificate",
-    "verify_file",
     "w_star_closed_form",
 ]

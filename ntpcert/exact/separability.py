@@ -2,7 +2,7 @@ r"""NTP-separability (6) settled by an exact witness: a feasible point or a Fark
 
 **Feasible point.** A float W (from the separability LP or the NTP-SVM) is rounded to a dyadic
 grid, repaired exactly onto :math:`F^\perp` and rescaled so that every margin is at least 1
-(:meth:`~ntpcert.exact.svm.ExactSVMBounder.primal_point`).
+(:meth:`~ntpcert.exact.svm_gap.ExactSVMBounder.primal_point`).
 
 **Farkas ray.** (6) is infeasible iff there is :math:`a \in \mathbb{R}^{V\times m}` with
 
@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from ntpcert.errors import SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.exact.rational import frac
-from ntpcert.exact.svm import DEFAULT_BITS, bounder_for
+from ntpcert.exact.svm_gap import DEFAULT_BITS, bounder_for
 
 #: Entries of the float ray with magnitude at most this (relative to the largest) are taken as 0.
 RAY_SUPPORT_TOL = 1e-9

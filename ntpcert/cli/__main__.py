@@ -1,0 +1,7 @@
+"""``python -m ntpcert.cli``: the command line."""
+
+import sys
+
+from ntpcert.cli.app import main
+
+sys.exit(main())

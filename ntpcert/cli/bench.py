@@ -1,0 +1,131 @@
+"""``ntpcert bench``: the NTP-SVM solver benchmark (instance families × backends, with time limits).
+
+The benchmark harness is :mod:`ntpcert.experiments.bench` (see ``docs/solvers.md``); this command
+runs it with a progress bar, writing ``report.md`` and ``results.csv``, and optionally a qpbenchmark test set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+#: Backends run by default (those whose solver is installed).
+DEFAULT_BACKENDS = ("structured", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs")
+
+
+def register(subparsers, name: str) -> None:
+    p = subparsers.add_parser(name, help="benchmark the NTP-SVM backends on instance families",
+                              description="Run every backend on NTP-SVM instance families with a time limit and "
+                              "report success rates and shifted geometric means of solve time.")
+    p.add_argument("--scale", choices=["tiny", "small", "medium"], default="small",
+                   help="instance sizes (default small)")
+    p.add_argument("--families", default=None, metavar="F,...",
+                   help="comma-separated families (default all: paper, growing_V, growing_m, d_below_m, "
+                   "d_above_m, onehot, corpus)")
+    p.add_argument("--backends", default=None, metavar="B,...",
+                   help=f"comma-separated solvers (default the installed ones of {','.join(DEFAULT_BACKENDS)})")
+    p.add_argument("--seeds", type=int, default=2, help="instances per size setting (default 2)")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per run (default 60)")
+    p.add_argument("--tol", type=float, default=1e-6, help="residual and gap tolerance of a success (default 1e-6)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="write report.md, results.csv and the instances here (default: print the report)")
+    p.add_argument("--export-qpbenchmark", metavar="DIR", default=None,
+                   help="also write the instances as a qpbenchmark test set into DIR")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    p.set_defaults(func=cmd_bench)
+
+
+def _bench_package():
+    """The benchmark harness :mod:`ntpcert.experiments.bench` (its backends need ``ntpcert[bench]``)."""
+    import ntpcert.experiments.bench.families
+    import ntpcert.experiments.bench.qpbench_export
+    import ntpcert.experiments.bench.report
+    import ntpcert.experiments.bench.runner
+
+    return ntpcert.experiments.bench
+
+
+def _split(text: str | None, field: str, known=None) -> list[str] | None:
+    from ntpcert.errors import InputError
+
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise InputError(f"{field}: empty list {text!r}")
+    if known is not None:
+        bad = [x for x in items if x not in known]
+        if bad:
+            raise InputError(f"{field}: unknown value {bad[0]!r} (known: {', '.join(known)})")
+    return items
+
+
+def _available_backends() -> list[str]:
+    try:
+        import qpsolvers
+
+        have = set(qpsolvers.available_solvers)
+    except ImportError:
+        have = set()
+    return [b for b in DEFAULT_BACKENDS if b in ("structured", "clarabel", "cvxpy") or b in have]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ntpcert.cli.app import _emit_json, _progress
+    from ntpcert.errors import InputError
+    from ntpcert.solve.svm import resolve_backend
+
+    if args.time_limit <= 0:
+        raise InputError(f"--time-limit: value {args.time_limit!r} is not positive")
+    if args.tol <= 0:
+        raise InputError(f"--tol: value {args.tol!r} is not positive")
+    if args.seeds < 1:
+        raise InputError(f"--seeds: value {args.seeds!r} is below 1")
+    for opt, path in (("--out", args.out), ("--export-qpbenchmark", args.export_qpbenchmark)):
+        if path is not None:
+            parent = os.path.dirname(os.path.abspath(path)) or "."
+            if not os.path.isdir(parent):
+                raise InputError(f"{opt}: directory {parent!r} does not exist")
+            if os.path.exists(path) and not os.path.isdir(path):
+                raise InputError(f"{opt}: {path!r} exists and is not a directory")
+    backends = _split(args.backends, "--backends") or _available_backends()
+    for b in backends:
+        resolve_backend(b)
+    nb = _bench_package()
+    fams = nb.families.families(args.scale, seeds=args.seeds)
+    chosen = _split(args.families, "--families", known=list(fams)) or list(fams)
+    members = [m for f in chosen for m in fams[f]]
+    progress = _progress(args)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ntpcert-bench-") as scratch:
+        workdir = Path(args.out) / "instances" if args.out else Path(scratch)
+        items = nb.runner.prepare(members, workdir, progress=progress)
+        runs = nb.runner.run_all(items, backends, time_limit=args.time_limit, tol=args.tol, progress=progress)
+        report = nb.report.markdown(runs, items, time_limit=args.time_limit, tol=args.tol,
+                                    notes=[f"scale {args.scale}, {args.seeds} seed(s) per setting"])
+        if args.export_qpbenchmark:
+            nb.qpbench_export.export(items, args.export_qpbenchmark)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        _write_atomic(out / "report.md", report)
+        _write_atomic(out / "results.csv", nb.report.csv_text(runs))
+    if args.json:
+        summary = nb.report.summarize(runs, args.time_limit)
+        _emit_json({"summary": summary, "runs": [r.to_row() for r in runs], "out": args.out,
+                    "qpbenchmark": args.export_qpbenchmark})
+    elif args.out:
+        print(f"wrote {Path(args.out) / 'report.md'} and results.csv ({len(runs)} runs, {len(items)} instances)")
+    else:
+        sys.stdout.write(report)
+    return 0

@@ -1,0 +1,203 @@
+"""``ntpcert trajectory DATA --optimizer NAME --steps N --out DIR``: run one optimiser, log its
+metrics against the limits, write CSV/JSON, the final iterate and figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Callable
+
+#: Default number of steps.
+DEFAULT_STEPS = 10_000
+
+
+def register(subparsers: Any, name: str) -> None:
+    from ntpcert.cli.app import _data_options
+
+    p = subparsers.add_parser(
+        name,
+        help="run GD / NGD / Adam / sign / spectral / Muon and compare the iterates with W*, W^mm and other-norm limits",
+        description="Run one optimiser on the cross-entropy of DATA from W = 0 and log, on a geometric grid of "
+        "steps, CE - H, ||W_k||, cos(W_k, W^mm), cos(W_k - W*, W^mm), ||P_F(W_k) - W*||, margins, and the "
+        "alignment with the NTP-SVM in other norms. Writes metrics.csv, trajectory.json, W_final.npy and figures.",
+    )
+    _data_options(p)
+    p.add_argument("--optimizer", default="gd", metavar="NAME",
+                   help="gd | ngd | adam | sign | signum | spectral | muon (default gd)")
+    p.add_argument("--lr", type=float, default=None, help="step size (default: gd 1/(2L); others 0.01)")
+    p.add_argument("--schedule", default="constant", help="constant | inv-sqrt (lr/sqrt(t)); default constant")
+    p.add_argument("--beta1", type=float, default=None, help="adam: beta1 (default 0.9)")
+    p.add_argument("--beta2", type=float, default=None, help="adam: beta2 (default 0.99)")
+    p.add_argument("--eps", type=float, default=None, help="adam: epsilon, 0 allowed (default 1e-8)")
+    p.add_argument("--momentum", type=float, default=None,
+                   help="sign / spectral / muon: momentum (defaults 0, 0, 0.95; signum 0.9)")
+    p.add_argument("--ns-steps", type=int, default=None, help="muon: Newton-Schulz iterations (default 5)")
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"number of steps (default {DEFAULT_STEPS})")
+    p.add_argument("--points-per-decade", type=int, default=20, help="logged steps per decade (default 20)")
+    p.add_argument("--norms", default="auto", metavar="LIST",
+                   help="other-norm NTP-SVMs to compare with: comma list of max,spectral,nuclear,l1, or all, none, "
+                   "auto (the optimiser's own norm when it is not Frobenius; default)")
+    p.add_argument("--solver", default="clarabel", help="NTP-SVM solver for W^mm (default clarabel)")
+    p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
+    p.add_argument("--snapshots", action="store_true", help="also write the iterates at the logged steps (snapshots.npy)")
+    p.add_argument("--no-plot", action="store_true", help="skip the figures")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    p.set_defaults(func=cmd_trajectory)
+
+
+def parse_norms(text: str, steepest: str) -> tuple[str, ...]:
+    """``--norms`` to a tuple of norm names."""
+    from ntpcert.errors import InputError
+    from ntpcert.dynamics.trajectory import OTHER_NORMS
+
+    t = text.strip().lower()
+    if t == "auto":
+        return (steepest,) if steepest in OTHER_NORMS else ()
+    if t == "none":
+        return ()
+    if t == "all":
+        return OTHER_NORMS
+    out = tuple(dict.fromkeys(x.strip() for x in t.split(",") if x.strip()))
+    for n in out:
+        if n not in OTHER_NORMS:
+            raise InputError(f"--norms: unknown norm {n!r} (expected some of {', '.join(OTHER_NORMS)}, or all, none, auto)")
+    return out
+
+
+def check_out_dir(out: str) -> str:
+    """Refuse an ``--out`` that is a file or whose parent does not exist."""
+    from ntpcert.errors import InputError
+
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise InputError(f"--out: {out!r} exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(out)) or "."
+    if not os.path.isdir(parent):
+        raise InputError(f"--out: directory {parent!r} does not exist")
+    return out
+
+
+def write_outputs(out: str, writers: dict[str, Callable[[str], None]]) -> list[str]:
+    """Call each ``writer(path)`` on a path in a fresh staging directory next to ``out``, then move
+    every file into ``out``: a failure leaves nothing half-written. Returns the file names."""
+    parent = os.path.dirname(os.path.abspath(out)) or "."
+    stage = tempfile.mkdtemp(prefix=".ntpcert-", dir=parent)
+    try:
+        for name, writer in writers.items():
+            writer(os.path.join(stage, name))
+        os.makedirs(out, exist_ok=True)
+        names = sorted(os.listdir(stage))
+        for name in names:
+            os.replace(os.path.join(stage, name), os.path.join(out, name))
+        return names
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def text_writer(text: str) -> Callable[[str], None]:
+    def write(path: str) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+    return write
+
+
+def json_writer(obj: Any) -> Callable[[str], None]:
+    from ntpcert.cli.app import _json_default
+
+    return text_writer(json.dumps(obj, indent=2, default=_json_default) + "\n")
+
+
+def npy_writer(array: Any) -> Callable[[str], None]:
+    def write(path: str) -> None:
+        import numpy as np
+
+        np.save(path, np.asarray(array))
+
+    return write
+
+
+def cmd_trajectory(args: argparse.Namespace) -> int:
+    from ntpcert.cli.app import EXIT_OK, _emit_json, _load, _progress
+    from ntpcert.errors import InputError
+    from ntpcert.dynamics.optimizers import make_optimizer
+    from ntpcert.dynamics.trajectory import Limits, run
+
+    check_out_dir(args.out)
+    if args.steps is None or args.steps < 1:
+        raise InputError(f"--steps: value {args.steps!r} is not a positive integer")
+    name = args.optimizer.strip().lower()
+    opt = make_optimizer(
+        name,
+        lr=args.lr,
+        schedule=args.schedule,
+        beta1=args.beta1,
+        beta2=args.beta2,
+        eps=args.eps,
+        momentum=args.momentum,
+        ns_steps=args.ns_steps,
+    )
+    norms = parse_norms(args.norms, opt.steepest_norm)
+    inst = _load(args)
+    progress = _progress(args)
+    limits = Limits.compute(inst, norms=norms, solver=args.solver)
+    traj = run(inst, opt, args.steps, limits=limits, per_decade=args.points_per_decade,
+               snapshots=args.snapshots, progress=progress)
+    summary = {
+        "instance": {**inst.describe(), "fingerprint": inst.fingerprint()},
+        "limits": limits.to_json(),
+        **traj.to_json(),
+    }
+    writers: dict[str, Callable[[str], None]] = {
+        "metrics.csv": text_writer(traj.to_csv()),
+        "trajectory.json": json_writer(summary),
+        "W_final.npy": npy_writer(traj.W_final),
+    }
+    if args.snapshots:
+        writers["snapshots.npy"] = npy_writer(traj.snapshots)
+        writers["snapshot_steps.npy"] = npy_writer(traj.steps)
+    if not args.no_plot:
+        from ntpcert.report import plots
+
+        title = short_title(inst, traj)
+        writers["trajectory.png"] = lambda path: plots.plot_trajectory(traj, path, title=title)
+        if limits.svm is not None:
+            writers["alignment.png"] = lambda path: plots.plot_norm_alignment([traj], path, title=f"{inst.name}: {traj.optimizer}")
+    files = write_outputs(args.out, writers)
+    if args.json:
+        _emit_json({"out": args.out, "files": files, "final": traj.to_json()["final"],
+                    "hyperparams": traj.hyperparams, "steps_per_second": traj.steps_per_second})
+    else:
+        print(render_final(inst, limits, traj))
+        print(f"wrote {', '.join(files)} to {args.out}")
+    return EXIT_OK
+
+
+def short_title(inst, traj) -> str:
+    """One line naming the instance, the optimiser and its hyperparameters."""
+    hp = {k: v for k, v in traj.hyperparams.items() if k not in ("optimizer", "start")}
+    return f"{inst.name} (m={inst.m}, d={inst.d}, V={inst.V}): {traj.optimizer} " + ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in hp.items())
+
+
+def render_final(inst, limits, traj) -> str:
+    """A few lines: the run, the limits, and the final metrics."""
+    import numpy as np
+
+    f = traj.final()
+    lines = [
+        f"{traj.optimizer} on {inst.name} (m={inst.m}, d={inst.d}, V={inst.V}): {int(traj.steps[-1])} steps, "
+        f"{traj.steps_per_second:,.0f} steps/s; {traj.hyperparams}",
+        f"  H = {limits.entropy:.10g}; ||W*|| = {float(np.linalg.norm(limits.W_star)):.6g} "
+        f"(NTP-compatible: {limits.compatible}); "
+        + (f"||W^mm|| = {limits.svm.norm:.6g}" if limits.svm is not None else f"W^mm: {limits.svm_error}"),
+    ]
+    for key in ("excess_loss", "norm", "cos_mm", "cos_mm_centered", "rel_dist_F", "perp_fraction", "margin_ratio",
+                "eq_violation"):
+        lines.append(f"  {key:>22}: {f[key]:.6g}")
+    for key in sorted(k for k in f if k.startswith(("cos_max", "cos_spectral", "cos_nuclear", "cos_l1", "margin_ratio_"))):
+        lines.append(f"  {key:>22}: {f[key]:.6g}")
+    return "\n".join(lines)

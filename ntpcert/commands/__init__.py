@@ -1,1 +1,0 @@
-"""CLI commands beyond the core ones, one module each; see ``ntpcert.cli.EXTRA_COMMANDS``."""

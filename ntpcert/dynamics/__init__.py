@@ -1,0 +1,1 @@
+"""The dynamics layer: optimisers, trajectories compared with the limits, the regularisation path."""

@@ -1,0 +1,483 @@
+r"""The regularisation path :math:`\hat W_B = \arg\min_{\|W\|_F \le B}\mathrm{CE}(W)` (Theorem 1).
+
+The paper's Theorem 1: under NTP-compatibility and separability, :math:`\hat W_B/\|\hat W_B\|\to
+W^{mm}/\|W^{mm}\|` and :math:`P_F(\hat W_B)\to W^*` as :math:`B\to\infty`. :func:`regularization_path`
+solves the constrained problem for a growing sequence of budgets and logs the metrics of
+:mod:`ntpcert.dynamics.trajectory` at each :math:`\hat W_B`.
+
+Three methods:
+
+* ``"newton"`` (default when :math:`Vd \le` ``NEWTON_MAX_VARS``): Newton's method on the KKT system
+  of the sphere :math:`\|W\|_F = B` with the dense Hessian
+  :math:`\sum_j\pi_j(\mathrm{diag}(s_j) - s_js_j^\top)\otimes h_jh_j^\top` (see :func:`solve_ball_newton`),
+  warm-started from the previous budget's answer. Accurate far out on the path, where first-order
+  methods crawl (the curvature along :math:`W^{mm}` decays like :math:`e^{-\text{margin}}`).
+* ``"projected"``: accelerated projected gradient (FISTA with gradient-based restart) on the ball,
+  step :math:`1/L` with :math:`L` of :meth:`NTPInstance.smoothness`, warm-started from the previous
+  budget's answer scaled to the new radius. The projection onto the ball is a rescaling. It stops when the
+  gradient mapping :math:`\mathcal G(W) = L\,(W - \Pi_B(W - \nabla\mathrm{CE}(W)/L))` is at most
+  ``tol`` times :math:`\|\nabla\mathrm{CE}(W)\|` (a relative test: far out on the path the gradient
+  itself is tiny, and only its direction carries information).
+* ``"cvxpy"``: the same problem through cvxpy's ``log_sum_exp`` (exponential cones) and Clarabel,
+  :math:`\min \sum_j\pi_j(\mathrm{lse}(Wh_j) - p_j^\top Wh_j)` s.t. :math:`\|W\|_F\le B`; accurate for
+  moderate B, and slower.
+
+At an optimum on the boundary, KKT reads :math:`\nabla\mathrm{CE}(\hat W_B) = -\mu\hat W_B` with
+:math:`\mu\ge0`; :attr:`RegPath.kkt` reports the relative residual :math:`\|\mathcal G\|/\|\nabla\mathrm{CE}\|`
+(projected, cvxpy) or :math:`\|\nabla\mathrm{CE} + \mu W\|/\|\nabla\mathrm{CE}\|` (newton); both are 0 at an
+exact optimum and agree to first order on the boundary.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ntpcert.errors import InputError, SolverError
+from ntpcert.instance import NTPInstance
+from ntpcert.dynamics.optimizers import CEKernel
+from ntpcert.dynamics.trajectory import Limits, metric_names, metrics
+
+#: Relative gradient-mapping tolerance of the projected method.
+REGPATH_TOL = 1e-7
+#: Iteration cap per budget of the projected method.
+REGPATH_MAX_ITER = 200_000
+#: The gradient mapping is evaluated every this many iterations (it costs one gradient).
+CHECK_EVERY = 25
+
+#: Newton's method is used up to this many entries of W (the Hessian is dense, (Vd)^2 entries).
+NEWTON_MAX_VARS = 3000
+#: Newton stops when :math:`\|\nabla\mathrm{CE} + \mu W\| \le` this times :math:`\|\nabla\mathrm{CE}\|`
+#: and the norm is within ``BUDGET_RTOL`` of B.
+NEWTON_TOL = 1e-10
+NEWTON_MAX_ITER = 100
+#: Newton continuation grows the radius by at most this factor per solve.
+NEWTON_CONTINUATION = 2.0
+#: First Levenberg-Marquardt damping (relative to L) when the Newton matrix is singular to rounding.
+NEWTON_DAMP_REL = 1e-12
+#: Relative accuracy of the attained norm against the requested budget.
+BUDGET_RTOL = 1e-10
+#: Softmax probabilities below this are set to 0 in the Hessian: their products would be
+#: subnormal floats, far below any penalty in use, and slow the factorisation down enormously.
+SOFTMAX_FLUSH = 1e-150
+
+METHODS = ("newton", "projected", "cvxpy")
+
+
+@dataclass(frozen=True, eq=False)
+class RegPath:
+    """Solutions along the regularisation path and their metrics.
+
+    Attributes
+    ----------
+    budgets : ndarray of shape (n,)
+        The radii B, increasing.
+    W : ndarray of shape (n, V, d)
+        :math:`\\hat W_B` for each budget.
+    metrics : dict of str to ndarray of shape (n,)
+        The metrics of :func:`ntpcert.dynamics.trajectory.metrics` at each :math:`\\hat W_B`.
+    kkt : ndarray of shape (n,)
+        :math:`\\|\\mathcal G(\\hat W_B)\\|/\\|\\nabla\\mathrm{CE}(\\hat W_B)\\|` (0 at an exact optimum).
+    iterations : ndarray of shape (n,)
+        Iterations used (Newton steps in all, or projected-gradient steps; 0 for cvxpy).
+    method : str
+    seconds : float
+    """
+
+    budgets: np.ndarray
+    W: np.ndarray
+    metrics: dict[str, np.ndarray]
+    kkt: np.ndarray
+    iterations: np.ndarray
+    method: str
+    seconds: float
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.metrics[name]
+
+    def to_csv(self) -> str:
+        names = list(self.metrics)
+        lines = [",".join(["budget", *names, "kkt", "iterations"])]
+        for i, b in enumerate(self.budgets):
+            vals = [repr(float(self.metrics[n][i])) for n in names]
+            lines.append(",".join([repr(float(b)), *vals, repr(float(self.kkt[i])), str(int(self.iterations[i]))]))
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "method": self.method,
+            "seconds": self.seconds,
+            "budgets": [float(b) for b in self.budgets],
+            "metrics": {k: [clean(float(x)) for x in v] for k, v in self.metrics.items()},
+            "kkt": [clean(float(x)) for x in self.kkt],
+            "iterations": [int(x) for x in self.iterations],
+        }
+
+
+def _project_ball(W: np.ndarray, B: float) -> np.ndarray:
+    n = float(np.linalg.norm(W))
+    return W if n <= B else W * (B / n)
+
+
+def gradient_mapping_ratio(instance: NTPInstance, W: np.ndarray, B: float, L: float) -> float:
+    r""":math:`\|\mathcal G(W)\|/\|\nabla\mathrm{CE}(W)\|` for the ball of radius B (0 at a minimiser)."""
+    g = instance.gradient(W)
+    gn = float(np.linalg.norm(g))
+    if gn == 0.0:
+        return 0.0
+    Gm = L * (W - _project_ball(W - g / L, B))
+    return float(np.linalg.norm(Gm)) / gn
+
+
+def solve_ball_projected(
+    instance: NTPInstance,
+    B: float,
+    *,
+    W0: np.ndarray | None = None,
+    tol: float = REGPATH_TOL,
+    max_iter: int = REGPATH_MAX_ITER,
+) -> tuple[np.ndarray, int, float]:
+    r"""FISTA with gradient restart for :math:`\min_{\|W\|_F\le B}\mathrm{CE}(W)`.
+
+    Parameters
+    ----------
+    W0 : ndarray of shape (V, d), optional
+        Start (projected onto the ball); default zeros.
+
+    Returns
+    -------
+    W : ndarray of shape (V, d)
+    iterations : int
+    ratio : float
+        The final relative gradient-mapping norm.
+    """
+    L = instance.smoothness()
+    if not L > 0:
+        raise InputError(f"instance: smoothness bound {L!r} is not positive")
+    kernel = CEKernel(instance)
+    X = np.zeros((instance.V, instance.d)) if W0 is None else _project_ball(np.array(W0, dtype=np.float64), B)
+    Y = X.copy()
+    G = np.empty_like(X)
+    t = 1.0
+    ratio = float("inf")
+    it = 0
+    for it in range(1, max_iter + 1):
+        kernel.gradient_into(Y, G)
+        Xn = _project_ball(Y - G / L, B)
+        if float(np.vdot(Y - Xn, Xn - X)) > 0.0:  # gradient restart (O'Donoghue and Candes)
+            Y = X.copy()
+            t = 1.0
+            kernel.gradient_into(Y, G)
+            Xn = _project_ball(Y - G / L, B)
+        tn = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+        Y = Xn + ((t - 1.0) / tn) * (Xn - X)
+        X, t = Xn, tn
+        if it % CHECK_EVERY == 0:
+            ratio = gradient_mapping_ratio(instance, X, B, L)
+            if ratio <= tol:
+                break
+    else:
+        ratio = gradient_mapping_ratio(instance, X, B, L)
+    return X, it, ratio
+
+
+def _hessian(instance: NTPInstance, W: np.ndarray) -> np.ndarray:
+    r"""Dense Hessian of CE at W, shape (Vd, Vd) in the vec order of :mod:`ntpcert.rows.kesler`:
+    :math:`\sum_j\pi_j(\mathrm{diag}(s_j)-s_js_j^\top)\otimes h_jh_j^\top`."""
+    H = instance.embeddings
+    m, d = H.shape
+    V = instance.V
+    Z = H @ W.T
+    Z -= Z.max(axis=1, keepdims=True)
+    S = np.exp(Z)
+    S /= S.sum(axis=1, keepdims=True)
+    S[S < SOFTMAX_FLUSH] = 0.0  # no subnormal products (they slow BLAS down a hundredfold)
+    A = -S[:, :, None] * S[:, None, :]
+    A[:, np.arange(V), np.arange(V)] += S
+    A *= instance.weights[:, None, None]
+    HH = (H[:, :, None] * H[:, None, :]).reshape(m, d * d)
+    T = A.reshape(m, V * V).T @ HH  # (V*V, d*d)
+    return T.reshape(V, V, d, d).transpose(0, 2, 1, 3).reshape(V * d, V * d)
+
+
+def _row_projector(instance: NTPInstance) -> np.ndarray:
+    """Orthogonal projector of shape (d, d) onto the row space of H."""
+    H = instance.embeddings
+    U, sv, Vt = np.linalg.svd(H, full_matrices=False)
+    k = int(np.count_nonzero(sv > sv[0] * max(H.shape) * np.finfo(float).eps)) if sv.size and sv[0] > 0 else 0
+    return Vt[:k].T @ Vt[:k]
+
+
+def _project_U(instance: NTPInstance, W: np.ndarray) -> np.ndarray:
+    r"""Projection onto :math:`U = \{AH : \mathbf 1^\top A = 0\}`, the span of all gradients."""
+    Wc = W - W.mean(axis=0, keepdims=True)
+    return Wc @ _row_projector(instance)
+
+
+def _null_shift(instance: NTPInstance) -> np.ndarray:
+    r""":math:`L\,(I - P_U)` of shape (Vd, Vd), with :math:`P_U = (I_V - \mathbf 1\mathbf 1^\top/V)\otimes P_H`.
+
+    CE is constant along :math:`U^\perp` (a constant added to every logit, or a direction that no
+    :math:`h_j` sees), so its Hessian vanishes there; the shift makes the Newton matrix invertible
+    without changing it on U, where every gradient, every iterate and the minimiser live."""
+    V, d = instance.V, instance.d
+    C = np.eye(V) - 1.0 / V
+    PU = np.kron(C, _row_projector(instance))
+    return instance.smoothness() * (np.eye(V * d) - PU)
+
+
+def solve_ball_newton(
+    instance: NTPInstance,
+    B: float,
+    *,
+    W0: np.ndarray | None = None,
+    tol: float = NEWTON_TOL,
+    max_iter: int = NEWTON_MAX_ITER,
+) -> tuple[np.ndarray, int, float, float]:
+    r"""The minimiser of CE on the sphere of radius B by Newton continuation.
+
+    From ``W0`` (default: a short step along :math:`-\nabla\mathrm{CE}(0)`, where the logits move by
+    less than 1) the radius grows by factors of at most ``NEWTON_CONTINUATION`` up to B, each radius
+    solved by :func:`newton_sphere` from the previous answer. Far-away cold starts overshoot into
+    regions where CE is flat to rounding, and Newton's model is useless there.
+
+    Returns W of shape (V, d), the Newton iterations in all, the residual
+    :math:`\|\nabla\mathrm{CE} + \mu W\|/\|\nabla\mathrm{CE}\|` at B and the multiplier :math:`\mu`.
+    """
+    V, d = instance.V, instance.d
+    if W0 is None or not np.any(W0):
+        g0 = instance.gradient(np.zeros((V, d)))
+        n0 = float(np.linalg.norm(g0))
+        if n0 == 0.0:
+            return np.zeros((V, d)), 0, 0.0, 0.0
+        hmax = float(np.linalg.norm(instance.embeddings, axis=1).max())
+        r = min(B, 1.0 / max(hmax, np.finfo(float).tiny))
+        W = -r * g0 / n0
+    else:
+        W = np.array(W0, dtype=np.float64)
+        r = min(B, float(np.linalg.norm(W)))
+    total = 0
+    while True:
+        r = min(B, max(r, float(np.linalg.norm(W))))
+        W, it, res, mu = newton_sphere(instance, r, W, tol=tol, max_iter=max_iter)
+        total += it
+        if r >= B:
+            return W, total, res, mu
+        r = min(B, NEWTON_CONTINUATION * r)
+
+
+def newton_sphere(
+    instance: NTPInstance,
+    B: float,
+    W0: np.ndarray,
+    *,
+    tol: float = NEWTON_TOL,
+    max_iter: int = NEWTON_MAX_ITER,
+) -> tuple[np.ndarray, int, float, float]:
+    r"""Newton's method on the KKT system of :math:`\min\mathrm{CE}(W)` s.t. :math:`\|W\|_F = B`.
+
+    With :math:`g = \nabla\mathrm{CE}(W)` and :math:`K = \nabla^2\mathrm{CE}(W) + \mu I`, each step solves
+
+    .. math:: \begin{bmatrix} K & W \\ W^\top & 0\end{bmatrix}
+              \begin{bmatrix}\Delta W\\ \Delta\mu\end{bmatrix}
+              = -\begin{bmatrix} g + \mu W \\ (\|W\|^2 - B^2)/2\end{bmatrix}
+
+    through a Cholesky factor of K (two solves and a Schur complement), with backtracking on the
+    scaled residual norm and :math:`\mu` clipped at 0. Iterates stay in the span U of the gradients
+    (``W0`` is projected onto it), and K is shifted by :math:`L` on :math:`U^\perp`, where CE is
+    flat. The sphere's linearisation removes the radial direction, along which CE is nearly flat far
+    out on the path. The start is ``W0`` projected onto U and rescaled to norm B.
+
+    Returns
+    -------
+    W : ndarray of shape (V, d)
+    iterations : int
+    residual : float
+        :math:`\|g + \mu W\|/\|g\|`.
+    mu : float
+        The multiplier (positive when the constraint is active, as it is for separable data).
+
+    Far out on the path the gradient itself is of the order of :math:`e^{-\text{margin}}` and its
+    F-part is resolved only to about machine epsilon over that size, so the residual cannot be
+    driven below roughly :math:`10^{-16}/\|\nabla\mathrm{CE}\|`; the iteration then stops when the
+    line search makes no progress and reports the residual it reached.
+    """
+    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+    V, d = instance.V, instance.d
+    W = _project_U(instance, np.array(W0, dtype=np.float64))
+    nw = float(np.linalg.norm(W))
+    if nw == 0.0:
+        raise InputError("W0: its part in the span of the gradients is zero; give a nonzero start")
+    W *= B / nw
+    L = instance.smoothness()
+    shift = _null_shift(instance)
+    g = instance.gradient(W)
+    mu = max(0.0, -float(np.vdot(g, W)) / B**2)
+    gscale = max(float(np.linalg.norm(g)), np.finfo(float).tiny)
+
+    def residual(X: np.ndarray, m: float) -> tuple[np.ndarray, float, float]:
+        gx = instance.gradient(X)
+        r1 = gx + m * X
+        r2 = (float(np.linalg.norm(X)) - B) / B
+        return gx, float(np.linalg.norm(r1)) / gscale, r2
+
+    g, r1n, r2 = residual(W, mu)
+    res = float("inf")
+    it = 0
+    for it in range(1, max_iter + 1):
+        gn = float(np.linalg.norm(g))
+        res = float(np.linalg.norm(g + mu * W)) / gn if gn > 0 else 0.0
+        if res <= tol and abs(r2) <= BUDGET_RTOL:
+            break
+        K = _hessian(instance, W) + shift
+        K[np.diag_indices_from(K)] += mu
+        fac = None
+        damp = 0.0
+        while fac is None:  # Levenberg-Marquardt damping where CE is flat to rounding on U
+            try:
+                fac = cho_factor(K, check_finite=False)
+            except LinAlgError as err:
+                new = max(100.0 * damp, NEWTON_DAMP_REL * L)
+                if new > L:
+                    raise SolverError(f"newton (B = {B:g}): Hessian not positive definite ({err})") from err
+                K[np.diag_indices_from(K)] += new - damp
+                damp = new
+        w = W.reshape(-1)
+        x1 = cho_solve(fac, (g + mu * W).reshape(-1), check_finite=False)
+        xw = cho_solve(fac, w, check_finite=False)
+        rr = 0.5 * (float(w @ w) - B * B)
+        dmu = (rr - float(w @ x1)) / float(w @ xw)
+        dW = (-x1 - xw * dmu).reshape(V, d)
+        merit = r1n**2 + r2**2
+        a = 1.0
+        accepted = False
+        while a >= 1e-10:
+            mu_n = max(0.0, mu + a * dmu)  # the multiplier of an inequality stays non-negative
+            Wn = W + a * dW
+            gn_, r1n_, r2_ = residual(Wn, mu_n)
+            if r1n_**2 + r2_**2 <= (1.0 - 1e-4 * a) * merit:
+                accepted = True
+                break
+            a *= 0.5
+        if not accepted:
+            break
+        W, mu, g, r1n, r2 = Wn, mu_n, gn_, r1n_, r2_
+    gn = float(np.linalg.norm(g))
+    res = float(np.linalg.norm(g + mu * W)) / gn if gn > 0 else 0.0
+    return W, it, res, mu
+
+
+def solve_ball_cvxpy(instance: NTPInstance, B: float, *, solver: str = "CLARABEL") -> np.ndarray:
+    """The same problem through cvxpy (exponential cones). Returns W of shape (V, d)."""
+    import cvxpy as cp
+
+    X = cp.Variable((instance.V, instance.d))
+    Z = instance.embeddings @ X.T  # (m, V)
+    pi = instance.weights
+    lin = cp.sum(cp.multiply(instance.probs * pi[:, None], Z))
+    obj = pi @ cp.log_sum_exp(Z, axis=1) - lin
+    prob = cp.Problem(cp.Minimize(obj), [cp.norm(X, "fro") <= B])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver=solver)
+    except (cp.error.SolverError, ValueError) as err:
+        raise SolverError(f"cvxpy/{solver} (regularisation path, B = {B:g}): {err}") from err
+    if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or X.value is None:
+        raise SolverError(f"cvxpy/{solver} (regularisation path, B = {B:g}): status {prob.status}")
+    return np.asarray(X.value)
+
+
+def regularization_path(
+    instance: NTPInstance,
+    budgets: Sequence[float],
+    *,
+    method: str | None = None,
+    limits: Limits | None = None,
+    tol: float = REGPATH_TOL,
+    max_iter: int = REGPATH_MAX_ITER,
+    progress: bool = False,
+) -> RegPath:
+    """Solve :math:`\\min_{\\|W\\|_F\\le B}\\mathrm{CE}(W)` for each B in ``budgets`` (sorted increasing).
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    budgets : sequence of float
+        Positive radii.
+    method : {"newton", "projected", "cvxpy"}, optional
+        Default ``newton`` when V·d is at most ``NEWTON_MAX_VARS``, else ``projected``.
+    limits : Limits, optional
+        For the metrics; computed (no other norms) when not given.
+    tol, max_iter : float, int
+        Stopping rule of the projected method.
+    progress : bool
+        A tqdm bar on stderr.
+    """
+    if method is None:
+        method = "newton" if instance.V * instance.d <= NEWTON_MAX_VARS else "projected"
+    if method not in METHODS:
+        raise InputError(f"method: unknown value {method!r} (expected one of {', '.join(METHODS)})")
+    b = np.asarray(budgets, dtype=np.float64).reshape(-1)
+    if b.size == 0 or not np.all(np.isfinite(b)) or np.any(b <= 0):
+        raise InputError(f"budgets: expected positive finite radii, got {list(budgets)!r}")
+    b = np.sort(b)
+    lim = limits if limits is not None else Limits.compute(instance)
+    L = instance.smoothness()
+    names = metric_names(lim)
+    cols = {n: np.empty(b.size) for n in names}
+    Ws = np.empty((b.size, instance.V, instance.d))
+    kkt = np.empty(b.size)
+    iters = np.zeros(b.size, dtype=np.int64)
+    t0 = time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=b.size, desc=f"regpath ({method})", file=sys.stderr, leave=False)
+    prev: np.ndarray | None = None
+    try:
+        for i, B in enumerate(b):
+            if method == "newton":
+                W, it, ratio, _ = solve_ball_newton(instance, float(B), W0=prev)
+                iters[i] = it
+            elif method == "projected":
+                start = None if prev is None else prev * (B / max(float(np.linalg.norm(prev)), 1e-300))
+                W, it, ratio = solve_ball_projected(instance, float(B), W0=start, tol=tol, max_iter=max_iter)
+                iters[i] = it
+            else:
+                W = solve_ball_cvxpy(instance, float(B))
+                ratio = gradient_mapping_ratio(instance, W, float(B), L)
+            prev = W
+            Ws[i] = W
+            kkt[i] = ratio
+            row = metrics(W, lim)
+            for n in names:
+                cols[n][i] = row[n]
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return RegPath(b, Ws, cols, kkt, iters, method, time.perf_counter() - t0)
+
+
+__all__ = [
+    "RegPath",
+    "gradient_mapping_ratio",
+    "regularization_path",
+    "solve_ball_cvxpy",
+    "solve_ball_newton",
+    "solve_ball_projected",
+    "newton_sphere",
+]

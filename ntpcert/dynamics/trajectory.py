@@ -1,0 +1,432 @@
+r"""Trajectories of an optimiser on the CE of an instance, measured against their limits.
+
+The paper's Theorem 2 (GD, small constant step): :math:`\mathrm{CE}(W_k)\to\mathcal H`,
+:math:`\|W_k\|\to\infty`, :math:`W_k/\|W_k\|\to W^{mm}/\|W^{mm}\|` and :math:`P_F(W_k)\to W^*`.
+:func:`run` advances an optimiser with fused in-place steps and logs, on a geometric grid of steps
+(:func:`geometric_grid`), the numbers below (:func:`metrics`); :class:`Limits` holds what they are
+compared with.
+
+Metrics of an iterate W (all Frobenius unless named; "nan" where undefined, e.g. at W = 0 or
+when the instance is not separable so that :math:`W^{mm}` does not exist):
+
+* ``loss`` :math:`\mathrm{CE}(W)`; ``excess_loss`` :math:`\mathrm{CE}(W)-\mathcal H` (sum of KL terms);
+  ``grad_norm`` :math:`\|\nabla\mathrm{CE}(W)\|`; ``norm`` :math:`\|W\|`;
+* ``cos_mm`` :math:`\cos(W, W^{mm})` and ``cos_mm_centered`` :math:`\cos(W-W^*, W^{mm})`, with
+  :math:`\cos(A,B) = \langle A,B\rangle/(\|A\|\|B\|)`;
+* ``dist_F`` :math:`\|P_F(W)-W^*\|` and ``rel_dist_F`` the same divided by :math:`\|W^*\|`;
+* ``perp_fraction`` :math:`\|P_{F^\perp}(W)\|/\|W\|`. Since :math:`W^{mm}\in F^\perp`,
+  :math:`\cos(W, W^{mm}) = \texttt{perp\_fraction}\cdot\cos(P_{F^\perp}W, W^{mm})`: it is a ceiling on
+  ``cos_mm`` set by the size of the F-part (about :math:`\|W^*\|`) against the norm reached;
+* ``min_margin`` :math:`\min A_{mar}\mathrm{vec}(W)/\|W\|`, the smallest (6b) margin of the
+  normalised iterate (tends to :math:`1/\|W^{mm}\|` under Theorem 2);
+* ``margin_ratio`` :math:`\gamma(P_{F^\perp}W)\,\|W^{mm}\|` with
+  :math:`\gamma(X) = \min A_{mar}\mathrm{vec}(X)/\|X\|`: the normalised margin of the part of W that
+  satisfies (6a), relative to the largest possible. It is at most 1, with equality exactly when
+  :math:`P_{F^\perp}W` points along :math:`W^{mm}` (since :math:`X/\min A_{mar}\mathrm{vec}(X)` is then
+  feasible for the NTP-SVM);
+* ``eq_violation`` :math:`\|A_{eq}\mathrm{vec}(W)\|_\infty/\|W\|`, the largest violation of (6a) by
+  the normalised iterate (tends to 0);
+* for every other norm N of :attr:`Limits.norm_svms` (max, spectral, nuclear, l1):
+  ``cos_N`` :math:`\cos(W, W^{N})`, ``cos_N_centered`` :math:`\cos(W-W^*, W^N)` and
+  ``margin_ratio_N`` :math:`\min A_{mar}\mathrm{vec}(P_{F^\perp}W)\cdot\|W^N\|_N/\|P_{F^\perp}W\|_N`,
+  the same ratio in norm N: at most 1 (up to the solver's certified gap), 1 exactly when
+  :math:`P_{F^\perp}W` is a max-margin direction in N, and independent of which minimiser the solver
+  returned when the N-SVM has several.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.instance import NTPInstance
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.dynamics.optimizers import CEKernel, Optimizer
+from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.solve.svm import SVMSolution, solve_svm
+from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
+
+#: Default number of logged steps per decade of the geometric grid.
+POINTS_PER_DECADE = 20
+
+#: Base metric names, in the order of CSV columns (per-norm columns follow).
+BASE_METRICS = (
+    "loss",
+    "excess_loss",
+    "grad_norm",
+    "norm",
+    "cos_mm",
+    "cos_mm_centered",
+    "dist_F",
+    "rel_dist_F",
+    "perp_fraction",
+    "min_margin",
+    "margin_ratio",
+    "eq_violation",
+)
+
+#: Norms other than Frobenius whose NTP-SVM can be compared with.
+OTHER_NORMS = tuple(n for n in NORMS if n != "fro")
+
+
+def geometric_grid(steps: int, per_decade: int = POINTS_PER_DECADE) -> np.ndarray:
+    """Sorted distinct step indices in [0, steps]: 0, every step up to ``per_decade``, then about
+    ``per_decade`` per decade, always ending at ``steps``. Shape (n,), int64."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise InputError(f"steps: value {steps!r} is not a non-negative integer")
+    if isinstance(per_decade, bool) or not isinstance(per_decade, (int, np.integer)) or per_decade < 1:
+        raise InputError(f"per_decade: value {per_decade!r} is not a positive integer")
+    if steps == 0:
+        return np.zeros(1, dtype=np.int64)
+    n = max(2, int(math.ceil(per_decade * math.log10(steps))) + 1)
+    pts = np.unique(np.round(np.logspace(0.0, math.log10(steps), n)).astype(np.int64))
+    return np.unique(np.concatenate([[0], pts, [steps]])).astype(np.int64)
+
+
+def _cos(A: np.ndarray, B: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(A)), float(np.linalg.norm(B))
+    if na == 0.0 or nb == 0.0:
+        return float("nan")
+    return float(np.vdot(A, B)) / (na * nb)
+
+
+@dataclass(frozen=True, eq=False)
+class Limits:
+    r"""What a trajectory is compared with.
+
+    Attributes
+    ----------
+    instance : NTPInstance
+    system : KeslerSystem
+    subspace : Subspace
+        F of (5), for :math:`P_F`.
+    entropy : float
+        :math:`\mathcal H`.
+    W_star : ndarray of shape (V, d)
+        The minimum-norm solution of (4) (W* when compatible).
+    compatible : bool or None
+    svm : SVMSolution or None
+        The NTP-SVM; None when the data are not separable (then ``W_mm`` is None).
+    norm_svms : dict of str to NormSVMSolution
+        NTP-SVMs in other norms, by name.
+    """
+
+    instance: NTPInstance
+    system: KeslerSystem
+    subspace: Subspace
+    entropy: float
+    W_star: np.ndarray
+    compatible: bool | None
+    svm: SVMSolution | None
+    norm_svms: dict[str, NormSVMSolution] = field(default_factory=dict)
+    svm_error: str | None = None
+
+    @property
+    def W_mm(self) -> np.ndarray | None:
+        """:math:`W^{mm}`, shape (V, d), or None."""
+        return None if self.svm is None else self.svm.W
+
+    @classmethod
+    def compute(
+        cls,
+        instance: NTPInstance,
+        *,
+        norms: Iterable[str] = (),
+        solver: str = "clarabel",
+        norm_solver: str = "auto",
+        canonical: bool = False,
+    ) -> "Limits":
+        """Compute F, W*, W^mm (``solver``) and the NTP-SVM in each of ``norms`` (``norm_solver``).
+
+        A non-separable instance gives ``svm=None`` and no other-norm solutions.
+        """
+        norms = tuple(norms)
+        for n in norms:
+            if n not in OTHER_NORMS:
+                raise InputError(f"norms: unknown value {n!r} (expected some of {', '.join(OTHER_NORMS)})")
+        system = KeslerSystem.build(instance)
+        sub = Subspace.build(system)
+        comp = check_compatibility(sub)
+        svm: SVMSolution | None = None
+        err: str | None = None
+        others: dict[str, NormSVMSolution] = {}
+        if system.n_margin:
+            try:
+                svm = solve_svm(system, solver=solver)
+            except InfeasibleError as e:
+                err = str(e)
+            if svm is not None:
+                for n in norms:
+                    others[n] = solve_norm_svm(system, n, solver=norm_solver, canonical=canonical, subspace=sub)
+        else:
+            err = "no margin constraints (every k_j = V): W^mm is not defined"
+        return cls(instance, system, sub, instance.entropy(), comp.W_star, comp.holds, svm, others, err)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "entropy": self.entropy,
+            "compatible": self.compatible,
+            "W_star_norm": float(np.linalg.norm(self.W_star)),
+            "dim_F": self.subspace.dim,
+            "W_mm_norm": None if self.svm is None else self.svm.norm,
+            "svm": None if self.svm is None else self.svm.to_json(),
+            "svm_error": self.svm_error,
+            "norm_svms": {k: v.to_json() for k, v in self.norm_svms.items()},
+        }
+        return out
+
+
+def metric_names(limits: Limits) -> tuple[str, ...]:
+    """Column names for ``limits``: :data:`BASE_METRICS`, then per other norm ``cos_N``,
+    ``cos_N_centered``, ``margin_ratio_N``."""
+    names = list(BASE_METRICS)
+    for n in limits.norm_svms:
+        names += [f"cos_{n}", f"cos_{n}_centered", f"margin_ratio_{n}"]
+    return tuple(names)
+
+
+def metrics(W: np.ndarray, limits: Limits, *, grad: np.ndarray | None = None) -> dict[str, float]:
+    """All metrics of the module doc at ``W`` (shape (V, d)); ``grad`` saves recomputing the gradient."""
+    inst = limits.instance
+    W = np.asarray(W, dtype=np.float64)
+    nan = float("nan")
+    g = inst.gradient(W) if grad is None else grad
+    nrm = float(np.linalg.norm(W))
+    out: dict[str, float] = {
+        "loss": inst.loss(W),
+        "excess_loss": inst.excess_loss(W),
+        "grad_norm": float(np.linalg.norm(g)),
+        "norm": nrm,
+    }
+    Ws = limits.W_star
+    Wmm = limits.W_mm
+    out["cos_mm"] = nan if Wmm is None else _cos(W, Wmm)
+    out["cos_mm_centered"] = nan if Wmm is None else _cos(W - Ws, Wmm)
+    PF = limits.subspace.project(W)
+    Wp = W - PF
+    dist = float(np.linalg.norm(PF - Ws))
+    ws_norm = float(np.linalg.norm(Ws))
+    pnorm = float(np.linalg.norm(Wp))
+    out["dist_F"] = dist
+    out["rel_dist_F"] = dist / ws_norm if ws_norm > 0 else nan
+    out["perp_fraction"] = pnorm / nrm if nrm > 0 else nan
+    mar = limits.system.apply_margin(W)
+    eq = limits.system.apply_eq(W)
+    out["min_margin"] = float(mar.min()) / nrm if (mar.size and nrm > 0) else nan
+    pmar = limits.system.apply_margin(Wp)
+    pmin = float(pmar.min()) if pmar.size else nan
+    out["margin_ratio"] = nan if (Wmm is None or pnorm == 0) else pmin * limits.svm.norm / pnorm
+    out["eq_violation"] = (float(np.abs(eq).max()) if eq.size else 0.0) / nrm if nrm > 0 else nan
+    for n, sol in limits.norm_svms.items():
+        out[f"cos_{n}"] = _cos(W, sol.W)
+        out[f"cos_{n}_centered"] = _cos(W - Ws, sol.W)
+        wn = matrix_norm(Wp, n)
+        out[f"margin_ratio_{n}"] = pmin * sol.value / wn if wn > 0 else nan
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Trajectory:
+    """Metrics of one optimiser run, logged at ``steps``.
+
+    Attributes
+    ----------
+    optimizer : str
+    hyperparams : dict
+        Everything needed to rerun: the optimiser's constants, schedule, step size, steps, start.
+    steps : ndarray of shape (n,)
+        Logged step indices (0 is the start).
+    metrics : dict of str to ndarray of shape (n,)
+        One array per metric name (see the module doc).
+    W_final : ndarray of shape (V, d)
+    snapshots : ndarray of shape (n, V, d) or None
+        The iterates at ``steps`` when asked for.
+    seconds : float
+        Wall time of the optimiser steps alone (metrics excluded).
+    instance_name, fingerprint : str
+    """
+
+    optimizer: str
+    hyperparams: dict[str, Any]
+    steps: np.ndarray
+    metrics: dict[str, np.ndarray]
+    W_final: np.ndarray
+    snapshots: np.ndarray | None
+    seconds: float
+    instance_name: str
+    fingerprint: str
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.metrics[name]
+
+    @property
+    def steps_per_second(self) -> float:
+        n = int(self.steps[-1])
+        return n / self.seconds if self.seconds > 0 else float("inf")
+
+    def final(self) -> dict[str, float]:
+        """The metrics at the last logged step."""
+        return {k: float(v[-1]) for k, v in self.metrics.items()}
+
+    def to_csv(self) -> str:
+        """CSV text: a ``step`` column then one column per metric, full precision."""
+        names = list(self.metrics)
+        lines = [",".join(["step", *names])]
+        for i, s in enumerate(self.steps):
+            lines.append(",".join([str(int(s)), *(repr(float(self.metrics[n][i])) for n in names)]))
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(x: float) -> float | None:
+            return None if not math.isfinite(x) else x
+
+        return {
+            "optimizer": self.optimizer,
+            "hyperparams": self.hyperparams,
+            "instance": self.instance_name,
+            "fingerprint": self.fingerprint,
+            "seconds": self.seconds,
+            "steps_per_second": self.steps_per_second,
+            "steps": [int(s) for s in self.steps],
+            "metrics": {k: [clean(float(x)) for x in v] for k, v in self.metrics.items()},
+            "final": {k: clean(v) for k, v in self.final().items()},
+        }
+
+
+def run(
+    instance: NTPInstance,
+    optimizer: Optimizer,
+    steps: int,
+    *,
+    limits: Limits | None = None,
+    W0: np.ndarray | None = None,
+    grid: Sequence[int] | None = None,
+    per_decade: int = POINTS_PER_DECADE,
+    snapshots: bool = False,
+    progress: bool = False,
+) -> Trajectory:
+    """Run ``optimizer`` for ``steps`` steps from ``W0`` (default zeros) and log the metrics.
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    optimizer : Optimizer
+        Instance-dependent defaults (GD's 1/(2L)) are filled in by :meth:`Optimizer.resolve`.
+    steps : int
+    limits : Limits, optional
+        Computed with :meth:`Limits.compute` (no other norms) when not given.
+    W0 : ndarray of shape (V, d), optional
+    grid : sequence of int, optional
+        Steps at which to log (``steps`` is always added); default :func:`geometric_grid`
+        (``steps``, ``per_decade``).
+    snapshots : bool
+        Keep the iterate at every logged step.
+    progress : bool
+        A tqdm bar on stderr.
+
+    Raises
+    ------
+    SolverError
+        When the iterate stops being finite (the step size is too large).
+    """
+    if not isinstance(optimizer, Optimizer):
+        raise InputError(f"optimizer: expected an ntpcert.dynamics.optimizers.Optimizer, got {type(optimizer).__name__}")
+    pts = geometric_grid(steps, per_decade) if grid is None else _check_grid(grid, steps)
+    opt = optimizer.resolve(instance)
+    lim = limits if limits is not None else Limits.compute(instance)
+    if lim.instance is not instance and lim.instance.fingerprint() != instance.fingerprint():
+        raise InputError("limits: computed for a different instance")
+    stepper = Stepper(instance, opt, W0)
+    W = stepper.W
+    names = metric_names(lim)
+    cols = {n: np.empty(pts.size) for n in names}
+    snaps = np.empty((pts.size, *W.shape)) if snapshots else None
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=int(pts[-1]), desc=opt.name, file=sys.stderr, unit="step", leave=False)
+    seconds = 0.0
+    try:
+        for i, target in enumerate(pts):
+            seconds += stepper.advance(int(target) - stepper.t)
+            row = metrics(W, lim)
+            for n in names:
+                cols[n][i] = row[n]
+            if snaps is not None:
+                snaps[i] = W
+            if bar is not None:
+                bar.update(int(target) - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
+    hp = opt.hyperparams()
+    hp.update({"steps": int(pts[-1]), "start": "zeros" if W0 is None else "given"})
+    return Trajectory(opt.name, hp, pts, cols, W.copy(), snaps, seconds, instance.name, instance.fingerprint())
+
+
+class Stepper:
+    """The fused in-place loop behind :func:`run`: owns the iterate, the optimiser's buffers and the
+    gradient workspace, and advances them without allocating (for every optimiser but the spectral ones).
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    optimizer : Optimizer
+        Resolved here (GD's default step).
+    W0 : ndarray of shape (V, d), optional
+        Start; default zeros.
+
+    Attributes
+    ----------
+    W : ndarray of shape (V, d)
+        The current iterate (updated in place).
+    t : int
+        Steps taken.
+    """
+
+    def __init__(self, instance: NTPInstance, optimizer: Optimizer, W0: np.ndarray | None = None) -> None:
+        self.optimizer = optimizer.resolve(instance)
+        self.W = np.zeros((instance.V, instance.d)) if W0 is None else np.array(instance._check_W(W0), copy=True)
+        self._bufs = self.optimizer.init(self.W).buffers
+        self._kernel = CEKernel(instance)
+        self._G = np.empty_like(self.W)
+        self.t = 0
+
+    def advance(self, n: int) -> float:
+        """Take ``n`` steps; return their wall time in seconds.
+
+        Raises SolverError when the iterate stops being finite."""
+        opt, W, G, bufs, kernel = self.optimizer, self.W, self._G, self._bufs, self._kernel
+        grad_into, update, sched = kernel.gradient_into, opt.kernel, opt.schedule
+        t = self.t
+        t0 = time.perf_counter()
+        with np.errstate(over="ignore", invalid="ignore"):  # finiteness is checked below
+            for t in range(self.t + 1, self.t + n + 1):
+                grad_into(W, G)
+                update(W, G, bufs, t, sched(t))
+        seconds = time.perf_counter() - t0
+        self.t = t
+        if not np.all(np.isfinite(W)):
+            raise SolverError(f"{opt.name}: the iterate is not finite at step {t} (lr = "
+                              f"{opt.schedule.lr:g}); use a smaller step size")
+        return seconds
+
+
+def _check_grid(grid: Sequence[int], steps: int) -> np.ndarray:
+    g = np.asarray(grid)
+    if g.ndim != 1 or g.size == 0 or g.dtype.kind not in "iu":
+        raise InputError(f"grid: expected a non-empty 1-d sequence of integers, got {grid!r}")
+    g = np.unique(g.astype(np.int64))
+    if g[0] < 0 or g[-1] > steps:
+        raise InputError(f"grid: values must lie in [0, steps = {steps}], got range [{g[0]}, {g[-1]}]")
+    return np.unique(np.concatenate([g, [steps]])).astype(np.int64)
+
+
+__all__ = ["BASE_METRICS", "Limits", "Stepper", "Trajectory", "geometric_grid", "metric_names", "metrics", "run"]

@@ -1,0 +1,189 @@
+"""Run a sweep: compute every missing grid point, on dask.distributed or in this process.
+
+The runner reads which points the store already holds, sends the others in chunks to the workers
+(at most ``max_in_flight`` chunks queued at a time, so a grid of millions of points never sits in
+memory as futures), and commits each chunk's points to the store from this process, in one
+transaction, as the chunk comes back. Killing the run at any moment loses only the chunks in flight; running it again
+computes exactly the points that are missing. Workers never touch the store.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ntpcert.errors import InputError
+from ntpcert.experiments.sweep.compute import compute_chunk
+from ntpcert.experiments.sweep.spec import GridPoint, SweepSpec
+from ntpcert.experiments.sweep.store import ResultStore
+
+__all__ = ["SweepSummary", "run_sweep", "dask_client", "DEFAULT_WORKERS"]
+
+#: LocalCluster size of ``ntpcert sweep`` when no ``--scheduler`` is given.
+DEFAULT_WORKERS = 2
+#: Chunks queued per worker at a time.
+_QUEUE_PER_WORKER = 4
+#: Seconds to wait for a ``--scheduler`` address to answer.
+_CONNECT_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """What one call of :func:`run_sweep` did.
+
+    Attributes
+    ----------
+    name : str
+    store : str
+    total : int
+        Grid points of the spec.
+    already_done : int
+        Points the store held before this run.
+    computed : int
+        Points this run computed and committed.
+    errors : int
+        Of those, points whose computation failed (recorded with their error).
+    skipped : int
+        Grid combinations dropped by the spec (``k > V``).
+    seconds : float
+    executor : str
+        ``"serial"`` or the dask scheduler's address.
+    """
+
+    name: str
+    store: str
+    total: int
+    already_done: int
+    computed: int
+    errors: int
+    skipped: int
+    seconds: float
+    executor: str
+
+    @property
+    def complete(self) -> bool:
+        return self.already_done + self.computed == self.total
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "complete": self.complete}
+
+
+def _chunks(points: list[GridPoint], size: int) -> Iterator[list[GridPoint]]:
+    it = iter(points)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def _bar(total: int, initial: int, enabled: bool | None, desc: str):
+    on = sys.stderr.isatty() if enabled is None else enabled
+    if not on:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="inst", file=sys.stderr, dynamic_ncols=True)
+
+
+def run_sweep(
+    spec: SweepSpec,
+    store: str,
+    *,
+    client: Any = None,
+    chunk_size: int = 1,
+    max_in_flight: int | None = None,
+    progress: bool | None = None,
+) -> SweepSummary:
+    """Compute the grid points of ``spec`` missing from the store at ``store``.
+
+    Parameters
+    ----------
+    spec : SweepSpec
+    store : str
+        Path of the SQLite store (created when missing; see :class:`ResultStore`).
+    client : distributed.Client, optional
+        Run on this client's cluster; without one, compute in this process.
+    chunk_size : int
+        Grid points per task, and per store transaction.
+    max_in_flight : int, optional
+        Chunks queued at a time (default: 4 per worker).
+    progress : bool, optional
+        A tqdm bar on stderr (default: when stderr is a terminal).
+    """
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise InputError(f"--chunk-size: value {chunk_size!r} is not a positive integer")
+    t0 = time.perf_counter()
+    with ResultStore(store, spec) as db:
+        done = db.done_keys()
+        pending = [p for p in spec.points if p.key not in done]
+        already = len(spec.points) - len(pending)
+        bar = _bar(len(spec.points), already, progress, f"sweep {spec.name}")
+        computed = errors = 0
+        try:
+            if client is None:
+                finished = (compute_chunk(spec.settings, chunk) for chunk in _chunks(pending, chunk_size))
+                executor = "serial"
+            else:
+                finished = _distributed(client, spec.settings, _chunks(pending, chunk_size), max_in_flight)
+                executor = str(getattr(client.scheduler, "address", "dask"))
+            for chunk in finished:
+                for (point, res), new in zip(chunk, db.add_many(chunk)):
+                    computed += new
+                    errors += new and res["error"] is not None
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+    return SweepSummary(spec.name, store, len(spec.points), already, computed, errors, spec.skipped,
+                        time.perf_counter() - t0, executor)
+
+
+def _distributed(client: Any, settings: dict, chunks: Iterator[list[GridPoint]],
+                 max_in_flight: int | None) -> Iterator[list[tuple[GridPoint, dict]]]:
+    from distributed import as_completed
+
+    if max_in_flight is None:
+        n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+        max_in_flight = _QUEUE_PER_WORKER * n_workers
+    first = [client.submit(compute_chunk, settings, c, pure=False) for c in itertools.islice(chunks, max_in_flight)]
+    queue = as_completed(first)
+    try:
+        for fut in queue:
+            out = fut.result()
+            nxt = next(chunks, None)
+            if nxt is not None:
+                queue.add(client.submit(compute_chunk, settings, nxt, pure=False))
+            yield out
+    finally:
+        left = list(queue.futures)  # chunks still queued when the caller stops early or fails
+        if left:
+            client.cancel(left)
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, *, workers: int = DEFAULT_WORKERS) -> Iterator[Any]:
+    """A ``distributed.Client``: connected to ``scheduler`` when given, else to a new
+    ``LocalCluster(n_workers=workers, threads_per_worker=1, processes=True)`` closed on exit."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as err:  # pragma: no cover - dask is a declared dependency of the sweep
+        raise InputError(f"--scheduler: dask.distributed is not installed ({err}); pip install 'ntpcert[dist]'") from err
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout=_CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as err:
+            raise InputError(f"--scheduler: cannot connect to {scheduler!r} ({type(err).__name__}: {err})") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"--workers: value {workers!r} is not a positive integer")
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client

@@ -1,0 +1,287 @@
+"""Instance files: ``.npz`` and ``.json`` readers and atomic writers.
+
+File contract (both formats)
+----------------------------
+``embeddings``
+    (m, d) real numbers.
+``counts``
+    (m, V) non-negative integers, **or** ``probs`` (m, V) with ``weights`` (m,). Probabilities and
+    weights may be numbers or exact fraction strings such as ``"1/3"`` (in ``.npz`` as a unicode
+    string array).
+``token_names`` (V,), ``context_names`` (m,), ``name``
+    Optional strings.
+
+Other keys are ignored. Every problem is reported as one :class:`~ntpcert.errors.InputError`
+line that names the file, the field and the value.
+
+Writers keep the instance exact: counts stay integers; probabilities given as exact fractions
+are written as fraction strings, probabilities given as floats as the same floats (JSON floats
+are written with Python's shortest round-tripping ``repr``); weights of a probs instance are
+written as fraction strings. Reading back gives an instance with the same
+:meth:`~ntpcert.instance.NTPInstance.fingerprint`. Files are written to a temporary file in the
+target directory and moved into place with :func:`os.replace`, so a reader never sees a
+half-written file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import zipfile
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+
+from ntpcert.errors import InputError
+from ntpcert.instance.model import NTPInstance
+
+__all__ = ["read_npz", "read_json", "write_npz", "write_json", "atomic_write_bytes"]
+
+_OPTIONAL = ("token_names", "context_names", "name")
+
+
+# ---------------------------------------------------------------------------- readers
+def read_npz(path: str | os.PathLike) -> NTPInstance:
+    """Read an instance from a ``.npz`` archive (loaded with ``allow_pickle=False``).
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    NTPInstance
+    """
+    p = os.fspath(path)
+    _check_readable(p)
+    if not zipfile.is_zipfile(p):
+        raise InputError(f"{p}: not an .npz archive (not a zip file)")
+    try:
+        archive = np.load(p, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise InputError(f"{p}: cannot read as .npz ({_one_line(err)})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):  # pragma: no cover - zip files load as NpzFile
+        raise InputError(f"{p}: not an .npz archive")
+    with archive:
+        fields: dict[str, Any] = {}
+        for key in archive.files:
+            if key not in ("embeddings", "counts", "probs", "weights") + _OPTIONAL:
+                continue
+            try:
+                arr = archive[key]
+            except ValueError as err:
+                if "allow_pickle" in str(err) or "Object arrays" in str(err):
+                    raise InputError(
+                        f"{p}: field {key!r} is an object (pickled) array; store numbers or strings"
+                    ) from None
+                raise InputError(f"{p}: field {key!r} cannot be read ({_one_line(err)})") from None
+            except (OSError, EOFError, zipfile.BadZipFile) as err:
+                raise InputError(f"{p}: field {key!r} cannot be read ({_one_line(err)})") from None
+            fields[key] = _from_npz_array(p, key, arr)
+    return _build(p, fields, sorted(archive.files))
+
+
+def read_json(path: str | os.PathLike) -> NTPInstance:
+    """Read an instance from a JSON object (see the module docstring for the keys).
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    NTPInstance
+    """
+    p = os.fspath(path)
+    _check_readable(p)
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read()
+    except OSError as err:
+        raise InputError(f"{p}: cannot read ({_one_line(err)})") from None
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise InputError(f"{p}: not UTF-8 text ({_one_line(err)})") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"{p}: invalid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    except RecursionError:
+        raise InputError(f"{p}: invalid JSON (nested too deeply)") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{p}: the JSON top level is a {type(obj).__name__}, expected an object with 'embeddings'")
+    for key in ("embeddings", "counts"):
+        if key in obj:
+            _reject_json_bools(p, key, obj[key])
+    for key in ("token_names", "context_names"):
+        if key in obj and obj[key] is not None:
+            v = obj[key]
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise InputError(f"{p}: field {key!r} must be a list of strings, got {_show(v)}")
+    if "name" in obj and obj["name"] is not None and not isinstance(obj["name"], str):
+        raise InputError(f"{p}: field 'name' must be a string, got {_show(obj['name'])}")
+    fields = {k: obj[k] for k in ("embeddings", "counts", "probs", "weights") + _OPTIONAL if k in obj}
+    return _build(p, fields, sorted(obj))
+
+
+def _build(p: str, fields: dict[str, Any], present: list[str]) -> NTPInstance:
+    if "embeddings" not in fields:
+        raise InputError(f"{p}: missing key 'embeddings' (found: {', '.join(present) or 'none'})")
+    has_counts = fields.get("counts") is not None
+    has_probs = fields.get("probs") is not None
+    if has_counts and has_probs:
+        raise InputError(f"{p}: has both 'counts' and 'probs'; give one of them")
+    if not has_counts and not has_probs:
+        raise InputError(
+            f"{p}: missing key 'counts' (or 'probs', with optional 'weights') (found: {', '.join(present)})"
+        )
+    if has_counts and fields.get("weights") is not None:
+        raise InputError(f"{p}: has 'weights' with 'counts'; weights come from the counts' row sums, drop one")
+    names = {k: fields.get(k) for k in ("token_names", "context_names")}
+    name = fields.get("name")
+    name = os.path.splitext(os.path.basename(p))[0] if name is None else str(name)
+    try:
+        if has_counts:
+            return NTPInstance.from_counts(fields["embeddings"], fields["counts"], name=name, **names)
+        return NTPInstance.from_probs(fields["embeddings"], fields["probs"], fields.get("weights"), name=name, **names)
+    except InputError as err:
+        raise InputError(f"{p}: {err}") from None
+
+
+def _from_npz_array(p: str, key: str, arr: np.ndarray) -> Any:
+    kind = arr.dtype.kind
+    if key == "name":
+        if kind != "U" or arr.ndim != 0:
+            raise InputError(f"{p}: field 'name' must be a 0-d string array, got dtype {arr.dtype} shape {arr.shape}")
+        return str(arr[()])
+    if key in ("token_names", "context_names"):
+        if kind != "U" or arr.ndim != 1:
+            raise InputError(f"{p}: field {key!r} must be a 1-d string array, got dtype {arr.dtype} shape {arr.shape}")
+        return arr.tolist()
+    if key in ("probs", "weights") and kind == "U":
+        return arr.tolist()  # exact fraction strings
+    if kind not in "iuf":
+        raise InputError(f"{p}: field {key!r} has dtype {arr.dtype}, expected real numbers")
+    return arr
+
+
+def _reject_json_bools(p: str, key: str, value: Any) -> None:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, bool):
+            raise InputError(f"{p}: field {key!r} holds the boolean {json.dumps(v)}, expected numbers")
+
+
+def _check_readable(p: str) -> None:
+    if not os.path.exists(p):
+        raise InputError(f"{p}: no such file")
+    if os.path.isdir(p):
+        raise InputError(f"{p}: is a directory, not a file")
+    if not os.access(p, os.R_OK):
+        raise InputError(f"{p}: not readable (permission denied)")
+
+
+# ---------------------------------------------------------------------------- writers
+def _fraction_strings(rows: Any) -> list:
+    if isinstance(rows, Fraction):
+        return str(rows)  # type: ignore[return-value]
+    return [_fraction_strings(r) for r in rows]
+
+
+def _contents(instance: NTPInstance) -> dict[str, Any]:
+    """The instance as plain Python / numpy values, exact (see the module docstring)."""
+    if not isinstance(instance, NTPInstance):
+        raise TypeError(f"instance: expected an NTPInstance, got {type(instance).__name__}")
+    out: dict[str, Any] = {"embeddings": np.asarray(instance.embeddings, dtype=np.float64)}
+    if instance.counts is not None:
+        out["counts"] = np.asarray(instance.counts, dtype=np.int64)
+    else:
+        if instance.probs_exact_from_floats:
+            # floats were taken as the dyadic rationals they are: writing the same floats keeps them
+            out["probs"] = np.array([[float(f) for f in row] for row in instance.exact_probs], dtype=np.float64)
+        else:
+            out["probs"] = _fraction_strings(instance.exact_probs)
+        out["weights"] = _fraction_strings(instance.exact_weights)
+    if instance.token_names is not None:
+        out["token_names"] = list(instance.token_names)
+    if instance.context_names is not None:
+        out["context_names"] = list(instance.context_names)
+    out["name"] = instance.name
+    return out
+
+
+def write_npz(instance: NTPInstance, path: str | os.PathLike) -> None:
+    """Write an instance to ``path`` (used as given, no suffix added) as a compressed ``.npz``.
+
+    Fraction strings and names are stored as unicode arrays, so the file loads with
+    ``allow_pickle=False``. Note that numpy drops trailing NUL characters of stored strings.
+    """
+    arrays = {}
+    for key, value in _contents(instance).items():
+        if key in ("probs", "weights", "token_names", "context_names", "name") and not isinstance(value, np.ndarray):
+            value = np.array(value, dtype=np.str_)
+        arrays[key] = value
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def write_json(instance: NTPInstance, path: str | os.PathLike) -> None:
+    """Write an instance to ``path`` as one JSON object (UTF-8)."""
+    obj = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in _contents(instance).items()}
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    atomic_write_bytes(path, (text + "\n").encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same directory (created
+    with the usual umask-derived permissions), flushed and fsync'ed, then :func:`os.replace`'d
+    over the target. On any failure the temporary file is removed and the target left as it was.
+
+    Raises
+    ------
+    InputError
+        When the directory does not exist or cannot be written.
+    """
+    _atomic_write(os.fspath(path), lambda fh: fh.write(data))
+
+
+def _atomic_write(p: str, write: Callable[[Any], Any]) -> None:
+    directory = os.path.dirname(os.path.abspath(p))
+    if os.path.isdir(p):
+        raise InputError(f"{p}: is a directory, cannot write a file there")
+    if not os.path.isdir(directory):
+        raise InputError(f"{p}: directory {directory!r} does not exist")
+    tmp = os.path.join(directory, f".{os.path.basename(p)}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as err:
+        raise InputError(f"{p}: cannot write ({_one_line(err)})") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException as err:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(err, OSError):
+            raise InputError(f"{p}: cannot write ({_one_line(err)})") from None
+        raise
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__

@@ -1,0 +1,159 @@
+"""Reading and writing instances: one entry point, :func:`load_instance`, for every DATA argument.
+
+A DATA spec is a built-in dataset name (``paper``, ``dyck``, ``pydoc``; see :mod:`ntpcert.instance.datasets`),
+an instance file (``.npz`` or ``.json``, see :mod:`ntpcert.instance.io.arrays`) or a UTF-8 text file,
+which goes through the corpus pipeline of :mod:`ntpcert.instance.io.corpus`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ntpcert.errors import InputError
+from ntpcert.instance.model import NTPInstance
+from ntpcert.instance.io.arrays import read_json, read_npz
+from ntpcert.instance.io.corpus import TOKENIZERS, instance_from_text
+
+__all__ = ["load_instance"]
+
+
+def load_instance(
+    spec: str | os.PathLike,
+    *,
+    tokenizer: str | None = None,
+    context_length: int | None = None,
+    all_prefixes: bool = False,
+    embedding: str | None = None,
+    seed: int = 0,
+    max_chars: int | None = None,
+    progress: bool = False,
+) -> NTPInstance:
+    """Load an instance from a DATA spec.
+
+    Resolution order: an existing file is read by its suffix (``.npz`` → :func:`read_npz`,
+    ``.json`` → :func:`read_json`, anything else as UTF-8 text through the corpus pipeline);
+    otherwise a built-in name builds that dataset.
+
+    Parameters
+    ----------
+    spec : str or path-like
+        A file path or a built-in dataset name.
+    tokenizer : {"char", "word"}, optional
+        Text files and ``pydoc``; default ``char``.
+    context_length : int, optional
+        k, the number of previous tokens in a context; text files (default 2), ``dyck``
+        (default 4) and ``pydoc`` (default 2).
+    all_prefixes : bool
+        Also use the shorter histories (lengths 1..k-1) as contexts (text, ``dyck``, ``pydoc``).
+    embedding : str, optional
+        An embedding spec (``onehot-context``, ``onehot-concat``, ``random:D``, ``PATH.npy``);
+        text, ``dyck`` and ``pydoc``; default ``onehot-concat``.
+    seed : int
+        Seed of the dataset's random generator (built-ins and random embeddings).
+    max_chars : int, optional
+        Use only the first ``max_chars`` characters of a text file or of ``pydoc`` (whose
+        default cap is 20,000).
+    progress : bool
+        Progress bar on stderr while counting long texts.
+
+    Raises
+    ------
+    InputError
+        For a missing file that is not a built-in name, an unreadable or invalid file, an option
+        that is invalid or does not apply to the DATA given; the message names the option (or
+        the file) and the value.
+    """
+    from ntpcert.instance.datasets import BUILTINS, builtin_options, load_builtin
+    from ntpcert.instance.io.corpus import make_rng
+
+    if not isinstance(spec, (str, os.PathLike)):
+        raise InputError(f"DATA: expected a file path or a built-in name, got {spec!r}")
+    path = os.fspath(spec)
+    if tokenizer is not None and tokenizer not in TOKENIZERS:
+        raise InputError(f"tokenizer: unknown value {tokenizer!r} (expected one of {', '.join(TOKENIZERS)})")
+    if context_length is not None and (
+        isinstance(context_length, bool) or not isinstance(context_length, int) or context_length < 1
+    ):
+        raise InputError(f"context_length: value {context_length!r} is not a positive integer")
+    if embedding is not None:
+        from ntpcert.instance.embeddings import parse_embedding_spec
+
+        parse_embedding_spec(embedding)
+    if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 2):
+        raise InputError(f"max_chars: value {max_chars!r} is not an integer ≥ 2")
+    make_rng(seed)  # validates the seed
+
+    # options given explicitly, under the names the caller used
+    given = {
+        "tokenizer": tokenizer,
+        "context_length": context_length,
+        "all_prefixes": True if all_prefixes else None,
+        "embedding": embedding,
+        "max_chars": max_chars,
+    }
+    given = {k: v for k, v in given.items() if v is not None}
+
+    if os.path.isfile(path):
+        lower = path.lower()
+        if lower.endswith(".npz") or lower.endswith(".json"):
+            if given:
+                key, value = next(iter(given.items()))
+                raise InputError(
+                    f"{key}: value {value!r} applies to text corpora and built-ins, not to the instance file {path!r}"
+                )
+            return read_npz(path) if lower.endswith(".npz") else read_json(path)
+        return _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars, progress)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f"DATA: {path!r} is not a regular file")
+    if path in BUILTINS:
+        accepted = builtin_options(path)
+        ours = ("tokenizer", "context_length", "all_prefixes", "embedding", "seed", "max_chars")
+        applicable = [o for o in ours if _BUILTIN_NAMES.get(o, o) in accepted]
+        options: dict[str, object] = {}
+        for key, value in given.items():
+            if key not in applicable:
+                raise InputError(
+                    f"{key}: does not apply to built-in dataset {path!r} (options it takes: {', '.join(applicable)})"
+                )
+            options[_BUILTIN_NAMES.get(key, key)] = value
+        options["seed"] = seed
+        if progress and "progress" in accepted:
+            options["progress"] = True
+        return load_builtin(path, **options)
+    if os.path.isdir(path):
+        raise InputError(f"DATA: {path!r} is a directory, not a file or built-in dataset")
+    raise InputError(f"DATA: no such file or built-in dataset {path!r} (built-ins: {', '.join(BUILTINS)})")
+
+
+#: load_instance option → the built-in generators' keyword for it
+_BUILTIN_NAMES = {"context_length": "k"}
+
+
+def _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars, progress) -> NTPInstance:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as err:
+        raise InputError(f"DATA: cannot read {path!r} ({' '.join(str(err).split())})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(
+            f"DATA: {path!r} is neither .npz/.json nor UTF-8 text (byte {err.start}: {err.reason})"
+        ) from None
+    if max_chars is not None:
+        text = text[:max_chars]
+    name = os.path.splitext(os.path.basename(path))[0] or "corpus"
+    try:
+        return instance_from_text(
+            text,
+            tokenizer=tokenizer or "char",
+            k=2 if context_length is None else context_length,
+            all_prefixes=all_prefixes,
+            embedding=embedding or "onehot-concat",
+            seed=seed,
+            progress=progress,
+            name=name,
+        )
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None

@@ -1,0 +1,1 @@
+"""The verdict layer: the float pipeline, the exact pipeline, the certificate file and its checker."""

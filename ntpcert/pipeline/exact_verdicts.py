@@ -1,0 +1,350 @@
+r"""``ntpcert certify DATA --exact``: float answers turned into a certificate, checked, reported.
+
+Stages: the float pipeline (:func:`ntpcert.pipeline.float_verdicts.certify`), exact compatibility
+(:mod:`~ntpcert.exact.compatibility`), an exact separability witness
+(:mod:`~ntpcert.exact.separability`), the exact NTP-SVM gap (:mod:`~ntpcert.exact.svm_gap`), then the
+certificate is assembled and checked by the independent checker (:mod:`~ntpcert.pipeline.verify`).
+**Every reported verdict is the checked one**: a section that fails the check, or a witness that
+could not be made exact, is reported as undetermined.
+
+Without ``--certificate-out`` the certificate is built and checked in memory only and the JSON
+field ``certificate`` is null; with it, the file is written atomically (nothing half-written).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ntpcert.pipeline.float_verdicts import Report, Stages, certify
+from ntpcert.instance import NTPInstance
+from ntpcert.pipeline import certificate as cf
+from ntpcert.exact.compatibility import ExactCompatibility, WStarClosedForm, check_compatibility_exact, w_star_closed_form
+from ntpcert.exact.rational import fraction_str
+from ntpcert.exact.separability import ExactSeparability, check_separability_exact
+from ntpcert.exact.svm_gap import SVMBound, exact_svm_bound
+from ntpcert.pipeline.verify import Verdict, verify_certificate
+
+#: W* is put in closed form automatically only when the equality system is this small (rows) and
+#: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.
+W_STAR_MAX_ROWS = 60
+W_STAR_MAX_WORK = 600
+
+#: Digits of the closed-form W* norm in the report.
+W_STAR_DIGITS = 30
+
+
+@dataclass(frozen=True, eq=False)
+class ExactReport:
+    """Checked exact verdicts on one instance.
+
+    Attributes
+    ----------
+    float_report : Report
+        The float pipeline's report (its verdicts are not the ones reported).
+    compatibility : ExactCompatibility
+    w_star : WStarClosedForm or None
+    w_star_note : str
+        Why W* is not in closed form, when it is not.
+    separability : ExactSeparability
+    svm : SVMBound or None
+    certificate : dict
+        The certificate (sealed).
+    verdict : Verdict
+        The independent checker's verdict on it.
+    path : str or None
+        Where it was written.
+    seconds : float
+    """
+
+    float_report: Report
+    compatibility: ExactCompatibility
+    w_star: WStarClosedForm | None
+    w_star_note: str
+    separability: ExactSeparability
+    svm: SVMBound | None
+    certificate: dict
+    verdict: Verdict
+    path: str | None
+    seconds: float
+
+    @property
+    def compatible(self) -> bool | None:
+        return self.compatibility.holds if self.verdict.valid else None
+
+    @property
+    def separable(self) -> bool | None:
+        return self.separability.holds if self.verdict.valid else None
+
+    @property
+    def svm_certified(self) -> bool:
+        return self.verdict.valid and self.svm is not None and self.svm.primal_feasible
+
+    @property
+    def entropy_bound_reachable(self) -> bool | None:
+        a, b = self.compatible, self.separable
+        if a is False or b is False:
+            return False
+        return True if (a is True and b is True) else None
+
+    def to_json(self) -> dict:
+        out = self.float_report.to_json()
+        comp = dict(out["compatible"])
+        comp["float_holds"] = comp["holds"]
+        comp["holds"] = self.compatible
+        comp["exact"] = self.compatibility.to_json()
+        if self.w_star is not None:
+            comp["W_star_closed_form"] = {
+                "expression": " + ".join(f"log({p})*R_{p}" for p in self.w_star.primes),
+                "primes": list(self.w_star.primes),
+                "norm": str(self.w_star.norm(W_STAR_DIGITS)),
+            }
+        else:
+            comp["W_star_closed_form"] = None
+            comp["W_star_note"] = self.w_star_note
+        out["compatible"] = comp
+        sep = dict(out["separable"])
+        sep["float_holds"] = sep["holds"]
+        sep["holds"] = self.separable
+        sep["exact"] = self.separability.to_json()
+        out["separable"] = sep
+        out["entropy_bound_reachable"] = self.entropy_bound_reachable
+        if out.get("svm"):
+            svm = dict(out["svm"])
+            svm["exact"] = self.svm.to_json() if (self.svm is not None and self.verdict.valid) else None
+            out["svm"] = svm
+        out["exact"] = True
+        out["certificate"] = self.path
+        out["certificate_valid"] = self.verdict.valid
+        out["certificate_reason"] = self.verdict.reason
+        out["certificate_checks"] = list(self.verdict.checks)
+        out["probabilities_exact_from_floats"] = bool(self.float_report.instance.probs_exact_from_floats)
+        out["seconds"] = self.seconds
+        return out
+
+
+def _w_star(instance: NTPInstance, compat: ExactCompatibility, mode: str) -> tuple[WStarClosedForm | None, str]:
+    if not compat.holds:
+        return None, "not compatible: W* does not exist"
+    work = compat.n_eq * max(1, len(compat.primes))
+    if mode == "never":
+        return None, "not requested"
+    if mode == "auto" and (compat.n_eq > W_STAR_MAX_ROWS or work > W_STAR_MAX_WORK):
+        return None, (f"skipped: r = {compat.n_eq} equality rows and {len(compat.primes)} primes exceed the automatic "
+                      f"limit (r <= {W_STAR_MAX_ROWS}, r * primes <= {W_STAR_MAX_WORK}); call "
+                      "ntpcert.exact.compatibility.w_star_closed_form(instance)")
+    return w_star_closed_form(instance, compat), ""
+
+
+def build_certificate(
+    instance: NTPInstance,
+    compat: ExactCompatibility,
+    sep: ExactSeparability,
+    svm: SVMBound | None,
+    w_star: WStarClosedForm | None = None,
+) -> dict:
+    """Assemble (and seal) the certificate of :mod:`ntpcert.pipeline.certificate`."""
+    comp: dict[str, Any] = {
+        "claim": compat.holds,
+        "n_eq": compat.n_eq,
+        "dim_F": compat.rank,
+        "primes": list(compat.primes),
+    }
+    if compat.holds:
+        comp["null_space_basis"] = [cf.sparse_list(y) for y in compat.null_basis]
+        if w_star is not None:
+            comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
+    else:
+        comp["violating_null_vector"] = cf.sparse_list(compat.violating)
+    if sep.holds is True:
+        sepsec: dict[str, Any] = {"claim": True, "W": cf.matrix_strings(sep.point.fractions())}
+    elif sep.holds is False:
+        sepsec = {"claim": False, "ray": cf.sparse_list(sep.ray)}
+    else:
+        sepsec = {"claim": None, "reason": sep.reason}
+    svmsec = None
+    claims_svm = None
+    if svm is not None and svm.primal_feasible and sep.holds is True:
+        svmsec = {
+            "W": cf.matrix_strings(svm.W_fractions()),
+            "a": cf.to_strings_dyadic(svm.a),
+            "gap": fraction_str(svm.gap),
+            "distance_bound": svm.distance_bound,
+            "norm_lower": svm.norm_lower,
+            "norm_upper": svm.norm_upper,
+        }
+        claims_svm = {k: svmsec[k] for k in ("gap", "distance_bound", "norm_lower", "norm_upper")}
+    reach = False if (compat.holds is False or sep.holds is False) else (True if sep.holds else None)
+    cert = {
+        "format": cf.FORMAT,
+        "version": cf.VERSION,
+        "instance": {
+            "fingerprint": instance.fingerprint(),
+            "m": instance.m,
+            "d": instance.d,
+            "V": instance.V,
+            "embedded": cf.instance_record(instance),
+        },
+        "probabilities_exact_from_floats": bool(instance.probs_exact_from_floats),
+        "claims": {
+            "compatible": compat.holds,
+            "separable": sep.holds,
+            "entropy_bound_reachable": reach,
+            "svm": claims_svm,
+        },
+        "compatibility": comp,
+        "separability": sepsec,
+        "svm": svmsec,
+    }
+    return cf.seal(cert)
+
+
+def exact_certify(
+    instance: NTPInstance,
+    *,
+    svm: bool = True,
+    solver: str = "clarabel",
+    progress: bool | None = None,
+    certificate_out: str | None = None,
+    w_star: str = "auto",
+) -> ExactReport:
+    """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    svm : bool
+        Also bound the NTP-SVM exactly (when separable).
+    solver : str
+        NTP-SVM backend of the float stage.
+    certificate_out : str, optional
+        Write the certificate here (atomically).
+    w_star : {"auto", "always", "never"}
+        Closed form of W* (``auto``: small systems only, see ``W_STAR_MAX_ROWS``).
+    """
+    t0 = time.perf_counter()
+    if certificate_out is not None:
+        _check_target(certificate_out)  # fail before the work, not after it
+    rep = certify(instance, svm=svm, solver=solver, progress=progress)
+    stages = Stages(4, progress, desc="exact")
+    try:
+        with stages.stage("exact compatibility"):
+            compat = check_compatibility_exact(instance)
+            wstar, note = _w_star(instance, compat, w_star)
+        with stages.stage("exact separability"):
+            sep = _separability(instance, rep)
+        with stages.stage("exact NTP-SVM gap"):
+            bound = None
+            if sep.holds and rep.svm is not None:
+                bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual)
+        with stages.stage("independent check"):
+            cert = build_certificate(instance, compat, sep, bound, wstar)
+            verdict = verify_certificate(cert)
+            if certificate_out is not None:
+                cf.save(cert, certificate_out)
+    finally:
+        stages.close()
+    return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0)
+
+
+def _separability(instance: NTPInstance, rep: Report) -> ExactSeparability:
+    """A feasible point from the NTP-SVM or the LP solution, else a Farkas ray, else undetermined."""
+    candidates = [W for W in ((rep.svm.W if rep.svm is not None else None), rep.separable.W) if W is not None]
+    notes = []
+    for W in candidates:
+        sep = check_separability_exact(instance, W, try_ray=False)
+        if sep.holds:
+            return sep
+        notes.append(sep.reason)
+    ray = check_separability_exact(instance, None, try_ray=True)
+    if ray.holds is False or not notes:
+        return ray
+    return ExactSeparability(None, None, None, None, "; ".join(notes + [ray.reason]), ray.seconds)
+
+
+def _check_target(path: str) -> None:
+    import os
+
+    from ntpcert.errors import InputError
+
+    parent = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise InputError(f"--certificate-out: {path!r} is a directory")
+    if not os.path.isdir(parent):
+        raise InputError(f"--certificate-out: directory {parent!r} does not exist")
+
+
+def _yn(v: bool | None) -> str:
+    return "undetermined" if v is None else ("yes" if v else "no")
+
+
+def print_report(r: ExactReport, file=None) -> None:
+    """The human-readable report of ``certify --exact``."""
+    out = file or sys.stdout
+    inst = r.float_report.instance
+    c, s = r.compatibility, r.separability
+
+    def w(line: str) -> None:
+        print(line, file=out)
+
+    w(f"instance {inst.name}: m={inst.m} contexts, d={inst.d}, V={inst.V}, n={inst.n if inst.n is not None else '-'}")
+    w(f"  entropy lower bound H      = {inst.entropy() + 0.0:.10g} nats")
+    if inst.probs_exact_from_floats:
+        w("  note: probabilities were given as floats; they are taken as the exact (dyadic) rationals they are")
+    if c.holds:
+        w(f"  NTP-compatible (4)         : {_yn(r.compatible)}  (exact: null(A_eq^T) has dimension {c.null_dim}, "
+          f"Y^T E = 0 over {len(c.primes)} primes; dim F = {c.rank})")
+    else:
+        viol = " + ".join(f"{v}*log({p})" for p, v in (c.violating_exponents or {}).items())
+        w(f"  NTP-compatible (4)         : {_yn(r.compatible)}  (exact: null vector y with y^T b = {viol} != 0)")
+    if r.w_star is not None and not r.w_star.primes:
+        w("  W* = 0  (every in-support ratio is 1)")
+    elif r.w_star is not None:
+        w(f"  W* = {' + '.join(f'log({p})*R_{p}' for p in r.w_star.primes)}  (exact rational R_p), "
+          f"||W*||_F = {r.w_star.norm(20)}")
+    elif c.holds:
+        w(f"  W* closed form             : {r.w_star_note}")
+    if s.holds is True:
+        w(f"  NTP-separable (6)          : {_yn(r.separable)}  (exact feasible point, margins >= 1)")
+    elif s.holds is False:
+        w(f"  NTP-separable (6)          : {_yn(r.separable)}  (exact Farkas ray with {len(s.ray)} nonzeros)")
+    else:
+        w(f"  NTP-separable (6)          : undetermined  ({s.reason})")
+    w(f"  entropy bound reachable    : {_yn(r.entropy_bound_reachable)}")
+    if r.svm is not None and r.svm_certified:
+        b = r.svm
+        w(f"  NTP-SVM ||W^mm||_F in [{b.norm_lower:.12g}, {b.norm_upper:.12g}]; exact gap {b.gap_float:.3e} "
+          f"(relative {b.relative_gap:.1e}) => ||W - W^mm||_F <= {b.distance_bound:.3e}")
+    elif r.svm is not None:
+        w(f"  NTP-SVM                    : not certified ({r.svm.reason})")
+    elif r.float_report.svm_error:
+        w(f"  NTP-SVM                    : {r.float_report.svm_error}")
+    if r.verdict.valid:
+        w(f"  certificate                : checked independently, VALID"
+          + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))
+    else:
+        w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined")
+
+
+def run_exact_certify(args: Any, instance: NTPInstance) -> int:
+    """Entry point of ``ntpcert certify DATA --exact`` (called by :mod:`ntpcert.cli`)."""
+    from ntpcert.cli.app import _json_default, _progress
+
+    rep = exact_certify(
+        instance,
+        svm=not getattr(args, "no_svm", False),
+        solver=getattr(args, "solver", "clarabel"),
+        progress=_progress(args),
+        certificate_out=getattr(args, "certificate_out", None),
+    )
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(rep.to_json(), default=_json_default) + "\n")
+    else:
+        print_report(rep)
+    return 0
+
+
+__all__ = ["ExactReport", "build_certificate", "exact_certify", "print_report", "run_exact_certify"]

@@ -1,0 +1,107 @@
+r"""NTP-separability (6) as a linear-programming feasibility problem, solved in floating point.
+
+Find :math:`W` with :math:`A_{eq}\,\mathrm{vec}(W) = 0` (6a) and :math:`A_{mar}\,\mathrm{vec}(W) \ge 1` (6b).
+The LP goes to HiGHS through :func:`scipy.optimize.linprog`. A reported feasible point is re-checked
+here: it counts only when its smallest margin is at least ``1 - SEP_TOL`` and its (6a) violation at
+most ``SEP_TOL`` times the scale of W; otherwise the verdict is undetermined. ``ntpcert certify --exact``
+turns the answer into a certificate checked in rational arithmetic.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ntpcert.errors import SolverError
+from ntpcert.rows.kesler import KeslerSystem
+
+SEP_TOL = 1e-7
+#: HiGHS methods tried in turn until one answers "feasible" or "infeasible".
+LP_METHODS = ("highs", "highs-ipm")
+
+
+@dataclass(frozen=True)
+class SeparabilityResult:
+    """Float verdict on NTP-separability.
+
+    Attributes
+    ----------
+    holds : bool or None
+        True (a checked feasible point exists), False (the LP solver proved infeasibility),
+        None (undetermined).
+    W : ndarray of shape (V, d) or None
+        The feasible point found, when there is one.
+    min_margin : float or None
+        :math:`\\min A_{mar}\\mathrm{vec}(W)` of that point.
+    eq_violation : float or None
+        :math:`\\|A_{eq}\\mathrm{vec}(W)\\|_\\infty` of that point.
+    status : str
+        The LP solver's message.
+    seconds : float
+    """
+
+    holds: bool | None
+    W: np.ndarray | None
+    min_margin: float | None
+    eq_violation: float | None
+    status: str
+    seconds: float
+    tol: float = SEP_TOL
+
+    def to_json(self) -> dict:
+        return {
+            "holds": self.holds,
+            "min_margin": self.min_margin,
+            "eq_violation": self.eq_violation,
+            "tolerance": self.tol,
+            "status": self.status,
+            "seconds": self.seconds,
+        }
+
+
+def check_separability(system: KeslerSystem, *, time_limit: float | None = None) -> SeparabilityResult:
+    """Decide (6) in floating point with HiGHS (see the module doc for the acceptance test)."""
+    from scipy.optimize import linprog
+
+    inst = system.instance
+    t0 = time.perf_counter()
+    if system.n_margin == 0:
+        W = np.zeros((inst.V, inst.d))
+        return SeparabilityResult(True, W, None, 0.0, "no off-support tokens: (6b) is vacuous", 0.0)
+    A_eq = system.eq_matrix()
+    A_mar = system.margin_matrix()
+    n = system.n_vars
+    options = {"presolve": True}
+    if time_limit is not None:
+        options["time_limit"] = float(time_limit)
+    # HiGHS' default (dual simplex) sometimes ends with status "unknown" near the separability
+    # threshold; its interior-point method then usually settles the question.
+    for method in LP_METHODS:
+        try:
+            res = linprog(
+                c=np.zeros(n),
+                A_ub=-A_mar,
+                b_ub=-np.ones(system.n_margin),
+                A_eq=A_eq if A_eq.shape[0] else None,
+                b_eq=np.zeros(A_eq.shape[0]) if A_eq.shape[0] else None,
+                bounds=(None, None),
+                method=method,
+                options=options,
+            )
+        except (ValueError, MemoryError) as err:
+            raise SolverError(f"separability LP: HiGHS failed ({err})") from err
+        if res.status in (0, 2):
+            break
+    seconds = time.perf_counter() - t0
+    if res.status == 2:
+        return SeparabilityResult(False, None, None, None, str(res.message), seconds)
+    if res.status != 0 or res.x is None:
+        return SeparabilityResult(None, None, None, None, str(res.message), seconds)
+    W = np.asarray(res.x, dtype=np.float64).reshape(inst.V, inst.d)
+    margin = float(system.apply_margin(W).min())
+    eqv = float(np.abs(system.apply_eq(W)).max()) if system.n_eq else 0.0
+    scale = max(1.0, float(np.abs(W).max()) * float(np.abs(inst.embeddings).sum(axis=1).max()))
+    ok = margin >= 1.0 - SEP_TOL and eqv <= SEP_TOL * scale
+    return SeparabilityResult(True if ok else None, W, margin, eqv, str(res.message), seconds)

@@ -1,0 +1,1 @@
+"""The structured NTP-SVM solver (see :mod:`ntpcert.solve.structured.solver`)."""

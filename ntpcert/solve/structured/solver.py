@@ -1,0 +1,354 @@
+r"""The structured NTP-SVM solver: dual block-coordinate ascent, active-set polish, certified stop.
+
+The generic backends hand a QP solver V·d variables and m·V constraints. This solver works on the
+dual of ``math.md`` instead, with the structure spelled out:
+
+1. **Token classes** (:mod:`~ntpcert.solve.structured.classes`): tokens in exactly the same supports
+   share their optimal row, so the dual is held per class (shape (m, C), C ≤ V). With many
+   tokens and few contexts, C is about the number of distinct tokens that occur.
+2. **Block-coordinate ascent over contexts** (:mod:`~ntpcert.solve.structured.bcd`) with the closed-form
+   block update (:mod:`~ntpcert.solve.structured.block`), on the kernel path (logits :math:`Z = KA`,
+   :math:`K = HH^\top`) when :math:`d \ge m` and on the linear path (:math:`W_c = A^\top H`) otherwise;
+   batches of delayed updates turn the state updates into matrix products. Memory
+   :math:`O(mC + \min(m^2, Cd))` besides the instance.
+3. **Active-set polish** (:mod:`~ntpcert.solve.structured.polish`): once the set of active margins stops
+   changing, one Newton step on that set (a few primal-dual active-set steps if needed) gives the
+   optimum to rounding error instead of a linear tail.
+4. **Certified stop**: a candidate is accepted only when the relative duality gap of an exactly
+   feasible primal/dual pair, computed in rational arithmetic by
+   :func:`ntpcert.exact.svm_gap.exact_svm_bound`, is at most ``tol`` (``certificate="float"`` uses the
+   float gap of the rescaled pair instead).
+5. **Non-separable data** (:mod:`~ntpcert.solve.structured.farkas`): the dual is then unbounded and the
+   iterates drift along a ray; the solver extracts the ray as a Farkas certificate, checks it
+   exactly, and raises :class:`NotSeparable` carrying it.
+
+Example
+-------
+>>> from ntpcert.solve.svm import solve_svm
+>>> sol = solve_svm(instance, solver="structured")        # doctest: +SKIP
+>>> sol.info["certificate"]["relative_gap"] <= 1e-9        # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.svm.solution import SVMSolution
+from ntpcert.solve.structured.bcd import BATCH, epoch, make_state
+from ntpcert.solve.structured.classes import TokenClasses
+from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray
+from ntpcert.solve.structured.monitor import Progress, progress
+from ntpcert.solve.structured.polish import ActiveSetSystem, blas_threads
+
+#: Default target of the certified relative duality gap.
+DEFAULT_TOL = 1e-9
+
+#: The state is recomputed from A every this many epochs (removes drift of the delayed updates).
+REFRESH_EVERY = 10
+
+#: Polish is tried once the gap estimate is below this and at most a fraction ``POLISH_CHANGES`` of
+#: the active entries changed in the last epoch; after the k-th failed attempt,
+#: ``POLISH_WAIT * 2**k`` epochs pass (k at most 6).
+POLISH_BELOW = 1e-1
+POLISH_CHANGES = 0.02
+POLISH_WAIT = 3
+
+#: Primal-dual active-set steps per polish attempt.
+PDAS_STEPS = 4
+
+#: A candidate is certified when its gap estimate is below ``tol`` times this factor.
+CERTIFY_FACTOR = 0.5
+
+#: A ray is searched for once the margin estimate has not been positive for ``RAY_PATIENCE`` epochs
+#: in a row and the dual objective has grown by ``RAY_GROWTH`` since the last reference point.
+RAY_GROWTH = 2.0
+RAY_PATIENCE = 3
+
+
+class NotSeparable(InfeasibleError):
+    """The data are not NTP-separable; ``certificate`` is the Farkas ray that proves it."""
+
+    def __init__(self, message: str, certificate: FarkasRay) -> None:
+        super().__init__(message)
+        self.certificate = certificate
+
+
+def _trivial_ray(classes: TokenClasses, j: int, V: int, m: int) -> FarkasRay:
+    """Context j has :math:`h_j = 0` and an off-support token: :math:`r_j = e_z - e_v` is a ray."""
+    a = np.zeros((V, m))
+    z = int(np.flatnonzero(classes.mask[j, classes.of_token])[0])
+    v = int(np.flatnonzero(~classes.mask[j, classes.of_token])[0])
+    a[z, j], a[v, j] = 1.0, -1.0
+    return FarkasRay(a, 0.0, 0.0, 0.0, True, 2, {(z, j): Fraction(1), (v, j): Fraction(-1)})
+
+
+class _Bar:
+    def __init__(self, enabled: bool) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(desc="structured", file=sys.stderr, leave=False, unit="epoch")
+
+    def update(self, pr: Progress) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"gap~{pr.relative_gap_estimate:.1e} active {pr.active}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _Solver:
+    """One solve; holds the per-instance data so that the steps stay small functions."""
+
+    def __init__(self, system: KeslerSystem, *, tol: float, path: str, batch: int, certificate: str,
+                 seed: int) -> None:
+        self.system = system
+        inst = system.instance
+        self.inst = inst
+        self.H = np.ascontiguousarray(inst.embeddings, dtype=np.float64)
+        self.classes = TokenClasses.build(inst)
+        self.off = ~self.classes.mask
+        self.tol = tol
+        self.batch = batch
+        self.certificate = certificate
+        self.rng = np.random.default_rng(seed)
+        self.path = path
+        self.exact_seconds = 0.0
+        self.certify_calls = 0
+        self.pdas_steps = 0
+        self.active_set: ActiveSetSystem | None = None
+
+    # ------------------------------------------------------------------ candidates
+    def can_polish(self, active: np.ndarray) -> bool:
+        """The restricted KKT blocks :math:`H_{J_c} H_{J_c}^\top` are singular when a class has more
+        pinned contexts than the embedding dimension; the polish is skipped then."""
+        pinned = (active | self.classes.mask).sum(axis=0)
+        return int(pinned.max(initial=0)) <= self.inst.d
+
+    def polish(self, A: np.ndarray, state) -> np.ndarray | None:
+        """Primal-dual active-set steps from the active set of A; the polished dual or None."""
+        if self.active_set is None:
+            self.active_set = ActiveSetSystem(self.classes, self.H, getattr(state, "K", None))
+        res = self.active_set.pdas((A < 0) & self.off, PDAS_STEPS)
+        if res is None:
+            return None
+        self.pdas_steps += res.steps
+        return res.A if res.converged else None
+
+    def certify(self, A: np.ndarray, status: str, started: float, info: dict) -> tuple[SVMSolution | None, float]:
+        """The certified solution of the candidate dual A and its certified relative gap
+        (``(None, inf)`` when no feasible primal point could be certified)."""
+        cls = self.classes
+        a = cls.expand_rows(np.ascontiguousarray(A.T))
+        Wcls = A.T @ self.H  # (C, d)
+        W = cls.expand_rows(Wcls)
+        self.certify_calls += 1
+        if self.certificate == "exact":
+            from ntpcert.exact.svm_gap import exact_svm_bound
+
+            t0 = time.perf_counter()
+            bound = exact_svm_bound(self.system, W, a)
+            self.exact_seconds += time.perf_counter() - t0
+            if not bound.primal_feasible:
+                return None, np.inf
+            rel = float(bound.relative_gap)
+            Wc, ac = bound.W(), bound.a
+            cert = {"kind": "exact", "relative_gap": rel, "gap": float(bound.gap_float),
+                    "distance_bound": float(bound.distance_bound), "norm_lower": float(bound.norm_lower),
+                    "norm_upper": float(bound.norm_upper), "margin_lower": bound.margin_lower,
+                    "bits": bound.bits, "seconds": bound.seconds}
+        else:
+            Z = self.H @ Wcls.T  # class logits (m, C); token logits repeat them
+            anchor = Z[np.arange(self.inst.m), cls.of_token[self.inst.anchors()]]
+            gamma = float(np.where(cls.mask, np.inf, anchor[:, None] - Z).min())
+            if not gamma > 0:
+                return None, np.inf
+            Wc, ac = W / gamma, a
+            cert = {"kind": "float"}
+        info["exact_seconds"] = self.exact_seconds
+        sol = SVMSolution.from_primal_dual(
+            self.system, Wc, ac, solver="structured", status=status, seconds=time.perf_counter() - started,
+            info=info,
+        )
+        if self.certificate != "exact":
+            rel = sol.relative_gap
+            cert.update(relative_gap=rel, gap=sol.gap)
+        sol.info["certificate"] = cert
+        return sol, rel
+
+
+def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float | None = None,
+          max_epochs: int = 100_000, path: str = "auto", batch: int = BATCH, polish: bool = True,
+          certificate: str = "exact", seed: int = 0, warm_start: np.ndarray | None = None,
+          threads: int | None = 1, progress_bar: bool = False) -> SVMSolution:
+    """Solve the NTP-SVM with the structured solver (see the module doc).
+
+    Parameters
+    ----------
+    system : KeslerSystem
+    tol : float
+        Target of the certified relative duality gap :math:`(P - D)/P`.
+    time_limit : float, optional
+        Seconds; :class:`~ntpcert.errors.SolverError` when reached before a certificate.
+    max_epochs : int
+        Passes over the contexts before giving up with SolverError.
+    path : {"auto", "kernel", "linear"}
+        State kept between block updates; ``auto`` takes the kernel path when d ≥ m.
+    batch : int
+        Contexts per delayed update.
+    polish : bool
+        Try active-set Newton steps once the active set settles.
+    certificate : {"exact", "float"}
+        How the stopping gap is computed: exactly from an exactly feasible pair, or in floats.
+    seed : int
+        Seed of the random context order.
+    warm_start : ndarray of shape (V, m), optional
+        An initial dual point (e.g. a previous solution's ``dual``).
+    threads : int or None
+        BLAS threads during the solve (default 1: the per-block products are small, and on a
+        shared machine one thread per process is fastest); None leaves the BLAS setting alone.
+    progress_bar : bool
+        A tqdm bar on stderr.
+
+    Returns
+    -------
+    SVMSolution
+        ``info`` holds ``epochs``, ``path``, ``classes`` (token classes), ``polish_attempts``,
+        ``pdas_steps``, the ``certificate`` (its kind and relative gap), ``exact_seconds`` and the
+        gap-estimate ``history`` (seconds, epoch, estimate).
+
+    Raises
+    ------
+    NotSeparable
+        (an :class:`~ntpcert.errors.InfeasibleError`) with the Farkas certificate.
+    SolverError
+        When ``time_limit`` or ``max_epochs`` is reached first.
+    """
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise InputError(f"threads: value {threads!r} is not a positive integer or None")
+    with blas_threads(threads):
+        return _solve(system, tol=tol, time_limit=time_limit, max_epochs=max_epochs, path=path, batch=batch,
+                      polish=polish, certificate=certificate, seed=seed, warm_start=warm_start,
+                      progress_bar=progress_bar)
+
+
+def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, polish, certificate, seed,
+           warm_start, progress_bar) -> SVMSolution:
+    if path not in ("auto", "kernel", "linear"):
+        raise InputError(f"path: unknown value {path!r} (expected auto, kernel or linear)")
+    if certificate not in ("exact", "float"):
+        raise InputError(f"certificate: unknown value {certificate!r} (expected exact or float)")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
+        raise InputError(f"tol: value {tol!r} is not a positive number")
+    if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
+        raise InputError(f"max_epochs: value {max_epochs!r} is not a positive integer")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not time_limit > 0):
+        raise InputError(f"time_limit: value {time_limit!r} is not a positive number of seconds")
+    t_start = time.perf_counter()
+    S = _Solver(system, tol=float(tol), path=path, batch=int(batch), certificate=certificate, seed=seed)
+    inst, cls, H = S.inst, S.classes, S.H
+    m, C = cls.mask.shape
+    diag = np.einsum("ij,ij->i", H, H)
+    zero = diag == 0
+    blocked = np.flatnonzero(zero & S.off.any(axis=1))
+    if blocked.size:
+        ray = _trivial_ray(cls, int(blocked[0]), inst.V, m)
+        raise NotSeparable(f"structured: context {int(blocked[0])} has a zero embedding and tokens off its "
+                           "support, so no W separates it (the data are not NTP-separable)", ray)
+    contexts = np.flatnonzero(~zero)
+    A = np.zeros((m, C))
+    if warm_start is not None:
+        a0 = np.asarray(warm_start, dtype=np.float64)
+        if a0.shape != (inst.V, m):
+            raise InputError(f"warm_start: expected shape (V, m) = ({inst.V}, {m}), got {a0.shape}")
+        A = np.ascontiguousarray(cls.collapse_rows(a0).T)
+        A[zero] = 0.0
+    state = make_state(H, A, path)
+    mu = np.full(m, np.nan)
+    history: list[tuple[float, int, float]] = []
+    bar = _Bar(progress_bar)
+    prev_active = None
+    next_polish = 0
+    next_certify = S.tol * CERTIFY_FACTOR
+    ref_A, ref_dual = None, None
+    stuck = 0  # consecutive epochs without a positive margin estimate
+    polished = 0
+    best: tuple[SVMSolution, float] | None = None
+
+    def finish(cand: np.ndarray, how: str, ep: int) -> SVMSolution | None:
+        nonlocal best
+        info = {"epochs": ep, "path": state.path, "classes": C, "polish_attempts": polished,
+                "pdas_steps": S.pdas_steps, "history": history}
+        sol, rel = S.certify(cand, how, t_start, info)
+        if sol is None:
+            return None
+        if best is None or rel < best[1]:
+            best = (sol, rel)
+        return sol if rel <= S.tol else None
+
+    try:
+        for ep in range(1, max_epochs + 1):
+            epoch(state, A, cls, S.rng.permutation(contexts), S.off, mu, S.batch)
+            if ep % REFRESH_EVERY == 0:
+                state.refresh(A)
+            pr = progress(A, state.logits(), state.sq_norms(A), cls)
+            history.append((time.perf_counter() - t_start, ep, pr.relative_gap_estimate))
+            bar.update(pr)
+            if not np.isfinite(pr.dual):
+                raise SolverError("structured: the dual iterates overflowed")
+            # ---- non-separable data: the dual grows along a ray
+            stuck = stuck + 1 if pr.margin <= 0 else 0
+            if pr.margin > 0:
+                ref_A = ref_dual = None
+            elif stuck >= RAY_PATIENCE:
+                if ref_A is None:
+                    ref_A, ref_dual = A.copy(), pr.dual
+                elif pr.dual >= RAY_GROWTH * max(ref_dual, 1e-300):
+                    left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+                    X = find_ray(cls, H, A - ref_A, time_limit=left)
+                    ray = certify_ray(cls, H, X, inst) if X is not None else None
+                    if ray is not None:
+                        how = "verified exactly" if ray.exact else f"float residual {ray.residual:.1e}"
+                        raise NotSeparable(f"structured: the dual is unbounded; Farkas ray with {ray.support} "
+                                           f"non-zero entries ({how}): the data are not NTP-separable", ray)
+                    ref_A, ref_dual = A.copy(), pr.dual
+            # ---- active-set polish once the active set settles
+            active = (A < 0) & S.off
+            settled = prev_active is not None and \
+                np.count_nonzero(active != prev_active) <= POLISH_CHANGES * max(1, pr.active)
+            if polish and settled and pr.relative_gap_estimate < POLISH_BELOW and ep >= next_polish \
+                    and S.can_polish(active):
+                cand = S.polish(A, state)
+                polished += 1
+                next_polish = ep + POLISH_WAIT * 2 ** min(polished, 6)
+                if cand is not None:
+                    sol = finish(cand, "optimal (active-set polish)", ep)
+                    if sol is not None:
+                        return sol
+            prev_active = active
+            if pr.relative_gap_estimate <= next_certify:
+                sol = finish(A.copy(), "optimal", ep)
+                if sol is not None:
+                    return sol
+                next_certify = pr.relative_gap_estimate * 0.1
+            if time_limit is not None and time.perf_counter() - t_start > time_limit:
+                break
+    finally:
+        bar.close()
+    got = "" if best is None else f"; best certified relative gap {best[1]:.2e}"
+    raise SolverError(f"structured: no certificate within tol {S.tol:g} after {ep} epochs and "
+                      f"{time.perf_counter() - t_start:.1f} s{got}")
+
+
+__all__ = ["DEFAULT_TOL", "NotSeparable", "solve", "token_ray"]

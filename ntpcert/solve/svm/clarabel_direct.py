@@ -1,0 +1,54 @@
+"""NTP-SVM backend: Clarabel's direct sparse API (no modelling layer)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.rows.qp import build_qp, dual_from_cone_multipliers
+from ntpcert.solve.svm.solution import SVMSolution
+
+
+def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False) -> SVMSolution:
+    """Solve the NTP-SVM with Clarabel's interior-point method.
+
+    ``tol`` sets Clarabel's absolute/relative gap and feasibility tolerances.
+    Raises :class:`InfeasibleError` when Clarabel reports primal infeasibility.
+    """
+    import clarabel
+
+    t0 = time.perf_counter()
+    qp = build_qp(system)
+    settings = clarabel.DefaultSettings()
+    settings.verbose = verbose
+    settings.tol_gap_abs = tol
+    settings.tol_gap_rel = tol
+    settings.tol_feas = tol
+    if time_limit is not None:
+        settings.time_limit = float(time_limit)
+    cones = []
+    if qp.n_eq:
+        cones.append(clarabel.ZeroConeT(qp.n_eq))
+    if qp.n_ineq:
+        cones.append(clarabel.NonnegativeConeT(qp.n_ineq))
+    try:
+        solver = clarabel.DefaultSolver(qp.P, qp.q, qp.A, qp.b, cones, settings)
+        sol = solver.solve()
+    except BaseException as err:  # the Rust extension raises PanicException (a BaseException)
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise SolverError(f"clarabel: {err}") from err
+    status = str(sol.status)
+    if "PrimalInfeasible" in status:
+        raise InfeasibleError(f"clarabel: {status} (the data are not NTP-separable)")
+    if status not in ("Solved", "AlmostSolved"):
+        raise SolverError(f"clarabel: stopped with status {status} after {sol.iterations} iterations")
+    x = np.asarray(sol.x)
+    z = np.asarray(sol.z)
+    a = dual_from_cone_multipliers(system, z[: qp.n_eq], z[qp.n_eq :])
+    return SVMSolution.from_primal_dual(
+        system, x, a, solver="clarabel", status=status, seconds=time.perf_counter() - t0, iterations=int(sol.iterations)
+    )
