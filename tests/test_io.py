@@ -9,7 +9,7 @@ import pytest
 from ntpcert import InputError, NTPInstance
 from ntpcert.instance.io import read_json, read_npz, write_json, write_npz
 from ntpcert.instance.load import load_instance
-from ntpcert.instance.io.arrays import atomic_write_bytes
+from ntpcert.util.files import atomic_write, atomic_write_bytes
 from ntpcert.instance.io.corpus import count_sequences, display_token, instance_from_text, ngram_counts, tokenize
 
 from .conftest import random_instance
@@ -96,14 +96,12 @@ def test_failed_write_keeps_old_file_and_cleans_up(tmp_path):
     class Boom(Exception):
         pass
 
-    from ntpcert.instance.io import arrays
-
     def bad_write(fh):
         fh.write(b"partial")
         raise Boom
 
     with pytest.raises(Boom):
-        arrays._atomic_write(str(path), bad_write)
+        atomic_write(str(path), bad_write)
     assert path.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["x.bin"]
 

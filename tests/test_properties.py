@@ -15,7 +15,8 @@ from scipy.special import logsumexp
 
 from ntpcert import NTPInstance
 from ntpcert.experiments import strategies as nst
-from ntpcert.pipeline.float_verdicts import certify, cosine
+from ntpcert.pipeline.float_verdicts import certify
+from ntpcert.util.numbers import cosine
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.separability_lp import check_separability
 from ntpcert.rows.subspace import Subspace, check_compatibility

@@ -50,6 +50,7 @@ from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.dynamics.optimizers import CEKernel, Optimizer
 from ntpcert.rows.subspace import Subspace, check_compatibility
 from ntpcert.solve.svm import SVMSolution, solve_svm
+from ntpcert.util.numbers import cosine
 from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
 
 #: Default number of logged steps per decade of the geometric grid.
@@ -87,13 +88,6 @@ def geometric_grid(steps: int, per_decade: int = POINTS_PER_DECADE) -> np.ndarra
     n = max(2, int(math.ceil(per_decade * math.log10(steps))) + 1)
     pts = np.unique(np.round(np.logspace(0.0, math.log10(steps), n)).astype(np.int64))
     return np.unique(np.concatenate([[0], pts, [steps]])).astype(np.int64)
-
-
-def _cos(A: np.ndarray, B: np.ndarray) -> float:
-    na, nb = float(np.linalg.norm(A)), float(np.linalg.norm(B))
-    if na == 0.0 or nb == 0.0:
-        return float("nan")
-    return float(np.vdot(A, B)) / (na * nb)
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,8 +200,8 @@ def metrics(W: np.ndarray, limits: Limits, *, grad: np.ndarray | None = None) ->
     }
     Ws = limits.W_star
     Wmm = limits.W_mm
-    out["cos_mm"] = nan if Wmm is None else _cos(W, Wmm)
-    out["cos_mm_centered"] = nan if Wmm is None else _cos(W - Ws, Wmm)
+    out["cos_mm"] = nan if Wmm is None else cosine(W, Wmm)
+    out["cos_mm_centered"] = nan if Wmm is None else cosine(W - Ws, Wmm)
     PF = limits.subspace.project(W)
     Wp = W - PF
     dist = float(np.linalg.norm(PF - Ws))
@@ -224,8 +218,8 @@ def metrics(W: np.ndarray, limits: Limits, *, grad: np.ndarray | None = None) ->
     out["margin_ratio"] = nan if (Wmm is None or pnorm == 0) else pmin * limits.svm.norm / pnorm
     out["eq_violation"] = (float(np.abs(eq).max()) if eq.size else 0.0) / nrm if nrm > 0 else nan
     for n, sol in limits.norm_svms.items():
-        out[f"cos_{n}"] = _cos(W, sol.W)
-        out[f"cos_{n}_centered"] = _cos(W - Ws, sol.W)
+        out[f"cos_{n}"] = cosine(W, sol.W)
+        out[f"cos_{n}_centered"] = cosine(W - Ws, sol.W)
         wn = matrix_norm(Wp, n)
         out[f"margin_ratio_{n}"] = pmin * sol.value / wn if wn > 0 else nan
     return out

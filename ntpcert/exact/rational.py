@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import flint
 import numpy as np
@@ -120,8 +120,4 @@ def fmpq_mat_to_fractions(M: flint.fmpq_mat) -> list[list[Fraction]]:
     return [[Fraction(int(M[i, j].p), int(M[i, j].q)) for j in range(M.ncols())] for i in range(M.nrows())]
 
 
-def lcm_all(values: Iterable[int]) -> int:
-    out = 1
-    for v in values:
-        out = out * v // math.gcd(out, v)
-    return out
+

@@ -51,6 +51,7 @@ from hypothesis.errors import InvalidArgument
 
 from ntpcert.instance.embeddings import random_gaussian
 from ntpcert.instance import NTPInstance
+from ntpcert.util.numbers import lcm_all
 
 __all__ = [
     "OVERLAPS",
@@ -126,7 +127,7 @@ class ExampleInstance(NTPInstance):
         else:
             P = [[str(f) if f.denominator == 1 else f'"{f}"' for f in row] for row in self.exact_probs]
         w = self.exact_weights
-        lcm = int(np.lcm.reduce([f.denominator for f in w]))
+        lcm = lcm_all(f.denominator for f in w)
         ints = [int(f * lcm) for f in w]
         return "from_probs", [("embeddings", H), ("probs", P)], [str(i) for i in ints]
 

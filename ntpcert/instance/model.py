@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ntpcert.errors import InputError
+from ntpcert.util.numbers import lcm_all
 
 #: Float probabilities given without counts must sum to one within this absolute tolerance;
 #: exact fractions must sum to one exactly.
@@ -349,10 +350,7 @@ class NTPInstance:
         if self.counts is not None:
             return {int(z): int(self.counts[j, z]) for z in S}
         row = self.exact_probs[j]
-        lcm = 1
-        for z in S:
-            den = row[int(z)].denominator
-            lcm = lcm * den // math.gcd(lcm, den)
+        lcm = lcm_all(row[int(z)].denominator for z in S)
         ints = {int(z): int(row[int(z)] * lcm) for z in S}
         g = 0
         for c in ints.values():

@@ -148,7 +148,7 @@ def dumps(cert: dict) -> str:
 
 def save(cert: dict, path: str | os.PathLike) -> None:
     """Write atomically (temporary file in the same directory, then ``os.replace``)."""
-    from ntpcert.instance.io.arrays import atomic_write_bytes
+    from ntpcert.util.files import atomic_write_bytes
 
     atomic_write_bytes(path, dumps(cert).encode("ascii"))
 

@@ -27,6 +27,7 @@ from ntpcert.exact.rational import fraction_str
 from ntpcert.exact.separability import ExactSeparability, check_separability_exact
 from ntpcert.exact.svm_gap import SVMBound, exact_svm_bound
 from ntpcert.pipeline.verify import Verdict, verify_certificate
+from ntpcert.util.logic import and3
 
 #: W* is put in closed form automatically only when the equality system is this small (rows) and
 #: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.
@@ -85,10 +86,7 @@ class ExactReport:
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
-        a, b = self.compatible, self.separable
-        if a is False or b is False:
-            return False
-        return True if (a is True and b is True) else None
+        return and3(self.compatible, self.separable)
 
     def to_json(self) -> dict:
         out = self.float_report.to_json()
@@ -177,7 +175,6 @@ def build_certificate(
             "norm_upper": svm.norm_upper,
         }
         claims_svm = {k: svmsec[k] for k in ("gap", "distance_bound", "norm_lower", "norm_upper")}
-    reach = False if (compat.holds is False or sep.holds is False) else (True if sep.holds else None)
     cert = {
         "format": cf.FORMAT,
         "version": cf.VERSION,
@@ -192,7 +189,7 @@ def build_certificate(
         "claims": {
             "compatible": compat.holds,
             "separable": sep.holds,
-            "entropy_bound_reachable": reach,
+            "entropy_bound_reachable": and3(compat.holds, sep.holds),
             "svm": claims_svm,
         },
         "compatibility": comp,

@@ -8,13 +8,8 @@ For verdicts checked in exact arithmetic see :mod:`ntpcert.exact`.
 
 from __future__ import annotations
 
-import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
-
-import numpy as np
 
 from ntpcert.errors import InfeasibleError
 from ntpcert.instance import NTPInstance
@@ -22,41 +17,10 @@ from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.separability_lp import SeparabilityResult, check_separability
 from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility
 from ntpcert.solve.svm import SVMSolution, solve_svm
+from ntpcert.util.logic import and3
+from ntpcert.util.progress import Stages
 
 
-class Stages:
-    """Progress over named stages, on stderr (a tqdm bar when enabled)."""
-
-    def __init__(self, total: int, enabled: bool | None = None, desc: str = "ntpcert") -> None:
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._bar = None
-        if self.enabled:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
-                             bar_format="{desc}: {n}/{total} {postfix} [{elapsed}]")
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        if self._bar is not None:
-            self._bar.set_postfix_str(name)
-        try:
-            yield
-        finally:
-            if self._bar is not None:
-                self._bar.update(1)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
-def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    if a is True and b is True:
-        return True
-    return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,7 +50,7 @@ class Report:
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
-        return _and(self.compatible.holds, self.separable.holds)
+        return and3(self.compatible.holds, self.separable.holds)
 
     def to_json(self) -> dict:
         out = dict(self.instance.describe())
@@ -147,11 +111,3 @@ def certify(
 def compute_limits(instance: NTPInstance, *, solver: str = "structured", progress: bool | None = None) -> Report:
     """Alias of :func:`certify` with the SVM solved: the report carries W* and W^mm."""
     return certify(instance, svm=True, solver=solver, progress=progress)
-
-
-def cosine(A: np.ndarray, B: np.ndarray) -> float:
-    """Frobenius cosine :math:`\\langle A, B\\rangle / (\\|A\\|\\|B\\|)` (0 when either is 0)."""
-    na, nb = float(np.linalg.norm(A)), float(np.linalg.norm(B))
-    if na == 0.0 or nb == 0.0:
-        return 0.0
-    return float(np.sum(A * B) / (na * nb))

@@ -36,6 +36,7 @@ from ntpcert.errors import CertificateError
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.exact.rational import parse_fraction
+from ntpcert.util.logic import and3
 
 
 @dataclass(frozen=True)
@@ -341,14 +342,6 @@ def _float(sec: dict, key: str) -> float:
     return float(x)
 
 
-def _and(a, b):
-    if a is False or b is False:
-        return False
-    if a is True and b is True:
-        return True
-    return None
-
-
 # ---------------------------------------------------------------------------- entry points
 def verify_certificate(cert: dict, instance: NTPInstance | None = None) -> Verdict:
     """Check a parsed certificate against ``instance`` (default: the one embedded in it)."""
@@ -370,7 +363,7 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None) -> Verdi
         _need(isinstance(claims, dict), "claims: missing")
         _need(claims.get("compatible", "missing") == compat, f"claims.compatible: {claims.get('compatible')!r:.10} disagrees with the witness ({compat})")
         _need(claims.get("separable", "missing") == sep, f"claims.separable: {claims.get('separable')!r:.10} disagrees with the witness ({sep})")
-        _need(claims.get("entropy_bound_reachable", "missing") == _and(compat, sep),
+        _need(claims.get("entropy_bound_reachable", "missing") == and3(compat, sep),
               "claims.entropy_bound_reachable: does not follow from the compatibility and separability claims")
         cs = claims.get("svm", "missing")
         if svm is None:

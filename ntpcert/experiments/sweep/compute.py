@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from ntpcert.pipeline.float_verdicts import cosine
 from ntpcert.errors import InfeasibleError, NTPCertError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.separability_lp import check_separability
@@ -35,14 +34,10 @@ from ntpcert.rows.subspace import Subspace, check_compatibility
 from ntpcert.solve.svm import SVM_TOL, solve_svm
 from ntpcert.experiments.sweep.generate import point_instance
 from ntpcert.experiments.sweep.spec import GridPoint
+from ntpcert.util.logic import and3
+from ntpcert.util.numbers import cosine
 
 __all__ = ["compute_point", "compute_chunk"]
-
-
-def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    return True if (a is True and b is True) else None
 
 
 def _f(x: float | None) -> float | None:
@@ -69,7 +64,7 @@ def _values(settings: dict, point: GridPoint) -> dict[str, Any]:
         out.update(
             compatible=comp.holds,
             separable=sep.holds,
-            reachable=_and(comp.holds, sep.holds),
+            reachable=and3(comp.holds, sep.holds),
             dim_F=sub.dim,
             rank_H=int(np.linalg.matrix_rank(inst.embeddings)),
             compat_residual=_f(comp.relative_residual),

@@ -150,7 +150,7 @@ def _group_label(by: Sequence[str], group: tuple) -> str:
 
 
 def _save_atomic(fig: Any, out: str) -> None:
-    from ntpcert.instance.io.arrays import atomic_write_bytes
+    from ntpcert.util.files import atomic_write_bytes
 
     ext = os.path.splitext(out)[1].lstrip(".").lower()
     if ext not in ("png", "pdf", "svg"):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ntpcert.errors import InputError
-from ntpcert.instance.io.arrays import atomic_write_bytes
+from ntpcert.util.files import atomic_write_bytes
 from ntpcert.experiments.sweep.spec import GridPoint, SweepSpec
 
 __all__ = ["ResultRow", "ResultStore", "TABLE_FIELDS"]

@@ -28,17 +28,17 @@ from __future__ import annotations
 import io
 import json
 import os
-import secrets
 import zipfile
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
+from ntpcert.util.files import atomic_write_bytes, one_line
 
-__all__ = ["read_npz", "read_json", "write_npz", "write_json", "atomic_write_bytes"]
+__all__ = ["read_npz", "read_json", "write_npz", "write_json"]
 
 _OPTIONAL = ("token_names", "context_names", "name")
 
@@ -62,7 +62,7 @@ def read_npz(path: str | os.PathLike) -> NTPInstance:
     try:
         archive = np.load(p, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise InputError(f"{p}: cannot read as .npz ({_one_line(err)})") from None
+        raise InputError(f"{p}: cannot read as .npz ({one_line(err)})") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):  # pragma: no cover - zip files load as NpzFile
         raise InputError(f"{p}: not an .npz archive")
     with archive:
@@ -77,9 +77,9 @@ def read_npz(path: str | os.PathLike) -> NTPInstance:
                     raise InputError(
                         f"{p}: field {key!r} is an object (pickled) array; store numbers or strings"
                     ) from None
-                raise InputError(f"{p}: field {key!r} cannot be read ({_one_line(err)})") from None
+                raise InputError(f"{p}: field {key!r} cannot be read ({one_line(err)})") from None
             except (OSError, EOFError, zipfile.BadZipFile) as err:
-                raise InputError(f"{p}: field {key!r} cannot be read ({_one_line(err)})") from None
+                raise InputError(f"{p}: field {key!r} cannot be read ({one_line(err)})") from None
             fields[key] = _from_npz_array(p, key, arr)
     return _build(p, fields, sorted(archive.files))
 
@@ -101,11 +101,11 @@ def read_json(path: str | os.PathLike) -> NTPInstance:
         with open(p, "rb") as fh:
             raw = fh.read()
     except OSError as err:
-        raise InputError(f"{p}: cannot read ({_one_line(err)})") from None
+        raise InputError(f"{p}: cannot read ({one_line(err)})") from None
     try:
         obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as err:
-        raise InputError(f"{p}: not UTF-8 text ({_one_line(err)})") from None
+        raise InputError(f"{p}: not UTF-8 text ({one_line(err)})") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{p}: invalid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
@@ -238,50 +238,6 @@ def write_json(instance: NTPInstance, path: str | os.PathLike) -> None:
     atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same directory (created
-    with the usual umask-derived permissions), flushed and fsync'ed, then :func:`os.replace`'d
-    over the target. On any failure the temporary file is removed and the target left as it was.
-
-    Raises
-    ------
-    InputError
-        When the directory does not exist or cannot be written.
-    """
-    _atomic_write(os.fspath(path), lambda fh: fh.write(data))
-
-
-def _atomic_write(p: str, write: Callable[[Any], Any]) -> None:
-    directory = os.path.dirname(os.path.abspath(p))
-    if os.path.isdir(p):
-        raise InputError(f"{p}: is a directory, cannot write a file there")
-    if not os.path.isdir(directory):
-        raise InputError(f"{p}: directory {directory!r} does not exist")
-    tmp = os.path.join(directory, f".{os.path.basename(p)}.{secrets.token_hex(6)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as err:
-        raise InputError(f"{p}: cannot write ({_one_line(err)})") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException as err:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(err, OSError):
-            raise InputError(f"{p}: cannot write ({_one_line(err)})") from None
-        raise
-
-
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__

@@ -28,7 +28,7 @@ import numpy as np
 
 from ntpcert.solve.structured.block import block_update
 from ntpcert.solve.structured.classes import TokenClasses
-from ntpcert.solve.structured.polish import single_thread
+from ntpcert.util.numbers import single_thread
 
 #: Contexts per delayed update.
 BATCH = 64

@@ -21,13 +21,13 @@ that does not is reported with its float residuals.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from ntpcert.solve.structured.classes import TokenClasses
+from ntpcert.util.numbers import lcm_all
 
 #: Entries of the drift below this fraction of its largest entry are left out of the ray's support.
 SUPPORT_RTOL = 1e-7
@@ -161,11 +161,9 @@ def _rationalise(X: np.ndarray) -> np.ndarray | None:
     vals = X.ravel()[nzi]
     vals = vals / np.abs(vals).max()
     fr = [Fraction(float(v)).limit_denominator(MAX_DENOMINATOR) for v in vals]
-    lcm = 1
-    for f in fr:
-        lcm = lcm * f.denominator // math.gcd(lcm, f.denominator)
-        if lcm > MAX_EXACT_INT:
-            return None
+    lcm = lcm_all((f.denominator for f in fr), limit=MAX_EXACT_INT)
+    if lcm is None:
+        return None
     ints = [f.numerator * (lcm // f.denominator) for f in fr]
     if max(abs(i) for i in ints) > MAX_EXACT_INT:
         return None

@@ -21,12 +21,12 @@ little more than the m×m solve.
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 
 from ntpcert.solve.structured.classes import TokenClasses
+from ntpcert.util.numbers import single_thread
 
 #: A class's pinned set is padded up to a multiple of this size, so that factorisations batch.
 PAD = 8
@@ -34,31 +34,6 @@ PAD = 8
 #: Relative slack of the margin test: a logit above :math:`t_j - 1` by more than this (times the scale
 #: of t) counts as a violated margin.
 MARGIN_SLACK = 1e-12
-
-
-_CONTROLLER = []
-
-
-def blas_threads(n: int | None):
-    """A context that runs BLAS/LAPACK on ``n`` threads (None: leave them as they are). Small
-    matrix operations are much slower multi-threaded, and on a loaded machine even large ones can
-    be; a no-op without threadpoolctl."""
-    if n is None:
-        return nullcontext()
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - threadpoolctl is optional
-            _CONTROLLER.append(None)
-        else:
-            _CONTROLLER.append(ThreadpoolController())
-    ctl = _CONTROLLER[0]
-    return nullcontext() if ctl is None else ctl.limit(limits=int(n), user_api="blas")
-
-
-def single_thread():
-    """:func:`blas_threads` with one thread."""
-    return blas_threads(1)
 
 
 @dataclass(frozen=True)

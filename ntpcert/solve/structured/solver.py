@@ -45,7 +45,8 @@ from ntpcert.solve.structured.bcd import BATCH, epoch, make_state
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray
 from ntpcert.solve.structured.monitor import Progress, progress
-from ntpcert.solve.structured.polish import ActiveSetSystem, blas_threads
+from ntpcert.solve.structured.polish import ActiveSetSystem
+from ntpcert.util.numbers import blas_threads
 
 #: Default target of the certified relative duality gap.
 DEFAULT_TOL = 1e-9

@@ -1,0 +1,85 @@
+"""Progress bars on stderr, one way for the whole package.
+
+A bar is drawn only when asked for (``enabled=True``) or, with ``enabled=None``, when stderr is
+a terminal; tqdm is imported only then, so that start-up stays light. Disabled bars are a no-op
+object with the same methods.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+
+class _NoBar:
+    """The methods of a tqdm bar that the package uses, doing nothing."""
+
+    n = 0
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def set_description_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+def enabled_default(enabled: bool | None) -> bool:
+    """``enabled``, or, when None, whether stderr is a terminal."""
+    if enabled is None:
+        return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return bool(enabled)
+
+
+def progress_bar(enabled: bool | None = None, **options: Any) -> Any:
+    """A tqdm bar on stderr (``leave=False`` unless given) when enabled, else a no-op bar.
+
+    ``options`` go to :class:`tqdm.tqdm` (``total``, ``desc``, ``unit``, ``initial``, ...).
+    """
+    if not enabled_default(enabled):
+        return _NoBar()
+    from tqdm import tqdm
+
+    options.setdefault("leave", False)
+    options.setdefault("file", sys.stderr)
+    return tqdm(**options)
+
+
+class Stages:
+    """Progress over named stages: one bar step a stage, the stage's name shown beside it.
+
+    >>> stages = Stages(2, enabled=False)
+    >>> with stages.stage("rows"):
+    ...     pass
+    >>> stages.close()
+    """
+
+    def __init__(self, total: int, enabled: bool | None = None, desc: str = "ntpcert") -> None:
+        self._bar = progress_bar(enabled, total=total, desc=desc,
+                                 bar_format="{desc}: {n}/{total} {postfix} [{elapsed}]")
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self._bar.set_postfix_str(name)
+        try:
+            yield
+        finally:
+            self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+__all__ = ["Stages", "enabled_default", "progress_bar"]
