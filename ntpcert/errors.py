@@ -27,3 +27,8 @@ class CertificateError(NTPCertError):
 class InfeasibleError(SolverError):
     """The NTP-SVM has no feasible point: the data are not NTP-separable (as the solver sees it;
     ``ntpcert certify --exact`` proves it)."""
+
+
+class MissingExtraError(NTPCertError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it
+    (``pip install 'ntpcert[EXTRA]'``)."""

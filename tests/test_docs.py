@@ -12,7 +12,7 @@ from ntpcert.cli.app import main
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
-RUNNABLE = ["tutorial.md", "strategies.md"]
+RUNNABLE = ["tutorial.md", "strategies.md", "architecture.md"]
 
 
 def blocks(page: str, lang: str) -> list[str]:

@@ -7,9 +7,10 @@ runs it with a progress bar, writing ``report.md`` and ``results.csv``, and opti
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+
+from ntpcert.cli.options import emit_json, progress_enabled, progress_option
 
 #: Backends run by default (those whose solver is installed).
 DEFAULT_BACKENDS = ("structured", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs")
@@ -34,7 +35,7 @@ def register(subparsers, name: str) -> None:
     p.add_argument("--export-qpbenchmark", metavar="DIR", default=None,
                    help="also write the instances as a qpbenchmark test set into DIR")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    progress_option(p)
     p.set_defaults(func=cmd_bench)
 
 
@@ -73,14 +74,8 @@ def _available_backends() -> list[str]:
     return [b for b in DEFAULT_BACKENDS if b in ("structured", "clarabel", "cvxpy") or b in have]
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ntpcert.cli.app import _emit_json, _progress
+    from ntpcert.util.files import atomic_write_text, check_output_dir
     from ntpcert.errors import InputError
     from ntpcert.solve.svm import resolve_backend
 
@@ -92,11 +87,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise InputError(f"--seeds: value {args.seeds!r} is below 1")
     for opt, path in (("--out", args.out), ("--export-qpbenchmark", args.export_qpbenchmark)):
         if path is not None:
-            parent = os.path.dirname(os.path.abspath(path)) or "."
-            if not os.path.isdir(parent):
-                raise InputError(f"{opt}: directory {parent!r} does not exist")
-            if os.path.exists(path) and not os.path.isdir(path):
-                raise InputError(f"{opt}: {path!r} exists and is not a directory")
+            check_output_dir(path, opt)
     backends = _split(args.backends, "--backends") or _available_backends()
     for b in backends:
         resolve_backend(b)
@@ -104,7 +95,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     fams = nb.families.families(args.scale, seeds=args.seeds)
     chosen = _split(args.families, "--families", known=list(fams)) or list(fams)
     members = [m for f in chosen for m in fams[f]]
-    progress = _progress(args)
+    progress = progress_enabled(args)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="ntpcert-bench-") as scratch:
@@ -118,11 +109,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        _write_atomic(out / "report.md", report)
-        _write_atomic(out / "results.csv", nb.report.csv_text(runs))
+        atomic_write_text(out / "report.md", report)
+        atomic_write_text(out / "results.csv", nb.report.csv_text(runs))
     if args.json:
         summary = nb.report.summarize(runs, args.time_limit)
-        _emit_json({"summary": summary, "runs": [r.to_row() for r in runs], "out": args.out,
+        emit_json({"summary": summary, "runs": [r.to_row() for r in runs], "out": args.out,
                     "qpbenchmark": args.export_qpbenchmark})
     elif args.out:
         print(f"wrote {Path(args.out) / 'report.md'} and results.csv ({len(runs)} runs, {len(items)} instances)")

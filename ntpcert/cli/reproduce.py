@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ntpcert.cli.options import EXIT_OK, emit_json, progress_enabled, progress_option
+
 #: The paper's hyperparameters (Thrampoulidis, arXiv 2402.18551, Sec. 6).
 PAPER_GD_LR = 0.5
 PAPER_NGD_LR = 0.01
@@ -63,7 +65,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--no-extras", action="store_true", help="skip sign / spectral / Muon and the regularisation path")
     p.add_argument("--points-per-decade", type=int, default=20, help="logged steps per decade (default 20)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    progress_option(p)
     p.set_defaults(func=cmd_reproduce)
 
 
@@ -83,17 +85,17 @@ def _paper_instance(seed: int, scale: float):
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import ntpcert.dynamics.optimizers as O
-    from ntpcert.cli.app import EXIT_OK, _emit_json, _progress
     from ntpcert.errors import InputError
     from ntpcert.dynamics.trajectory import Limits, run
-    from ntpcert.cli.trajectory import check_out_dir, json_writer, text_writer, write_outputs
+    from ntpcert.cli.trajectory import json_writer, text_writer
+    from ntpcert.util.files import check_output_dir, write_directory
 
     if args.experiment not in EXPERIMENTS:
         raise InputError(f"EXPERIMENT: unknown value {args.experiment!r} (expected one of {', '.join(EXPERIMENTS)})")
-    check_out_dir(args.out)
+    check_output_dir(args.out, "--out")
     if args.steps < 1:
         raise InputError(f"--steps: value {args.steps!r} is not a positive integer")
-    progress = _progress(args)
+    progress = progress_enabled(args)
     inst = _paper_instance(args.seed, args.embedding_scale)
     extras = not args.no_extras
     limits = Limits.compute(inst, norms=EXTRA_NORMS if extras else ())
@@ -144,9 +146,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             title=f"{inst.name}: margin and alignment in each norm (open question: which limit does each optimiser pick?)")
         writers["fig_regpath.png"] = lambda path: plots.plot_regpath(
             rp, path, title=f"{inst.name}: regularisation path argmin over ||W|| <= B of CE(W) (Theorem 1)")
-    files = write_outputs(args.out, writers)
+    files = write_directory(args.out, writers)
     if args.json:
-        _emit_json({**summary, "out": args.out, "files": files})
+        emit_json({**summary, "out": args.out, "files": files})
     else:
         print(render_markdown(summary))
         print(f"\nwrote {', '.join(files)} to {args.out}")

@@ -11,6 +11,8 @@ import argparse
 import os
 from typing import Any
 
+from ntpcert.cli.options import emit_json, progress_enabled, progress_option
+
 
 def register(subparsers: Any, name: str) -> None:
     p = subparsers.add_parser(
@@ -29,12 +31,12 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--chunk-size", type=int, default=4, metavar="N", help="grid points per dask task (default 4)")
     p.add_argument("--csv", metavar="PATH", default=None, help="afterwards, write the whole table here as CSV")
     p.add_argument("--json", action="store_true", help="print a one-object JSON summary")
-    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    progress_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.cli.app import _check_out_path, _emit_json, _progress
+    from ntpcert.util.files import check_output_file
     from ntpcert.errors import InputError
     from ntpcert.experiments.sweep import ResultStore, dask_client, load_spec, run_sweep
     from ntpcert.experiments.sweep.runner import DEFAULT_WORKERS
@@ -42,19 +44,19 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     store = args.store or f"{spec.name}.sqlite"
     if args.csv:
-        _check_out_path(args.csv, "--csv")
+        check_output_file(args.csv, "--csv")
     if args.scheduler and args.workers is not None:
         raise InputError(f"--workers: value {args.workers} applies to the LocalCluster, not to --scheduler {args.scheduler!r}")
     if args.chunk_size < 1:
         raise InputError(f"--chunk-size: value {args.chunk_size} is not a positive integer")
     ResultStore(store, spec).close()  # refuse a store of other settings before starting a cluster
     with dask_client(args.scheduler, workers=DEFAULT_WORKERS if args.workers is None else args.workers) as client:
-        summary = run_sweep(spec, store, client=client, chunk_size=args.chunk_size, progress=_progress(args))
+        summary = run_sweep(spec, store, client=client, chunk_size=args.chunk_size, progress=progress_enabled(args))
     if args.csv:
         with ResultStore(store) as db:
             db.write_csv(args.csv)
     if args.json:
-        _emit_json({**summary.to_json(), "csv": args.csv})
+        emit_json({**summary.to_json(), "csv": args.csv})
     else:
         s = summary
         print(f"sweep {s.name}: {s.total} instances in {os.path.abspath(s.store)}; {s.already_done} were done, "

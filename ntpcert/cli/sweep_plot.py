@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ntpcert.cli.options import emit_json
+
 
 def register(subparsers: Any, name: str) -> None:
     p = subparsers.add_parser(
@@ -46,11 +48,11 @@ def _filter(rows: list[dict], where: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.cli.app import _check_out_path, _emit_json
+    from ntpcert.util.files import check_output_file
     from ntpcert.experiments.sweep import ResultStore
     from ntpcert.experiments.sweep.plot import crossings, plot_phase
 
-    _check_out_path(args.out, "--out")
+    check_output_file(args.out, "--out")
     with ResultStore(args.store) as db:
         rows = _filter(db.table(), args.where)
     quantities = args.quantity or ["separable", "reachable"]
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     tables = plot_phase(rows, args.out, quantities=quantities, by=by, x=args.x, kind=args.kind, title=args.title)
     half = {q: crossings(cells) for q, cells in tables.items()}
     if args.json:
-        _emit_json({"out": args.out, "rows": len(rows),
+        emit_json({"out": args.out, "rows": len(rows),
                     "cells": {q: [c.to_json() for c in cells] for q, cells in tables.items()},
                     "crossings": {q: [{"group": list(g), "x": x} for g, x in cr.items()] for q, cr in half.items()}})
     else:

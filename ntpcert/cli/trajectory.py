@@ -4,19 +4,15 @@ metrics against the limits, write CSV/JSON, the final iterate and figures."""
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import tempfile
 from typing import Any, Callable
+
+from ntpcert.cli.options import EXIT_OK, data_options, emit_json, load_data, progress_enabled, solver_options
 
 #: Default number of steps.
 DEFAULT_STEPS = 10_000
 
 
 def register(subparsers: Any, name: str) -> None:
-    from ntpcert.cli.app import _data_options
-
     p = subparsers.add_parser(
         name,
         help="run GD / NGD / Adam / sign / spectral / Muon and compare the iterates with W*, W^mm and other-norm limits",
@@ -24,7 +20,7 @@ def register(subparsers: Any, name: str) -> None:
         "steps, CE - H, ||W_k||, cos(W_k, W^mm), cos(W_k - W*, W^mm), ||P_F(W_k) - W*||, margins, and the "
         "alignment with the NTP-SVM in other norms. Writes metrics.csv, trajectory.json, W_final.npy and figures.",
     )
-    _data_options(p)
+    data_options(p)
     p.add_argument("--optimizer", default="gd", metavar="NAME",
                    help="gd | ngd | adam | sign | signum | spectral | muon (default gd)")
     p.add_argument("--lr", type=float, default=None, help="step size (default: gd 1/(2L); others 0.01)")
@@ -40,12 +36,11 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--norms", default="auto", metavar="LIST",
                    help="other-norm NTP-SVMs to compare with: comma list of max,spectral,nuclear,l1, or all, none, "
                    "auto (the optimiser's own norm when it is not Frobenius; default)")
-    p.add_argument("--solver", default="clarabel", help="NTP-SVM solver for W^mm (default clarabel)")
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
     p.add_argument("--snapshots", action="store_true", help="also write the iterates at the logged steps (snapshots.npy)")
     p.add_argument("--no-plot", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    solver_options(p)
     p.set_defaults(func=cmd_trajectory)
 
 
@@ -68,35 +63,6 @@ def parse_norms(text: str, steepest: str) -> tuple[str, ...]:
     return out
 
 
-def check_out_dir(out: str) -> str:
-    """Refuse an ``--out`` that is a file or whose parent does not exist."""
-    from ntpcert.errors import InputError
-
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise InputError(f"--out: {out!r} exists and is not a directory")
-    parent = os.path.dirname(os.path.abspath(out)) or "."
-    if not os.path.isdir(parent):
-        raise InputError(f"--out: directory {parent!r} does not exist")
-    return out
-
-
-def write_outputs(out: str, writers: dict[str, Callable[[str], None]]) -> list[str]:
-    """Call each ``writer(path)`` on a path in a fresh staging directory next to ``out``, then move
-    every file into ``out``: a failure leaves nothing half-written. Returns the file names."""
-    parent = os.path.dirname(os.path.abspath(out)) or "."
-    stage = tempfile.mkdtemp(prefix=".ntpcert-", dir=parent)
-    try:
-        for name, writer in writers.items():
-            writer(os.path.join(stage, name))
-        os.makedirs(out, exist_ok=True)
-        names = sorted(os.listdir(stage))
-        for name in names:
-            os.replace(os.path.join(stage, name), os.path.join(out, name))
-        return names
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-
-
 def text_writer(text: str) -> Callable[[str], None]:
     def write(path: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
@@ -106,9 +72,9 @@ def text_writer(text: str) -> Callable[[str], None]:
 
 
 def json_writer(obj: Any) -> Callable[[str], None]:
-    from ntpcert.cli.app import _json_default
+    from ntpcert.report.jsonout import dumps
 
-    return text_writer(json.dumps(obj, indent=2, default=_json_default) + "\n")
+    return text_writer(dumps(obj, indent=2) + "\n")
 
 
 def npy_writer(array: Any) -> Callable[[str], None]:
@@ -121,12 +87,12 @@ def npy_writer(array: Any) -> Callable[[str], None]:
 
 
 def cmd_trajectory(args: argparse.Namespace) -> int:
-    from ntpcert.cli.app import EXIT_OK, _emit_json, _load, _progress
+    from ntpcert.util.files import check_output_dir, write_directory
     from ntpcert.errors import InputError
     from ntpcert.dynamics.optimizers import make_optimizer
     from ntpcert.dynamics.trajectory import Limits, run
 
-    check_out_dir(args.out)
+    check_output_dir(args.out, "--out")
     if args.steps is None or args.steps < 1:
         raise InputError(f"--steps: value {args.steps!r} is not a positive integer")
     name = args.optimizer.strip().lower()
@@ -141,8 +107,8 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         ns_steps=args.ns_steps,
     )
     norms = parse_norms(args.norms, opt.steepest_norm)
-    inst = _load(args)
-    progress = _progress(args)
+    inst = load_data(args)
+    progress = progress_enabled(args)
     limits = Limits.compute(inst, norms=norms, solver=args.solver)
     traj = run(inst, opt, args.steps, limits=limits, per_decade=args.points_per_decade,
                snapshots=args.snapshots, progress=progress)
@@ -166,9 +132,9 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         writers["trajectory.png"] = lambda path: plots.plot_trajectory(traj, path, title=title)
         if limits.svm is not None:
             writers["alignment.png"] = lambda path: plots.plot_norm_alignment([traj], path, title=f"{inst.name}: {traj.optimizer}")
-    files = write_outputs(args.out, writers)
+    files = write_directory(args.out, writers)
     if args.json:
-        _emit_json({"out": args.out, "files": files, "final": traj.to_json()["final"],
+        emit_json({"out": args.out, "files": files, "final": traj.to_json()["final"],
                     "hyperparams": traj.hyperparams, "steps_per_second": traj.steps_per_second})
     else:
         print(render_final(inst, limits, traj))

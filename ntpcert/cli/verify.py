@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ntpcert.cli.options import data_options, emit_json, load_data
+
 #: Exit status of an invalid certificate (0 is VALID, 1 an internal error, 2 bad input).
 EXIT_INVALID = 3
 
@@ -23,26 +25,17 @@ def register(subparsers: Any, name: str) -> None:
         f"Prints VALID (exit 0) or INVALID with the reason (exit {EXIT_INVALID}).",
     )
     p.add_argument("cert", metavar="CERT", help="certificate file (JSON)")
-    p.add_argument("--data", metavar="DATA", default=None,
-                   help="check against this instance (file or built-in name) instead of the embedded one")
-    g = p.add_argument_group("options of DATA (as for 'certify')")
-    g.add_argument("--tokenizer", choices=["char", "word"], default=None)
-    g.add_argument("-k", "--context-length", type=int, default=None, metavar="K")
-    g.add_argument("--all-prefixes", action="store_true")
-    g.add_argument("--embedding", default=None, metavar="SPEC")
-    g.add_argument("--max-chars", type=int, default=None, metavar="N")
-    g.add_argument("--seed", type=int, default=0)
+    data_options(p, positional=False)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.cli.app import _emit_json, _load
     from ntpcert.errors import CertificateError
     from ntpcert.pipeline import certificate as cf
     from ntpcert.pipeline.verify import Verdict, verify_certificate
 
-    instance = _load(args) if args.data is not None else None
+    instance = load_data(args) if args.data is not None else None
 
     try:
         cert = cf.load(args.cert)
@@ -51,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         verdict = verify_certificate(cert, instance)
     if args.json:
-        _emit_json({
+        emit_json({
             "certificate": args.cert,
             "valid": verdict.valid,
             "reason": verdict.reason,

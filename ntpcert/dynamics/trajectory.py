@@ -49,7 +49,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.dynamics.optimizers import CEKernel, Optimizer
 from ntpcert.rows.subspace import Subspace, check_compatibility
-from ntpcert.solve.svm import SVMSolution, solve_svm
+from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.numbers import cosine
 from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
 
@@ -132,7 +132,7 @@ class Limits:
         instance: NTPInstance,
         *,
         norms: Iterable[str] = (),
-        solver: str = "clarabel",
+        solver: str = DEFAULT_SOLVER,
         norm_solver: str = "auto",
         canonical: bool = False,
     ) -> "Limits":

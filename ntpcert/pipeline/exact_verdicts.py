@@ -13,13 +13,11 @@ field ``certificate`` is null; with it, the file is written atomically (nothing 
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from ntpcert.pipeline.float_verdicts import Report, Stages, certify
+from ntpcert.pipeline.float_verdicts import Report, certify
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.exact.compatibility import ExactCompatibility, WStarClosedForm, check_compatibility_exact, w_star_closed_form
@@ -27,7 +25,10 @@ from ntpcert.exact.rational import fraction_str
 from ntpcert.exact.separability import ExactSeparability, check_separability_exact
 from ntpcert.exact.svm_gap import SVMBound, exact_svm_bound
 from ntpcert.pipeline.verify import Verdict, verify_certificate
+from ntpcert.solve.svm import DEFAULT_SOLVER
+from ntpcert.util.files import check_output_file
 from ntpcert.util.logic import and3
+from ntpcert.util.progress import Stages
 
 #: W* is put in closed form automatically only when the equality system is this small (rows) and
 #: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.
@@ -203,7 +204,7 @@ def exact_certify(
     instance: NTPInstance,
     *,
     svm: bool = True,
-    solver: str = "clarabel",
+    solver: str = DEFAULT_SOLVER,
     progress: bool | None = None,
     certificate_out: str | None = None,
     w_star: str = "auto",
@@ -224,7 +225,7 @@ def exact_certify(
     """
     t0 = time.perf_counter()
     if certificate_out is not None:
-        _check_target(certificate_out)  # fail before the work, not after it
+        check_output_file(certificate_out, "certificate_out")  # fail before the work, not after it
     rep = certify(instance, svm=svm, solver=solver, progress=progress)
     stages = Stages(4, progress, desc="exact")
     try:
@@ -262,86 +263,5 @@ def _separability(instance: NTPInstance, rep: Report) -> ExactSeparability:
     return ExactSeparability(None, None, None, None, "; ".join(notes + [ray.reason]), ray.seconds)
 
 
-def _check_target(path: str) -> None:
-    import os
 
-    from ntpcert.errors import InputError
-
-    parent = os.path.dirname(os.path.abspath(path)) or "."
-    if os.path.isdir(path):
-        raise InputError(f"--certificate-out: {path!r} is a directory")
-    if not os.path.isdir(parent):
-        raise InputError(f"--certificate-out: directory {parent!r} does not exist")
-
-
-def _yn(v: bool | None) -> str:
-    return "undetermined" if v is None else ("yes" if v else "no")
-
-
-def print_report(r: ExactReport, file=None) -> None:
-    """The human-readable report of ``certify --exact``."""
-    out = file or sys.stdout
-    inst = r.float_report.instance
-    c, s = r.compatibility, r.separability
-
-    def w(line: str) -> None:
-        print(line, file=out)
-
-    w(f"instance {inst.name}: m={inst.m} contexts, d={inst.d}, V={inst.V}, n={inst.n if inst.n is not None else '-'}")
-    w(f"  entropy lower bound H      = {inst.entropy() + 0.0:.10g} nats")
-    if inst.probs_exact_from_floats:
-        w("  note: probabilities were given as floats; they are taken as the exact (dyadic) rationals they are")
-    if c.holds:
-        w(f"  NTP-compatible (4)         : {_yn(r.compatible)}  (exact: null(A_eq^T) has dimension {c.null_dim}, "
-          f"Y^T E = 0 over {len(c.primes)} primes; dim F = {c.rank})")
-    else:
-        viol = " + ".join(f"{v}*log({p})" for p, v in (c.violating_exponents or {}).items())
-        w(f"  NTP-compatible (4)         : {_yn(r.compatible)}  (exact: null vector y with y^T b = {viol} != 0)")
-    if r.w_star is not None and not r.w_star.primes:
-        w("  W* = 0  (every in-support ratio is 1)")
-    elif r.w_star is not None:
-        w(f"  W* = {' + '.join(f'log({p})*R_{p}' for p in r.w_star.primes)}  (exact rational R_p), "
-          f"||W*||_F = {r.w_star.norm(20)}")
-    elif c.holds:
-        w(f"  W* closed form             : {r.w_star_note}")
-    if s.holds is True:
-        w(f"  NTP-separable (6)          : {_yn(r.separable)}  (exact feasible point, margins >= 1)")
-    elif s.holds is False:
-        w(f"  NTP-separable (6)          : {_yn(r.separable)}  (exact Farkas ray with {len(s.ray)} nonzeros)")
-    else:
-        w(f"  NTP-separable (6)          : undetermined  ({s.reason})")
-    w(f"  entropy bound reachable    : {_yn(r.entropy_bound_reachable)}")
-    if r.svm is not None and r.svm_certified:
-        b = r.svm
-        w(f"  NTP-SVM ||W^mm||_F in [{b.norm_lower:.12g}, {b.norm_upper:.12g}]; exact gap {b.gap_float:.3e} "
-          f"(relative {b.relative_gap:.1e}) => ||W - W^mm||_F <= {b.distance_bound:.3e}")
-    elif r.svm is not None:
-        w(f"  NTP-SVM                    : not certified ({r.svm.reason})")
-    elif r.float_report.svm_error:
-        w(f"  NTP-SVM                    : {r.float_report.svm_error}")
-    if r.verdict.valid:
-        w(f"  certificate                : checked independently, VALID"
-          + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))
-    else:
-        w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined")
-
-
-def run_exact_certify(args: Any, instance: NTPInstance) -> int:
-    """Entry point of ``ntpcert certify DATA --exact`` (called by :mod:`ntpcert.cli`)."""
-    from ntpcert.cli.app import _json_default, _progress
-
-    rep = exact_certify(
-        instance,
-        svm=not getattr(args, "no_svm", False),
-        solver=getattr(args, "solver", "clarabel"),
-        progress=_progress(args),
-        certificate_out=getattr(args, "certificate_out", None),
-    )
-    if getattr(args, "json", False):
-        sys.stdout.write(json.dumps(rep.to_json(), default=_json_default) + "\n")
-    else:
-        print_report(rep)
-    return 0
-
-
-__all__ = ["ExactReport", "build_certificate", "exact_certify", "print_report", "run_exact_certify"]
+__all__ = ["ExactReport", "build_certificate", "exact_certify"]

@@ -16,7 +16,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.separability_lp import SeparabilityResult, check_separability
 from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility
-from ntpcert.solve.svm import SVMSolution, solve_svm
+from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
 
@@ -76,7 +76,7 @@ def certify(
     instance: NTPInstance,
     *,
     svm: bool = True,
-    solver: str = "structured",
+    solver: str = DEFAULT_SOLVER,
     progress: bool | None = None,
     lp_time_limit: float | None = None,
 ) -> Report:
@@ -108,6 +108,6 @@ def certify(
     return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0)
 
 
-def compute_limits(instance: NTPInstance, *, solver: str = "structured", progress: bool | None = None) -> Report:
+def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:
     """Alias of :func:`certify` with the SVM solved: the report carries W* and W^mm."""
     return certify(instance, svm=True, solver=solver, progress=progress)

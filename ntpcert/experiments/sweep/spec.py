@@ -18,7 +18,7 @@ r"""Sweep specs: a TOML file naming a grid of random instances and the quantitie
     max_count = 10                    # counts on a support are uniform in 1..max_count
 
     [svm]
-    solver = "clarabel"
+    solver = "structured"             # the default NTP-SVM solver
 
     [trajectory]
     steps = 1000                      # plain GD from W = 0
@@ -252,8 +252,9 @@ def parse_spec(doc: dict, *, default_name: str = "sweep") -> SweepSpec:
     inst = _table("instance", doc.get("instance"), {"max_count"})
     inst["max_count"] = _int("instance.max_count", inst.get("max_count", 10), 1)
     svm = _table("svm", doc.get("svm"), {"solver"})
-    svm["solver"] = svm.get("solver", "clarabel")
-    from ntpcert.solve.svm import BACKENDS
+    from ntpcert.solve.svm import BACKENDS, DEFAULT_SOLVER
+
+    svm["solver"] = svm.get("solver", DEFAULT_SOLVER)
 
     if not isinstance(svm["solver"], str) or not (svm["solver"] in BACKENDS or svm["solver"].startswith("cvxpy:")):
         raise InputError(f"svm.solver: value {svm['solver']!r} is not an NTP-SVM solver "

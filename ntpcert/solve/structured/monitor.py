@@ -49,7 +49,7 @@ class Progress:
     active: int
 
 
-def progress(A: np.ndarray, Z: np.ndarray, sq_norms: np.ndarray, classes: TokenClasses) -> Progress:
+def gap_progress(A: np.ndarray, Z: np.ndarray, sq_norms: np.ndarray, classes: TokenClasses) -> Progress:
     """Progress of the dual ``A`` (m, C) with logits ``Z`` (m, C) and class norms (C,)."""
     mask = classes.mask
     n = classes.sizes
@@ -64,7 +64,9 @@ def progress(A: np.ndarray, Z: np.ndarray, sq_norms: np.ndarray, classes: TokenC
     if margin > 0 and np.isfinite(margin):
         primal = 0.5 * norm2 / margin**2
         gap = primal - dual
-        rel = abs(gap) / max(1.0, primal)
+        # the rescaled W is feasible only once the in-support logits agree: until then the spread,
+        # relative to the margin, bounds how far the estimate can be trusted
+        rel = max(abs(gap) / max(1.0, primal), spread / margin)
     elif np.isinf(margin):
         gap, rel = 0.5 * norm2 - dual, abs(0.5 * norm2 - dual) / max(1.0, 0.5 * norm2)
     else:

@@ -32,7 +32,6 @@ True
 
 from __future__ import annotations
 
-import sys
 import time
 from fractions import Fraction
 
@@ -44,9 +43,10 @@ from ntpcert.solve.svm.solution import SVMSolution
 from ntpcert.solve.structured.bcd import BATCH, epoch, make_state
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray
-from ntpcert.solve.structured.monitor import Progress, progress
+from ntpcert.solve.structured.monitor import Progress, gap_progress
 from ntpcert.solve.structured.polish import ActiveSetSystem
 from ntpcert.util.numbers import blas_threads
+from ntpcert.util.progress import progress_bar
 
 #: Default target of the certified relative duality gap.
 DEFAULT_TOL = 1e-9
@@ -73,6 +73,22 @@ RAY_GROWTH = 2.0
 RAY_PATIENCE = 3
 
 
+#: The float certificate accepts a candidate only when its in-support logits agree to this
+#: tolerance (relative to the margin); the exact certificate repairs them exactly instead.
+FLOAT_EQUALITY_TOL = 1e-9
+
+#: After a failed certification the next one waits at most this many epochs (the wait doubles
+#: after each failure, from 1), even when the gap estimate has not fallen tenfold.
+CERTIFY_MAX_WAIT = 256
+
+
+def _equality_residual(Z: np.ndarray, mask: np.ndarray) -> float:
+    """Largest spread of the in-support logits over the contexts: 0 exactly when (6a) holds."""
+    hi = np.where(mask, Z, -np.inf).max(axis=1)
+    lo = np.where(mask, Z, np.inf).min(axis=1)
+    return float((hi - lo).max(initial=0.0))
+
+
 class NotSeparable(InfeasibleError):
     """The data are not NTP-separable; ``certificate`` is the Farkas ray that proves it."""
 
@@ -91,21 +107,17 @@ def _trivial_ray(classes: TokenClasses, j: int, V: int, m: int) -> FarkasRay:
 
 
 class _Bar:
-    def __init__(self, enabled: bool) -> None:
-        self.bar = None
-        if enabled:
-            from tqdm import tqdm
+    """Epochs on a progress bar, with the gap estimate and the active count beside them."""
 
-            self.bar = tqdm(desc="structured", file=sys.stderr, leave=False, unit="epoch")
+    def __init__(self, enabled: bool) -> None:
+        self.bar = progress_bar(enabled, desc="structured", unit="epoch")
 
     def update(self, pr: Progress) -> None:
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.set_postfix_str(f"gap~{pr.relative_gap_estimate:.1e} active {pr.active}")
+        self.bar.update(1)
+        self.bar.set_postfix_str(f"gap~{pr.relative_gap_estimate:.1e} active {pr.active}")
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+        self.bar.close()
 
 
 class _Solver:
@@ -176,6 +188,8 @@ class _Solver:
                 return None, np.inf
             Wc, ac = W / gamma, a
             cert = {"kind": "float"}
+            if _equality_residual(Z, cls.mask) > FLOAT_EQUALITY_TOL * max(1.0, gamma):
+                return None, np.inf  # in-support logits still differ: not a feasible point
         info["exact_seconds"] = self.exact_seconds
         sol = SVMSolution.from_primal_dual(
             self.system, Wc, ac, solver="structured", status=status, seconds=time.perf_counter() - started,
@@ -191,7 +205,7 @@ class _Solver:
 def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float | None = None,
           max_epochs: int = 100_000, path: str = "auto", batch: int = BATCH, polish: bool = True,
           certificate: str = "exact", seed: int = 0, warm_start: np.ndarray | None = None,
-          threads: int | None = 1, progress_bar: bool = False) -> SVMSolution:
+          threads: int | None = 1, verbose: bool = False, progress: bool = False) -> SVMSolution:
     """Solve the NTP-SVM with the structured solver (see the module doc).
 
     Parameters
@@ -218,8 +232,10 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     threads : int or None
         BLAS threads during the solve (default 1: the per-block products are small, and on a
         shared machine one thread per process is fastest); None leaves the BLAS setting alone.
-    progress_bar : bool
-        A tqdm bar on stderr.
+    verbose : bool
+        Accepted for the common backend API; the solver prints nothing (use ``progress``).
+    progress : bool
+        A progress bar on stderr.
 
     Returns
     -------
@@ -240,11 +256,11 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     with blas_threads(threads):
         return _solve(system, tol=tol, time_limit=time_limit, max_epochs=max_epochs, path=path, batch=batch,
                       polish=polish, certificate=certificate, seed=seed, warm_start=warm_start,
-                      progress_bar=progress_bar)
+                      progress=progress)
 
 
 def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, polish, certificate, seed,
-           warm_start, progress_bar) -> SVMSolution:
+           warm_start, progress) -> SVMSolution:
     if path not in ("auto", "kernel", "linear"):
         raise InputError(f"path: unknown value {path!r} (expected auto, kernel or linear)")
     if certificate not in ("exact", "float"):
@@ -278,12 +294,13 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
     state = make_state(H, A, path)
     mu = np.full(m, np.nan)
     history: list[tuple[float, int, float]] = []
-    bar = _Bar(progress_bar)
+    bar = _Bar(progress)
     prev_active = None
     next_polish = 0
     next_certify = S.tol * CERTIFY_FACTOR
     ref_A, ref_dual = None, None
     stuck = 0  # consecutive epochs without a positive margin estimate
+    failed, retry_at = 0, 0  # failed certifications, and the epoch of the next forced retry
     polished = 0
     best: tuple[SVMSolution, float] | None = None
 
@@ -303,7 +320,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
             epoch(state, A, cls, S.rng.permutation(contexts), S.off, mu, S.batch)
             if ep % REFRESH_EVERY == 0:
                 state.refresh(A)
-            pr = progress(A, state.logits(), state.sq_norms(A), cls)
+            pr = gap_progress(A, state.logits(), state.sq_norms(A), cls)
             history.append((time.perf_counter() - t_start, ep, pr.relative_gap_estimate))
             bar.update(pr)
             if not np.isfinite(pr.dual):
@@ -338,11 +355,13 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
                     if sol is not None:
                         return sol
             prev_active = active
-            if pr.relative_gap_estimate <= next_certify:
+            if pr.relative_gap_estimate <= next_certify or (failed and ep >= retry_at):
                 sol = finish(A.copy(), "optimal", ep)
                 if sol is not None:
                     return sol
-                next_certify = pr.relative_gap_estimate * 0.1
+                next_certify = min(next_certify, pr.relative_gap_estimate * 0.1)
+                failed += 1
+                retry_at = ep + min(CERTIFY_MAX_WAIT, 2 ** failed)
             if time_limit is not None and time.perf_counter() - t_start > time_limit:
                 break
     finally:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Callable
 
 import numpy as np
@@ -18,6 +19,7 @@ from ntpcert.solve.svm.solution import SVMSolution as SVMSolution
 
 #: Backend name -> (module, keyword arguments for its ``solve``).
 BACKENDS: dict[str, tuple[str, dict]] = {
+    "auto": ("ntpcert.solve.svm.auto", {}),
     "clarabel": ("ntpcert.solve.svm.clarabel_direct", {}),
     "cvxpy": ("ntpcert.solve.svm.cvxpy_backend", {}),
     "structured": ("ntpcert.solve.structured.solver", {}),
@@ -31,7 +33,8 @@ BACKENDS: dict[str, tuple[str, dict]] = {
 
 
 def register_backend(name: str, module: str, **kwargs) -> None:
-    """Make ``solve_svm(..., solver=name)`` call ``module.solve(system, **kwargs)``."""
+    """Make ``solve_svm(..., solver=name)`` call ``module.solve(system, **kwargs)``; the module's
+    ``solve`` takes the :data:`COMMON_OPTIONS` as keyword-only arguments."""
     BACKENDS[name] = (module, kwargs)
 
 
@@ -58,16 +61,64 @@ def resolve_backend(solver: str) -> tuple[str, dict]:
                      f"(known: {', '.join(sorted(BACKENDS))}, cvxpy:NAME, qpsolvers:NAME)")
 
 
-def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = "clarabel", **options) -> SVMSolution:
+#: The default NTP-SVM solver of every entry point (``solve_svm``, ``certify``, ``exact_certify``,
+#: ``Limits.compute``, the regularisation path and the command line).
+DEFAULT_SOLVER = "auto"
+
+#: Options every backend's ``solve`` takes: ``tol`` (its stopping tolerance), ``time_limit``
+#: (seconds), ``verbose`` (the solver's own log) and ``progress`` (a bar on stderr, where the
+#: backend has one). Backends add their own keyword-only options.
+COMMON_OPTIONS = ("tol", "time_limit", "verbose", "progress")
+
+
+def backend_options(solver: str) -> tuple[str, ...]:
+    """The options ``solve_svm(..., solver=solver, **options)`` accepts for this backend."""
+    module, fixed = resolve_backend(solver)
+    fn = importlib.import_module(module).solve
+    names = [p.name for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    return tuple(n for n in names if n not in fixed)
+
+
+def _check_options(solver: str, options: dict) -> None:
+    accepted = backend_options(solver)
+    for key, value in options.items():
+        if key not in accepted:
+            raise InputError(f"{key}: not an option of the NTP-SVM backend {solver!r} "
+                             f"(its options: {', '.join(accepted)})")
+    for key in ("tol", "time_limit"):
+        v = options.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and v < float("inf"))):
+            raise InputError(f"{key}: value {v!r} is not a positive finite number")
+
+
+def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_SOLVER, **options) -> SVMSolution:
     """Solve the NTP-SVM of ``data`` with the named backend.
 
-    ``solver`` is a key of :data:`BACKENDS` (``structured`` is the structured solver of
-    :mod:`ntpcert.solve.structured.solver`; ``osqp``, ``scs``, ``piqp``, ``proxqp``, ``highs`` go through
-    qpsolvers), ``cvxpy:NAME`` or ``qpsolvers:NAME``; ``options`` go to the backend's ``solve``.
+    Parameters
+    ----------
+    data : NTPInstance or KeslerSystem
+    solver : str
+        A key of :data:`BACKENDS` (``auto``, the default, is the structured solver of
+        :mod:`ntpcert.solve.structured.solver` with a Clarabel fallback, see :mod:`ntpcert.solve.svm.auto`; ``osqp``, ``scs``, ``piqp``, ``proxqp``, ``highs`` go
+        through qpsolvers), ``cvxpy:NAME`` or ``qpsolvers:NAME``.
+    options
+        The common options :data:`COMMON_OPTIONS` and the backend's own ones
+        (:func:`backend_options` lists them). Any other name is an
+        :class:`~ntpcert.errors.InputError` naming the option and the backend.
 
-    Raises :class:`~ntpcert.errors.InfeasibleError` when the data are not separable, and
-    :class:`~ntpcert.errors.SolverError` when the backend fails.
+    Returns
+    -------
+    SVMSolution
+        The backend's primal/dual pair, with its residuals and duality gap recomputed.
+
+    Raises
+    ------
+    InfeasibleError
+        When the data are not separable.
+    SolverError
+        When the backend fails.
     """
+    _check_options(solver, options)
     system = data if isinstance(data, KeslerSystem) else KeslerSystem.build(data)
     if system.n_margin == 0:
         return _trivial(system)
@@ -76,4 +127,5 @@ def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = "clarabel", **o
     return fn(system, **{**kwargs, **options})
 
 
-__all__ = ["BACKENDS", "SVMSolution", "SVM_TOL", "register_backend", "resolve_backend", "solve_svm"]
+__all__ = ["BACKENDS", "COMMON_OPTIONS", "DEFAULT_SOLVER", "SVMSolution", "SVM_TOL", "backend_options",
+           "register_backend", "resolve_backend", "solve_svm"]

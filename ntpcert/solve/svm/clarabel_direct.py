@@ -12,10 +12,12 @@ from ntpcert.rows.qp import build_qp, dual_from_cone_multipliers
 from ntpcert.solve.svm.solution import SVMSolution
 
 
-def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False) -> SVMSolution:
+def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False,
+          progress: bool = False) -> SVMSolution:
     """Solve the NTP-SVM with Clarabel's interior-point method.
 
-    ``tol`` sets Clarabel's absolute/relative gap and feasibility tolerances.
+    ``tol`` sets Clarabel's absolute/relative gap and feasibility tolerances; ``progress`` is
+    accepted for the common backend API (Clarabel reports per iteration with ``verbose``).
     Raises :class:`InfeasibleError` when Clarabel reports primal infeasibility.
     """
     import clarabel

@@ -16,33 +16,44 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
-from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 
-from ntpcert.errors import SolverError
+from ntpcert.errors import MissingExtraError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.qp import build_qp, dual_from_cone_multipliers
 from ntpcert.solve.svm.solution import SVMSolution
+from ntpcert.util.extras import require
 
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send what native code prints to stdout (HiGHS prints a banner) to stderr, so that
-    ``--json`` output on stdout stays one JSON object."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError, AttributeError):  # no real stdout (e.g. captured)
-        yield
-        return
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+_BANNER_LOCK = threading.Lock()
+_BANNER_DONE: list[bool] = []
+
+
+def _highs_banner_to_stderr() -> None:
+    """HiGHS prints its banner on stdout when the first ``highspy.Highs()`` of a process is built,
+    whatever its options; ``--json`` output on stdout must stay one JSON object. So the first
+    instance is built once, early, with file descriptor 1 pointed at stderr for the constructor
+    alone; later ones print nothing."""
+    with _BANNER_LOCK:
+        if _BANNER_DONE:
+            return
+        _BANNER_DONE.append(True)
+        import highspy
+
+        try:
+            sys.stdout.flush()
+            saved = os.dup(1)
+        except (OSError, ValueError, AttributeError):  # no real stdout (e.g. captured)
+            highspy.Highs()
+            return
+        try:
+            os.dup2(2, 1)
+            highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _accuracy_options(solver: str, tol: float) -> dict:
@@ -64,7 +75,7 @@ def _time_limit_options(solver: str, seconds: float) -> dict:
 
 
 def solve(system: KeslerSystem, *, solver: str = "osqp", tol: float = 1e-9, time_limit: float | None = None,
-          verbose: bool = False, **options) -> SVMSolution:
+          verbose: bool = False, progress: bool = False, solver_options: dict | None = None) -> SVMSolution:
     """Solve the NTP-SVM with ``qpsolvers.solve_problem(..., solver=solver)``.
 
     Parameters
@@ -76,15 +87,18 @@ def solve(system: KeslerSystem, *, solver: str = "osqp", tol: float = 1e-9, time
         Absolute feasibility/optimality tolerance handed to the solver.
     time_limit : float, optional
         Seconds, for the solvers that take a time limit (OSQP, SCS, Clarabel, HiGHS).
-    options
+    verbose : bool
+        The solver's own log (on stderr).
+    progress : bool
+        Accepted for the common backend API; qpsolvers reports no progress.
+    solver_options : dict, optional
         Further solver options; they override the defaults.
     """
-    try:
-        import qpsolvers
-    except ImportError as err:  # pragma: no cover - qpsolvers is in the bench extra
-        raise SolverError(f"qpsolvers/{solver}: qpsolvers is not installed (pip install ntpcert[bench])") from err
+    qpsolvers = require("qpsolvers", "bench", f"the NTP-SVM backend {solver!r}")
     if solver not in qpsolvers.available_solvers:
-        raise SolverError(f"qpsolvers/{solver}: not available (installed: {', '.join(qpsolvers.available_solvers)})")
+        raise MissingExtraError(f"the NTP-SVM backend {solver!r} needs the QP solver {solver!r}, which qpsolvers does "
+                                f"not find (installed: {', '.join(qpsolvers.available_solvers) or 'none'}): "
+                                "pip install 'ntpcert[bench]'")
     t0 = time.perf_counter()
     qp = build_qp(system)
     G = qp.A[qp.n_eq :]  # build_qp stores -A_mar
@@ -93,12 +107,13 @@ def solve(system: KeslerSystem, *, solver: str = "osqp", tol: float = 1e-9, time
     b = np.zeros(qp.n_eq) if qp.n_eq else None
     problem = qpsolvers.Problem(qp.P, qp.q, G, h, A, b)
     limit = _time_limit_options(solver, time_limit) if time_limit else {}
-    opts = {**_accuracy_options(solver, tol), **limit, **options}
+    opts = {**_accuracy_options(solver, tol), **limit, **(solver_options or {})}
     if solver == "proxqp":
         opts.setdefault("backend", "sparse")
+    if solver == "highs":
+        _highs_banner_to_stderr()
     try:
-        with _stdout_to_stderr():
-            sol = qpsolvers.solve_problem(problem, solver=solver, verbose=verbose, **opts)
+        sol = qpsolvers.solve_problem(problem, solver=solver, verbose=verbose, **opts)
     except Exception as err:  # noqa: BLE001 - each solver raises its own types
         raise SolverError(f"qpsolvers/{solver}: {type(err).__name__}: {err}") from err
     if not sol.found or sol.x is None or not np.all(np.isfinite(sol.x)):

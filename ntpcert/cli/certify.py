@@ -1,0 +1,60 @@
+"""``ntpcert certify DATA [--exact] [--json]``: compatibility, separability and reachability of the
+entropy bound, as float verdicts or as exact, independently checked certificates."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, load_data, progress_enabled, solver_options
+
+
+def register(subparsers: Any, name: str) -> None:
+    p = subparsers.add_parser(name, help="decide compatibility, separability and reachability of the entropy bound")
+    data_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
+    p.add_argument("--certificate-out", metavar="PATH", default=None, help="with --exact: write the certificate here")
+    p.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
+    solver_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ntpcert.errors import InputError
+
+    if args.certificate_out is not None and not args.exact:
+        raise InputError("--certificate-out: a certificate is written only with --exact")
+    if args.exact:
+        return _run_exact(args)
+    from ntpcert.pipeline.float_verdicts import certify
+    from ntpcert.report.text import float_report_lines
+
+    inst = load_data(args)
+    rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args))
+    if args.json:
+        emit_json(rep.to_json())
+    else:
+        emit_lines(float_report_lines(rep))
+    return EXIT_OK
+
+
+def _run_exact(args: argparse.Namespace) -> int:
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.report.text import exact_report_lines
+    from ntpcert.util.files import check_output_file
+
+    if args.certificate_out is not None:
+        check_output_file(args.certificate_out, "--certificate-out")  # before the work, not after it
+    rep = exact_certify(
+        load_data(args),
+        svm=not args.no_svm,
+        solver=args.solver,
+        progress=progress_enabled(args),
+        certificate_out=args.certificate_out,
+    )
+    if args.json:
+        emit_json(rep.to_json())
+    else:
+        emit_lines(exact_report_lines(rep))
+    return EXIT_OK

@@ -1,0 +1,28 @@
+"""``ntpcert info DATA``: sizes, supports and entropy of a dataset."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, load_data
+
+
+def register(subparsers: Any, name: str) -> None:
+    p = subparsers.add_parser(name, help="sizes, supports and entropy of a dataset")
+    data_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ntpcert.report.text import fmt
+
+    inst = load_data(args)
+    info = inst.describe()
+    info["fingerprint"] = inst.fingerprint()
+    if args.json:
+        emit_json(info)
+    else:
+        emit_lines([f"{key:>20}: {fmt(val)}" for key, val in info.items()])
+    return EXIT_OK

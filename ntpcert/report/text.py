@@ -1,0 +1,91 @@
+"""Plain-text renderings of the pipelines' reports, as lists of lines (the caller prints them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def fmt(v: Any) -> str:
+    """A verdict or value for people: ``undetermined`` for None, ``yes``/``no`` for booleans."""
+    if v is None:
+        return "undetermined"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def float_report_lines(rep: Any) -> list[str]:
+    """The report of ``ntpcert certify`` (a :class:`~ntpcert.pipeline.float_verdicts.Report`)."""
+    j = rep.to_json()
+    lines = [
+        f"instance {j['name']}: m={j['m']} contexts, d={j['d']}, V={j['V']}, n={fmt(j['n'])}, "
+        f"k_j in [{j['support_size_min']}, {j['support_size_max']}]",
+        f"  entropy lower bound H      = {j['entropy']:.10g} nats",
+    ]
+    c, s = j["compatible"], j["separable"]
+    lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  (residual {c['residual']:.3e}, relative "
+                 f"{c['relative_residual']:.3e}; holds below {c['tolerance']:g}, fails above "
+                 f"{c['incompatible_above']:g}; dim F = {c['dim_F']})")
+    mm = "" if s["min_margin"] is None else f", min margin {s['min_margin']:.6g}"
+    lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  (HiGHS: {s['status']}{mm})")
+    lines.append(f"  entropy bound reachable    : {fmt(j['entropy_bound_reachable'])}")
+    if j["svm"]:
+        v = j["svm"]
+        lines.append(f"  NTP-SVM ||W^mm||_F         = {v['norm']:.10g}  ({v['solver']}, {v['status']}; primal res "
+                     f"{v['primal_residual']:.2e}, dual res {v['dual_residual']:.2e}, gap {v['gap']:.2e})")
+    elif j.get("svm_error"):
+        lines.append(f"  NTP-SVM                    : {j['svm_error']}")
+    lines.append("  (float verdicts; run with --exact for certificates checked in rational arithmetic)")
+    return lines
+
+
+def exact_report_lines(r: Any) -> list[str]:
+    """The report of ``ntpcert certify --exact`` (an
+    :class:`~ntpcert.pipeline.exact_verdicts.ExactReport`)."""
+    inst = r.float_report.instance
+    c, s = r.compatibility, r.separability
+    out: list[str] = []
+    w = out.append
+    w(f"instance {inst.name}: m={inst.m} contexts, d={inst.d}, V={inst.V}, n={inst.n if inst.n is not None else '-'}")
+    w(f"  entropy lower bound H      = {inst.entropy() + 0.0:.10g} nats")
+    if inst.probs_exact_from_floats:
+        w("  note: probabilities were given as floats; they are taken as the exact (dyadic) rationals they are")
+    if c.holds:
+        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null(A_eq^T) has dimension {c.null_dim}, "
+          f"Y^T E = 0 over {len(c.primes)} primes; dim F = {c.rank})")
+    else:
+        viol = " + ".join(f"{v}*log({p})" for p, v in (c.violating_exponents or {}).items())
+        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null vector y with y^T b = {viol} != 0)")
+    if r.w_star is not None and not r.w_star.primes:
+        w("  W* = 0  (every in-support ratio is 1)")
+    elif r.w_star is not None:
+        w(f"  W* = {' + '.join(f'log({p})*R_{p}' for p in r.w_star.primes)}  (exact rational R_p), "
+          f"||W*||_F = {r.w_star.norm(20)}")
+    elif c.holds:
+        w(f"  W* closed form             : {r.w_star_note}")
+    if s.holds is True:
+        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact feasible point, margins >= 1)")
+    elif s.holds is False:
+        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact Farkas ray with {len(s.ray)} nonzeros)")
+    else:
+        w(f"  NTP-separable (6)          : undetermined  ({s.reason})")
+    w(f"  entropy bound reachable    : {fmt(r.entropy_bound_reachable)}")
+    if r.svm is not None and r.svm_certified:
+        b = r.svm
+        w(f"  NTP-SVM ||W^mm||_F in [{b.norm_lower:.12g}, {b.norm_upper:.12g}]; exact gap {b.gap_float:.3e} "
+          f"(relative {b.relative_gap:.1e}) => ||W - W^mm||_F <= {b.distance_bound:.3e}")
+    elif r.svm is not None:
+        w(f"  NTP-SVM                    : not certified ({r.svm.reason})")
+    elif r.float_report.svm_error:
+        w(f"  NTP-SVM                    : {r.float_report.svm_error}")
+    if r.verdict.valid:
+        w("  certificate                : checked independently, VALID"
+          + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))
+    else:
+        w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined")
+    return out
+
+
+__all__ = ["exact_report_lines", "float_report_lines", "fmt"]
