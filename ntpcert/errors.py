@@ -24,6 +24,11 @@ class CertificateError(NTPCertError):
     """A certificate is malformed, or does not speak of the instance it is checked against."""
 
 
+class ExactArithmeticError(NTPCertError, ValueError):
+    """An exact computation cannot proceed: values out of the representable range, a number too
+    large to factorise, or an exact system that contradicts a float answer it was built from."""
+
+
 class InfeasibleError(SolverError):
     """The NTP-SVM has no feasible point: the data are not NTP-separable (as the solver sees it;
     ``ntpcert certify --exact`` proves it)."""

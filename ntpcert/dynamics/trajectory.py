@@ -387,7 +387,7 @@ class Stepper:
 
     def __init__(self, instance: NTPInstance, optimizer: Optimizer, W0: np.ndarray | None = None) -> None:
         self.optimizer = optimizer.resolve(instance)
-        self.W = np.zeros((instance.V, instance.d)) if W0 is None else np.array(instance._check_W(W0), copy=True)
+        self.W = np.zeros((instance.V, instance.d)) if W0 is None else np.array(instance.check_decoder(W0), copy=True)
         self._bufs = self.optimizer.init(self.W).buffers
         self._kernel = CEKernel(instance)
         self._G = np.empty_like(self.W)

@@ -33,6 +33,7 @@ from fractions import Fraction
 import flint
 import numpy as np
 
+from ntpcert.errors import ExactArithmeticError, InputError
 from ntpcert.instance import NTPInstance
 from ntpcert.exact.dyadic import exact_matmul
 from ntpcert.exact.rational import frac, fraction_str
@@ -41,7 +42,7 @@ from ntpcert.exact.rational import frac, fraction_str
 def factorise(n: int) -> dict[int, int]:
     """Prime factorisation ``{p: exponent}`` of a positive integer."""
     if n < 1:
-        raise ValueError(f"cannot factorise {n}")
+        raise ExactArithmeticError(f"cannot factorise {n}")
     if n == 1:
         return {}
     return {int(p): int(e) for p, e in flint.fmpz(n).factor()}
@@ -317,12 +318,12 @@ def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None 
 
     Raises
     ------
-    ValueError
+    InputError
         When the instance is not compatible.
     """
     compat = check_compatibility_exact(instance) if compat is None else compat
     if not compat.holds:
-        raise ValueError("W* has no closed form: the instance is not NTP-compatible")
+        raise InputError("W* has no closed form: the instance is not NTP-compatible")
     rows = eq_rows(instance)
     gram, E, primes = compat.gram, compat.E, compat.primes
     coeffs: dict[int, dict] = {p: {} for p in primes}
@@ -341,7 +342,7 @@ def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None 
                 e = int(E[int(comp[r_]), pi])
                 aug[r_, n + k] = e * scale if scale is not None else e
         if gram.exp > 0:
-            raise ValueError("unexpected positive Gram exponent")
+            raise ExactArithmeticError("unexpected positive Gram exponent")
         R, den, rank = aug.rref()
         pivots = []
         for i in range(rank):
@@ -350,7 +351,7 @@ def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None 
                     pivots.append(c_)
                     break
         if any(pc >= n for pc in pivots):
-            raise ValueError("inconsistent system: the instance is not NTP-compatible")
+            raise ExactArithmeticError("inconsistent system: the instance is not NTP-compatible")
         for k, pi in enumerate(rhs_cols):
             p = primes[pi]
             for i, pc in enumerate(pivots):

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ntpcert.errors import NTPCertError
+from ntpcert.errors import ExactArithmeticError, InputError
 
 #: Largest number of slices a matrix may need before the exact product gives up (a float matrix
 #: spanning more than ``MAX_SLICES * b`` binary orders of magnitude).
@@ -45,10 +45,6 @@ ENCLOSURE_BITS = 80
 
 #: Most slice products that may be accumulated into one int64 level (each below 2**53).
 MAX_LEVEL_TERMS = 64
-
-
-class ExactArithmeticError(NTPCertError):
-    """An exact computation cannot proceed (e.g. values out of the representable range)."""
 
 
 def slice_bits(inner: int) -> int:
@@ -268,12 +264,12 @@ def exact_matmul(X: np.ndarray | Split, Y: np.ndarray | Split) -> LimbMatrix:
     p, n = X.shape
     n2, q = Y.shape
     if n != n2:
-        raise ValueError(f"exact_matmul: inner dimensions differ ({n} vs {n2})")
+        raise InputError(f"exact_matmul: inner dimensions differ ({n} vs {n2})")
     Xs = X if isinstance(X, Split) else Split.of(X, n)
     Ys = Y if isinstance(Y, Split) else Split.of(Y, n)
     b = slice_bits(n)
     if Xs.b != b or Ys.b != b:
-        raise ValueError(f"exact_matmul: a factor was split for another inner dimension (b = {Xs.b}, {Ys.b}, need {b})")
+        raise InputError(f"exact_matmul: a factor was split for another inner dimension (b = {Xs.b}, {Ys.b}, need {b})")
     xs, ex = Xs.slices, Xs.E
     ys, ey = Ys.slices, Ys.E
     if not xs or not ys:

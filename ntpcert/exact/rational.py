@@ -14,7 +14,7 @@ from typing import Sequence
 import flint
 import numpy as np
 
-from ntpcert.errors import CertificateError
+from ntpcert.errors import CertificateError, InputError
 
 
 def frac(x) -> Fraction:
@@ -30,7 +30,7 @@ def frac(x) -> Fraction:
         return Fraction(int(x))
     if isinstance(x, (float, np.floating)):
         if not math.isfinite(float(x)):
-            raise ValueError(f"not a finite number: {x!r}")
+            raise InputError(f"not a finite number: {x!r}")
         return Fraction(*float(x).as_integer_ratio())
     if isinstance(x, str):
         return parse_fraction(x)
@@ -47,10 +47,10 @@ def fmpq(x) -> flint.fmpq:
 
 def fmpq_list(values: np.ndarray) -> list[flint.fmpq]:
     """The entries of a finite float array, flattened in C order, as exact ``fmpq`` (their dyadic
-    values); raises ValueError on NaN/inf."""
+    values); raises InputError on NaN/inf."""
     arr = np.asarray(values, dtype=np.float64).ravel()
     if not np.all(np.isfinite(arr)):
-        raise ValueError("not a finite number in the array")
+        raise InputError("not a finite number in the array")
     return [flint.fmpq(*x.as_integer_ratio()) for x in arr.tolist()]
 
 

@@ -41,11 +41,10 @@ from fractions import Fraction
 import flint
 import numpy as np
 
-from ntpcert.errors import InputError
+from ntpcert.errors import ExactArithmeticError, InputError
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.exact.dyadic import (
-    ExactArithmeticError,
     Split,
     down,
     exact_int_sum,

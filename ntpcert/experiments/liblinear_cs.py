@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ntpcert.errors import InputError, SolverError
+from ntpcert.util.extras import require
 from ntpcert.instance import NTPInstance
 
 #: Default penalty; large enough for the hard-margin solution on the benchmark's instances (checked).
@@ -98,10 +99,7 @@ def crammer_singer(instance: NTPInstance, *, C: float = DEFAULT_C, tol: float = 
         ``W`` has shape (V, d) in token order.
     """
     y = labels(instance)
-    try:
-        from sklearn.svm import LinearSVC
-    except ImportError as err:  # pragma: no cover - scikit-learn is in the bench extra
-        raise SolverError("liblinear: scikit-learn is not installed (pip install ntpcert[bench])") from err
+    LinearSVC = require("sklearn.svm", "bench", "the LIBLINEAR comparison").LinearSVC
     H = instance.embeddings
     clf = LinearSVC(multi_class="crammer_singer", C=C, fit_intercept=False, tol=tol, max_iter=max_iter,
                     random_state=seed)

@@ -46,8 +46,11 @@ from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
+
+from ntpcert.util.extras import require
+
+st = require("hypothesis.strategies", "strategies", "ntpcert.experiments.strategies")
+InvalidArgument = require("hypothesis.errors", "strategies", "ntpcert.experiments.strategies").InvalidArgument
 
 from ntpcert.instance.embeddings import random_gaussian
 from ntpcert.instance import NTPInstance

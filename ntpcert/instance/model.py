@@ -237,10 +237,9 @@ class NTPInstance:
             tot = sum(wf, Fraction(0))
             w_exact = tuple(f / tot for f in wf)
         W = np.array([float(f) for f in w_exact], dtype=np.float64)
-        inst = cls._build(H, P, W, None, tuple(rows), w_exact, token_names, context_names, name)
-        object.__setattr__(inst, "_from_floats", not has_string and any(
-            isinstance(x, (float, np.floating)) for x in raw.flat))
-        return inst
+        from_floats = not has_string and any(isinstance(x, (float, np.floating)) for x in raw.flat)
+        return cls._build(H, P, W, None, tuple(rows), w_exact, token_names, context_names, name,
+                          from_floats=from_floats)
 
     @staticmethod
     def _check_shapes(H: np.ndarray, shape: tuple[int, ...], what: str) -> None:
@@ -255,7 +254,8 @@ class NTPInstance:
             raise InputError(f"{what}: vocabulary size V = {shape[1]}, need at least 2 tokens")
 
     @classmethod
-    def _build(cls, H, P, W, C, exact, exact_w, token_names, context_names, name) -> "NTPInstance":
+    def _build(cls, H, P, W, C, exact, exact_w, token_names, context_names, name, *,
+               from_floats: bool = False) -> "NTPInstance":
         m, V = P.shape
         tn = cls._names("token_names", token_names, V)
         cn = cls._names("context_names", context_names, m)
@@ -276,6 +276,7 @@ class NTPInstance:
             context_names=cn,
             name=name,
             _supports=supports,
+            _from_floats=from_floats,
         )
 
     @staticmethod
@@ -378,7 +379,7 @@ class NTPInstance:
 
     def logits(self, W: np.ndarray) -> np.ndarray:
         """Logits of shape (m, V): row j is :math:`W h_j`."""
-        return self.embeddings @ self._check_W(W).T
+        return self.embeddings @ self.check_decoder(W).T
 
     def loss(self, W: np.ndarray) -> float:
         r"""Cross-entropy :math:`\mathrm{CE}(W)`, eq. (2). ``W`` has shape (V, d)."""
@@ -415,7 +416,8 @@ class NTPInstance:
         s = np.linalg.norm(Hs, ord=2) if min(Hs.shape) > 0 else 0.0
         return 0.5 * float(s) ** 2
 
-    def _check_W(self, W: np.ndarray) -> np.ndarray:
+    def check_decoder(self, W: np.ndarray) -> np.ndarray:
+        """``W`` as a float64 array of shape (V, d); an :class:`InputError` for another shape."""
         W = np.asarray(W, dtype=np.float64)
         if W.shape != (self.V, self.d):
             raise InputError(f"W: expected shape (V, d) = ({self.V}, {self.d}), got {W.shape}")

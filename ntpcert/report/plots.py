@@ -1,4 +1,5 @@
-"""Figures of trajectories and regularisation paths (matplotlib, Agg backend, imported lazily).
+"""Figures of trajectories and regularisation paths (matplotlib's object API on the Agg canvas,
+imported lazily; no pyplot, so no global backend is set and no figure is kept alive).
 
 Only drawing happens here: every number comes from a :class:`~ntpcert.dynamics.trajectory.Trajectory` or a
 :class:`~ntpcert.dynamics.regpath.RegPath`. Each function writes one PNG and returns its path.
@@ -6,7 +7,9 @@ Only drawing happens here: every number comes from a :class:`~ntpcert.dynamics.t
 
 from __future__ import annotations
 
-from typing import Sequence
+import io
+import os
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -18,13 +21,37 @@ COLORS = {"gd": "C0", "ngd": "C1", "adam": "C2", "sign": "C3", "spectral": "C4",
 NORM_STYLES = {"fro": "-", "max": "--", "spectral": "-.", "nuclear": ":", "l1": (0, (3, 1, 1, 1, 1, 1))}
 
 
-def _pyplot():
-    import matplotlib
+def subplots(nrows: int, ncols: int, **options: Any) -> tuple[Any, Any]:
+    """A figure on matplotlib's Agg canvas and its axes (``options`` as for
+    :meth:`matplotlib.figure.Figure.subplots`, plus ``figsize``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    fig = Figure(figsize=options.pop("figsize", None))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, **options)
 
-    return plt
+
+def save_figure(fig: Any, path: str, *, dpi: int = DPI, field: str = "--out", tight: str = "layout") -> str:
+    """Write ``fig`` to ``path`` atomically, in the format its suffix names (png, pdf or svg).
+
+    ``tight="layout"`` runs :meth:`~matplotlib.figure.Figure.tight_layout` first; ``tight="bbox"``
+    crops to the drawn area instead.
+    """
+    from ntpcert.errors import InputError
+    from ntpcert.util.files import atomic_write_bytes
+
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in ("png", "pdf", "svg"):
+        raise InputError(f"{field}: value {path!r} must end in .png, .pdf or .svg")
+    buf = io.BytesIO()
+    if tight == "layout":
+        fig.tight_layout()
+        fig.savefig(buf, format=ext, dpi=dpi)
+    else:
+        fig.savefig(buf, format=ext, dpi=dpi, bbox_inches="tight")
+    atomic_write_bytes(path, buf.getvalue())
+    return path
 
 
 def _label(traj) -> str:
@@ -45,10 +72,7 @@ def _positive(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _save(fig, path: str) -> str:
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    _pyplot().close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def _panels(axes, trajs: Sequence, entropy_note: bool = True) -> None:
@@ -86,8 +110,7 @@ def plot_trajectory(traj, path: str, *, title: str | None = None) -> str:
 
 def plot_comparison(trajs: Sequence, path: str, *, title: str | None = None) -> str:
     """The four panels of :func:`plot_trajectory` with several optimisers overlaid."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    fig, axes = subplots(2, 2, figsize=(10, 7))
     _panels(axes, trajs)
     if title:
         fig.suptitle(title, fontsize=11)
@@ -97,9 +120,8 @@ def plot_comparison(trajs: Sequence, path: str, *, title: str | None = None) -> 
 def plot_norm_alignment(trajs: Sequence, path: str, *, title: str | None = None) -> str:
     """For each trajectory: the normalised margin relative to the best possible in each norm
     (``margin_ratio`` and ``margin_ratio_N``, top) and :math:`\\cos(W_k - W^*, W^N)` (bottom)."""
-    plt = _pyplot()
     n = len(trajs)
-    fig, axes = plt.subplots(2, n, figsize=(3.6 * n + 0.6, 6.4), squeeze=False, sharey="row")
+    fig, axes = subplots(2, n, figsize=(3.6 * n + 0.6, 6.4), squeeze=False, sharey="row")
     lows_top, lows_bot = [0.0], [0.5]
     for i, tr in enumerate(trajs):
         top, bot = axes[0][i], axes[1][i]
@@ -138,8 +160,7 @@ def plot_norm_alignment(trajs: Sequence, path: str, *, title: str | None = None)
 def plot_regpath(rp, path: str, *, title: str | None = None) -> str:
     """Theorem 1 along the regularisation path: excess loss, both cosines with W^mm, and the
     distance of :math:`P_F(\\hat W_B)` to W*, against the budget B."""
-    plt = _pyplot()
-    fig, (a, c, e) = plt.subplots(1, 3, figsize=(12, 3.8))
+    fig, (a, c, e) = subplots(1, 3, figsize=(12, 3.8))
     B = rp.budgets
     y = rp["excess_loss"]
     keep = np.isfinite(y) & (y > 0)

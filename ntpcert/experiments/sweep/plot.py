@@ -13,9 +13,7 @@ matplotlib's Agg canvas (no display needed) and written atomically.
 
 from __future__ import annotations
 
-import io
 import math
-import os
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -150,14 +148,9 @@ def _group_label(by: Sequence[str], group: tuple) -> str:
 
 
 def _save_atomic(fig: Any, out: str) -> None:
-    from ntpcert.util.files import atomic_write_bytes
+    from ntpcert.report.plots import save_figure
 
-    ext = os.path.splitext(out)[1].lstrip(".").lower()
-    if ext not in ("png", "pdf", "svg"):
-        raise InputError(f"--out: value {out!r} must end in .png, .pdf or .svg")
-    buf = io.BytesIO()
-    fig.savefig(buf, format=ext, dpi=150, bbox_inches="tight")
-    atomic_write_bytes(out, buf.getvalue())
+    save_figure(fig, out, dpi=150, tight="bbox")
 
 
 def plot_phase(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ntpcert.errors import InputError
+from ntpcert.util.extras import require
+from ntpcert.util.extras import require
 from ntpcert.experiments.sweep.compute import compute_chunk
 from ntpcert.experiments.sweep.spec import GridPoint, SweepSpec
 from ntpcert.experiments.sweep.store import ResultStore
@@ -168,10 +170,8 @@ def _distributed(client: Any, settings: dict, chunks: Iterator[list[GridPoint]],
 def dask_client(scheduler: str | None = None, *, workers: int = DEFAULT_WORKERS) -> Iterator[Any]:
     """A ``distributed.Client``: connected to ``scheduler`` when given, else to a new
     ``LocalCluster(n_workers=workers, threads_per_worker=1, processes=True)`` closed on exit."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError as err:  # pragma: no cover - dask is a declared dependency of the sweep
-        raise InputError(f"--scheduler: dask.distributed is not installed ({err}); pip install 'ntpcert[dist]'") from err
+    distributed = require("distributed", "dist", "ntpcert sweep on dask")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
     if scheduler:
         try:
             client = Client(scheduler, timeout=_CONNECT_TIMEOUT_S)

@@ -175,7 +175,8 @@ def _rationalise(X: np.ndarray) -> np.ndarray | None:
 def verify_exactly(classes: TokenClasses, H: np.ndarray, X: np.ndarray) -> np.ndarray | None:
     """An integer-valued class ray proportional to a rounding of X that satisfies every ray
     condition in exact arithmetic, or None."""
-    from ntpcert.exact.dyadic import ExactArithmeticError, exact_matmul
+    from ntpcert.errors import ExactArithmeticError
+    from ntpcert.exact.dyadic import exact_matmul
 
     Xi = _rationalise(X)
     if Xi is None:
