@@ -155,3 +155,76 @@ def test_bench_command_writes_report_and_csv(tmp_path, capsys):
 def test_bench_bad_options_exit_2(argv, field, capsys):
     assert main(["bench", "--scale", "tiny", *argv]) == 2
     assert field in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- one backend API
+ALL_BACKENDS = sorted(BACKENDS) + ["cvxpy:CLARABEL", "qpsolvers:clarabel"]
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+def test_unknown_option_is_an_input_error_naming_it_and_the_backend(backend):
+    inst = random_instance(np.random.default_rng(0), 4, 3, 3, kmin=1, kmax=2)
+    with pytest.raises(InputError, match=r"bogus.*" + backend.split(":")[0]):
+        solve_svm(inst, solver=backend, bogus=1)
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+def test_every_backend_takes_the_common_options(backend):
+    from ntpcert.solve.svm import COMMON_OPTIONS, backend_options
+
+    assert set(COMMON_OPTIONS) <= set(backend_options(backend))
+
+
+@pytest.mark.parametrize("backend", ["cvxpy", "clarabel", "auto", "structured"])
+def test_tol_reaches_the_backend(backend):
+    """The common ``tol`` is translated for each backend (it used to reach Clarabel raw through cvxpy)."""
+    inst = random_instance(np.random.default_rng(1), 4, 5, 3, kmin=1, kmax=2)  # d > m: separable (Lemma 1)
+    sol = solve_svm(inst, solver=backend, tol=1e-8)
+    assert sol.gap <= 1e-6 * max(1.0, sol.objective)
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "1e-8", True])
+def test_bad_tol_and_time_limit_are_input_errors(value):
+    inst = random_instance(np.random.default_rng(0), 4, 3, 3, kmin=1, kmax=2)
+    for key in ("tol", "time_limit"):
+        with pytest.raises(InputError, match=key):
+            solve_svm(inst, solver="clarabel", **{key: value})
+
+
+def test_unknown_cvxpy_solver_is_an_input_error():
+    inst = random_instance(np.random.default_rng(0), 4, 3, 3, kmin=1, kmax=2)
+    with pytest.raises(InputError, match="NOPE"):
+        solve_svm(inst, solver="cvxpy:NOPE")
+
+
+def test_every_entry_point_has_the_same_default_solver():
+    import inspect
+
+    from ntpcert.cli.app import build_parser
+    from ntpcert.dynamics.trajectory import Limits
+    from ntpcert.experiments.sweep import parse_spec
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.float_verdicts import certify, compute_limits
+    from ntpcert.solve.svm import DEFAULT_SOLVER
+
+    for fn in (solve_svm, certify, compute_limits, exact_certify, Limits.compute):
+        assert inspect.signature(fn).parameters["solver"].default == DEFAULT_SOLVER, fn.__qualname__
+    parser = build_parser()
+    for command in ("certify", "svm", "limits", "trajectory"):
+        args = parser.parse_args([command, "paper"] + (["--out", "x"] if command in ("limits", "trajectory") else []))
+        assert args.solver == DEFAULT_SOLVER, command
+    spec = parse_spec({"name": "s", "grid": {"m": 2, "d": 2, "V": 3, "k": 1}})
+    assert spec.settings["svm"]["solver"] == DEFAULT_SOLVER
+
+
+def test_auto_falls_back_to_clarabel_where_the_structured_solver_does_not_certify():
+    """An ill-conditioned sweep instance (||W^mm||^2/2 = 3903): the structured solver's linear rate
+    does not certify within the epochs ``auto`` gives it on a small QP, so Clarabel solves it."""
+    from ntpcert.experiments.sweep import GridPoint, point_instance
+
+    inst = point_instance(GridPoint(6, 4, 4, 2, "gaussian", 0), 0)
+    sol = solve_svm(inst)
+    ref = solve_svm(inst, solver="clarabel")
+    assert sol.solver == "auto/clarabel" and "structured solver stopped" in sol.info["fallback"]
+    assert_kkt(inst, sol, TOL["kkt"])
+    assert sol.objective == pytest.approx(ref.objective, rel=1e-8)

@@ -1,7 +1,7 @@
 """``ntpcert sweep SPEC``: compute a grid of random instances on dask.distributed into a crash-safe store.
 
 A LocalCluster (2 worker processes, 1 thread each) by default, ``--scheduler ADDRESS`` for a running
-cluster. Each finished instance is committed once to the SQLite store; rerunning the same command after
+cluster, ``--serial`` for this process alone (no dask needed). Each finished instance is committed once to the SQLite store; rerunning the same command after
 a crash (or Ctrl-C, or SIGKILL) computes only the missing instances.
 """
 
@@ -28,6 +28,8 @@ def register(subparsers: Any, name: str) -> None:
                    help="address of a running dask scheduler (default: start a LocalCluster)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="LocalCluster worker processes, 1 thread each (default 2)")
+    p.add_argument("--serial", action="store_true",
+                   help="compute in this process, without dask (works without the [dist] extra)")
     p.add_argument("--chunk-size", type=int, default=4, metavar="N", help="grid points per dask task (default 4)")
     p.add_argument("--csv", metavar="PATH", default=None, help="afterwards, write the whole table here as CSV")
     p.add_argument("--json", action="store_true", help="print a one-object JSON summary")
@@ -36,6 +38,7 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ntpcert.util.extras import require
     from ntpcert.util.files import check_output_file
     from ntpcert.errors import InputError
     from ntpcert.experiments.sweep import ResultStore, dask_client, load_spec, run_sweep
@@ -49,9 +52,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--workers: value {args.workers} applies to the LocalCluster, not to --scheduler {args.scheduler!r}")
     if args.chunk_size < 1:
         raise InputError(f"--chunk-size: value {args.chunk_size} is not a positive integer")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers: value {args.workers} is not a positive integer")
+    if args.serial and (args.scheduler or args.workers is not None):
+        raise InputError("--serial: computes in this process; it does not go with --scheduler or --workers")
+    if not args.serial:
+        require("distributed", "dist", "ntpcert sweep on dask (or run it with --serial)")
     ResultStore(store, spec).close()  # refuse a store of other settings before starting a cluster
-    with dask_client(args.scheduler, workers=DEFAULT_WORKERS if args.workers is None else args.workers) as client:
-        summary = run_sweep(spec, store, client=client, chunk_size=args.chunk_size, progress=progress_enabled(args))
+    if args.serial:
+        summary = run_sweep(spec, store, chunk_size=args.chunk_size, progress=progress_enabled(args))
+    else:
+        with dask_client(args.scheduler, workers=DEFAULT_WORKERS if args.workers is None else args.workers) as client:
+            summary = run_sweep(spec, store, client=client, chunk_size=args.chunk_size, progress=progress_enabled(args))
     if args.csv:
         with ResultStore(store) as db:
             db.write_csv(args.csv)

@@ -31,7 +31,6 @@ exact optimum and agree to first order on the boundary.
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ import numpy as np
 
 from ntpcert.errors import InputError, SolverError
 from ntpcert.instance import NTPInstance
+from ntpcert.util.progress import progress_bar
 from ntpcert.dynamics.optimizers import CEKernel
 from ntpcert.dynamics.trajectory import Limits, metric_names, metrics
 
@@ -422,7 +422,7 @@ def regularization_path(
     tol, max_iter : float, int
         Stopping rule of the projected method.
     progress : bool
-        A tqdm bar on stderr.
+        A progress bar on stderr.
     """
     if method is None:
         method = "newton" if instance.V * instance.d <= NEWTON_MAX_VARS else "projected"
@@ -440,11 +440,7 @@ def regularization_path(
     kkt = np.empty(b.size)
     iters = np.zeros(b.size, dtype=np.int64)
     t0 = time.perf_counter()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=b.size, desc=f"regpath ({method})", file=sys.stderr, leave=False)
+    bar = progress_bar(bool(progress), total=b.size, desc=f"regpath ({method})")
     prev: np.ndarray | None = None
     try:
         for i, B in enumerate(b):

@@ -37,7 +37,6 @@ when the instance is not separable so that :math:`W^{mm}` does not exist):
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -51,6 +50,7 @@ from ntpcert.dynamics.optimizers import CEKernel, Optimizer
 from ntpcert.rows.subspace import Subspace, check_compatibility
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.numbers import cosine
+from ntpcert.util.progress import progress_bar
 from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
 
 #: Default number of logged steps per decade of the geometric grid.
@@ -322,7 +322,7 @@ def run(
     snapshots : bool
         Keep the iterate at every logged step.
     progress : bool
-        A tqdm bar on stderr.
+        A progress bar on stderr.
 
     Raises
     ------
@@ -341,11 +341,7 @@ def run(
     names = metric_names(lim)
     cols = {n: np.empty(pts.size) for n in names}
     snaps = np.empty((pts.size, *W.shape)) if snapshots else None
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=int(pts[-1]), desc=opt.name, file=sys.stderr, unit="step", leave=False)
+    bar = progress_bar(bool(progress), total=int(pts[-1]), desc=opt.name, unit="step")
     seconds = 0.0
     try:
         for i, target in enumerate(pts):

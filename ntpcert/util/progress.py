@@ -57,6 +57,13 @@ def progress_bar(enabled: bool | None = None, **options: Any) -> Any:
     return tqdm(**options)
 
 
+def iterate(items: Any, enabled: bool | None = None, **options: Any) -> Any:
+    """``items`` wrapped in a progress bar when enabled, else ``items`` themselves."""
+    if not enabled_default(enabled):
+        return items
+    return progress_bar(True, iterable=items, **options)
+
+
 class Stages:
     """Progress over named stages: one bar step a stage, the stage's name shown beside it.
 
@@ -82,4 +89,4 @@ class Stages:
         self._bar.close()
 
 
-__all__ = ["Stages", "enabled_default", "progress_bar"]
+__all__ = ["Stages", "enabled_default", "iterate", "progress_bar"]

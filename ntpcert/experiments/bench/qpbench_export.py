@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .runner import Prepared
+from ntpcert.experiments.bench.runner import Prepared
 
 TEST_SET_SCRIPT = '''#!/usr/bin/env python3
 """NTP-SVM test set (exported by ntpcert): hard-margin QPs of next-token prediction.

@@ -16,7 +16,7 @@ import math
 from collections import defaultdict
 from typing import Sequence
 
-from .runner import Prepared, Run
+from ntpcert.experiments.bench.runner import Prepared, Run
 
 #: Shift of the shifted geometric mean, in seconds.
 SHIFT = 10.0

@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .families import FamilyMember
+from ntpcert.experiments.bench.families import FamilyMember
+from ntpcert.util.progress import iterate
 
 #: Seconds a worker may run past its time limit (interpreter start, reading the file) before it is killed.
 GRACE = 10.0
@@ -167,8 +168,4 @@ def run_all(items: Sequence[Prepared], backends: Sequence[str], *, time_limit: f
 
 
 def _bar(items: Sequence, enabled: bool, desc: str) -> Iterable:
-    if not enabled:
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=desc, file=sys.stderr, leave=False)
+    return iterate(items, bool(enabled), desc=desc)

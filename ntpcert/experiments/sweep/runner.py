@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any, Iterator
 
 from ntpcert.errors import InputError
 from ntpcert.util.extras import require
-from ntpcert.util.extras import require
+from ntpcert.util.progress import progress_bar
 from ntpcert.experiments.sweep.compute import compute_chunk
 from ntpcert.experiments.sweep.spec import GridPoint, SweepSpec
 from ntpcert.experiments.sweep.store import ResultStore
@@ -82,12 +81,7 @@ def _chunks(points: list[GridPoint], size: int) -> Iterator[list[GridPoint]]:
 
 
 def _bar(total: int, initial: int, enabled: bool | None, desc: str):
-    on = sys.stderr.isatty() if enabled is None else enabled
-    if not on:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, desc=desc, unit="inst", file=sys.stderr, dynamic_ncols=True)
+    return progress_bar(enabled, total=total, initial=initial, desc=desc, unit="inst", dynamic_ncols=True, leave=True)
 
 
 def run_sweep(

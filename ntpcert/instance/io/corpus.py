@@ -14,7 +14,6 @@ The pipeline is ``text → tokens → k-gram counts → NTPInstance.from_counts`
 from __future__ import annotations
 
 import re
-import sys
 from collections import Counter
 from typing import Iterable, NamedTuple, Sequence
 
@@ -23,6 +22,7 @@ import numpy as np
 from ntpcert.instance.embeddings import embed_contexts, parse_embedding_spec
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
+from ntpcert.util.progress import progress_bar
 
 __all__ = [
     "TOKENIZERS",
@@ -108,7 +108,7 @@ def ngram_counts(
     all_prefixes : bool
         Also count the contexts of lengths 1..k-1.
     progress : bool
-        Show a tqdm bar on stderr when the sequence is long.
+        Show a progress bar on stderr when the sequence is long.
 
     Returns
     -------
@@ -130,9 +130,7 @@ def count_sequences(
     lengths = range(1, k + 1) if all_prefixes else range(k, k + 1)
     first = 1 if all_prefixes else k
     show = bool(progress) and total >= PROGRESS_MIN_POSITIONS
-    from tqdm import tqdm
-
-    with tqdm(total=total, disable=not show, file=sys.stderr, desc="counting", unit="tok") as bar:
+    with progress_bar(show, total=total, desc="counting", unit="tok") as bar:
         for seq in seqs:
             n = len(seq)
             for start in range(0, n, _PROGRESS_CHUNK):

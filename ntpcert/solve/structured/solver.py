@@ -39,7 +39,7 @@ import numpy as np
 
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.svm.solution import SVMSolution
+from ntpcert.solve.solution import SVMSolution
 from ntpcert.solve.structured.bcd import BATCH, epoch, make_state
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray

@@ -14,8 +14,8 @@ import numpy as np
 from ntpcert.errors import InputError
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.svm.solution import SVM_TOL as SVM_TOL
-from ntpcert.solve.svm.solution import SVMSolution as SVMSolution
+from ntpcert.solve.solution import SVM_TOL as SVM_TOL
+from ntpcert.solve.solution import SVMSolution as SVMSolution
 
 #: Backend name -> (module, keyword arguments for its ``solve``).
 BACKENDS: dict[str, tuple[str, dict]] = {

@@ -9,7 +9,7 @@ enough for an interior-point method to take a moment (at most :data:`SMALL_VARS`
 ``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs and then solves with Clarabel,
 saying so in ``solver`` and ``info["fallback"]``; a larger QP gets the structured solver with its
 full budget, and its error if it has one. Either way the returned pair is checked as every
-:class:`~ntpcert.solve.svm.solution.SVMSolution` is.
+:class:`~ntpcert.solve.solution.SVMSolution` is.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 
 from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.svm.solution import SVMSolution
+from ntpcert.solve.solution import SVMSolution
 
 #: Largest QP (variables V·d) that ``auto`` hands to Clarabel when the structured solver stops.
 SMALL_VARS = 5_000

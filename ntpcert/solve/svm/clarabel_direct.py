@@ -9,7 +9,7 @@ import numpy as np
 from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.qp import build_qp, dual_from_cone_multipliers
-from ntpcert.solve.svm.solution import SVMSolution
+from ntpcert.solve.solution import SVMSolution
 
 
 def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False,

@@ -9,7 +9,7 @@ import numpy as np
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.qp import dual_from_cone_multipliers
-from ntpcert.solve.svm.solution import SVMSolution
+from ntpcert.solve.solution import SVMSolution
 
 
 #: cvxpy solver name -> its options for tolerance ``tol`` (the solvers ``tol`` is mapped for).

@@ -24,7 +24,7 @@ import numpy as np
 from ntpcert.errors import MissingExtraError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.qp import build_qp, dual_from_cone_multipliers
-from ntpcert.solve.svm.solution import SVMSolution
+from ntpcert.solve.solution import SVMSolution
 from ntpcert.util.extras import require
 
 _BANNER_LOCK = threading.Lock()
