@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from ntpcert.errors import SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.exact.rational import frac
-from ntpcert.exact.svm_gap import DEFAULT_BITS, bounder_for
+from ntpcert.exact.svm_gap import DEFAULT_BITS, ExactSVMBounder
 
 #: Entries of the float ray with magnitude at most this (relative to the largest) are taken as 0.
 RAY_SUPPORT_TOL = 1e-9
@@ -104,9 +104,11 @@ class ExactSeparability:
         }
 
 
-def exact_feasible_point(instance: NTPInstance, W: np.ndarray, *, bits: int = DEFAULT_BITS) -> tuple[ExactPoint | None, float | None, str]:
-    """Make a float candidate W of shape (V, d) exactly feasible for (6); ``(point, ell, reason)``."""
-    B = bounder_for(instance)
+def exact_feasible_point(instance: NTPInstance, W: np.ndarray, *, bits: int = DEFAULT_BITS,
+                         bounder: ExactSVMBounder | None = None) -> tuple[ExactPoint | None, float | None, str]:
+    """Make a float candidate W of shape (V, d) exactly feasible for (6); ``(point, ell, reason)``.
+    ``bounder``: the instance's exact precomputation, shared with other calls (default: built here)."""
+    B = bounder if bounder is not None else ExactSVMBounder(instance)
     if not np.any(B.off):
         return ExactPoint(np.zeros((instance.V, instance.d)), (), Fraction(1)), None, ""
     Wq, delta, ell, reason = B.primal_point(W, bits)
@@ -245,6 +247,7 @@ def check_separability_exact(
     try_ray: bool = True,
     bits: int = DEFAULT_BITS,
     time_limit: float | None = None,
+    bounder: ExactSVMBounder | None = None,
 ) -> ExactSeparability:
     """Settle (6) with an exact witness.
 
@@ -255,12 +258,14 @@ def check_separability_exact(
         A float point believed feasible (LP or NTP-SVM solution), or None.
     try_ray : bool
         Look for a Farkas ray when no feasible point could be made exact.
+    bounder : ExactSVMBounder, optional
+        The instance's exact precomputation, shared with other calls (default: built here).
     """
     t0 = time.perf_counter()
     notes = []
     ell = None
     if candidate is not None:
-        point, ell, reason = exact_feasible_point(instance, candidate, bits=bits)
+        point, ell, reason = exact_feasible_point(instance, candidate, bits=bits, bounder=bounder)
         if point is not None:
             return ExactSeparability(True, point, None, ell, "", time.perf_counter() - t0)
         notes.append(f"feasible point not exact: {reason}")

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -487,21 +486,8 @@ class ExactSVMBounder:
         )
 
 
-_CACHE: "weakref.WeakKeyDictionary[NTPInstance, ExactSVMBounder]" = weakref.WeakKeyDictionary()
-
-
-def bounder_for(data: NTPInstance | KeslerSystem) -> ExactSVMBounder:
-    """The cached :class:`ExactSVMBounder` of an instance (built on first use)."""
-    inst = data.instance if isinstance(data, KeslerSystem) else data
-    b = _CACHE.get(inst)
-    if b is None:
-        b = ExactSVMBounder(data)
-        _CACHE[inst] = b
-    return b
-
-
 def exact_svm_bound(data: NTPInstance | KeslerSystem, W: np.ndarray | None, a: np.ndarray, *,
-                    bits: int = DEFAULT_BITS) -> SVMBound:
+                    bits: int = DEFAULT_BITS, bounder: ExactSVMBounder | None = None) -> SVMBound:
     r"""Exact duality gap of the NTP-SVM from an approximate primal/dual pair.
 
     Parameters
@@ -515,13 +501,15 @@ def exact_svm_bound(data: NTPInstance | KeslerSystem, W: np.ndarray | None, a: n
         Approximate dual point (column j is :math:`a_j`); made exactly dual feasible.
     bits : int
         Significant bits of the dyadic grids W and a are rounded to.
+    bounder : ExactSVMBounder, optional
+        The instance's exact precomputation; pass one to repeated calls on one instance so that
+        they pay it once (default: built for this call).
 
     Returns
     -------
     SVMBound
         With ``gap`` (a Fraction) and ``distance_bound`` :math:`\ge \|W_c - W^{mm}\|_F`, where
-        :math:`W_c` (``bound.W()``) is the repaired primal point. The per-instance precomputation is
-        cached, so repeated calls on one instance pay it once.
+        :math:`W_c` (``bound.W()``) is the repaired primal point.
 
     Examples
     --------
@@ -530,7 +518,7 @@ def exact_svm_bound(data: NTPInstance | KeslerSystem, W: np.ndarray | None, a: n
     >>> b = exact_svm_bound(inst, sol.W, sol.dual)  # doctest: +SKIP
     >>> b.relative_gap < 1e-6, b.distance_bound     # doctest: +SKIP
     """
-    return bounder_for(data).bound(W, a, bits=bits)
+    return (bounder if bounder is not None else ExactSVMBounder(data)).bound(W, a, bits=bits)
 
 
 #: Above this many flops (k²·d) the column pivots come from LAPACK's pivoted QR (scipy); below it

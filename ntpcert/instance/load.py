@@ -13,6 +13,7 @@ from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 from ntpcert.instance.io.arrays import read_json, read_npz
 from ntpcert.instance.io.corpus import TOKENIZERS, instance_from_text
+from ntpcert.util.files import read_input_bytes
 
 __all__ = ["load_instance"]
 
@@ -130,11 +131,7 @@ _BUILTIN_NAMES = {"context_length": "k"}
 
 
 def _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars, progress) -> NTPInstance:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as err:
-        raise InputError(f"DATA: cannot read {path!r} ({' '.join(str(err).split())})") from None
+    raw = read_input_bytes(path, "DATA")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

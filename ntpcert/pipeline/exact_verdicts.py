@@ -23,7 +23,7 @@ from ntpcert.pipeline import certificate as cf
 from ntpcert.exact.compatibility import ExactCompatibility, WStarClosedForm, check_compatibility_exact, w_star_closed_form
 from ntpcert.exact.rational import fraction_str
 from ntpcert.exact.separability import ExactSeparability, check_separability_exact
-from ntpcert.exact.svm_gap import SVMBound, exact_svm_bound
+from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.pipeline.verify import Verdict, verify_certificate
 from ntpcert.solve.svm import DEFAULT_SOLVER
 from ntpcert.util.files import check_output_file
@@ -233,11 +233,12 @@ def exact_certify(
             compat = check_compatibility_exact(instance)
             wstar, note = _w_star(instance, compat, w_star)
         with stages.stage("exact separability"):
-            sep = _separability(instance, rep)
+            bounder = ExactSVMBounder(instance)
+            sep = _separability(instance, rep, bounder)
         with stages.stage("exact NTP-SVM gap"):
             bound = None
             if sep.holds and rep.svm is not None:
-                bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual)
+                bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
         with stages.stage("independent check"):
             cert = build_certificate(instance, compat, sep, bound, wstar)
             verdict = verify_certificate(cert)
@@ -248,12 +249,12 @@ def exact_certify(
     return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0)
 
 
-def _separability(instance: NTPInstance, rep: Report) -> ExactSeparability:
+def _separability(instance: NTPInstance, rep: Report, bounder: ExactSVMBounder) -> ExactSeparability:
     """A feasible point from the NTP-SVM or the LP solution, else a Farkas ray, else undetermined."""
     candidates = [W for W in ((rep.svm.W if rep.svm is not None else None), rep.separable.W) if W is not None]
     notes = []
     for W in candidates:
-        sep = check_separability_exact(instance, W, try_ray=False)
+        sep = check_separability_exact(instance, W, try_ray=False, bounder=bounder)
         if sep.holds:
             return sep
         notes.append(sep.reason)

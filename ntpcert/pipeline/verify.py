@@ -37,6 +37,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.exact.rational import parse_fraction
 from ntpcert.util.logic import and3
+from ntpcert.util.numbers import lcm_all
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,18 @@ def _check_instance(cert: dict, given: NTPInstance | None) -> NTPInstance:
     return inst
 
 
+def _integer_column(items: Any, name: str, ex: _Exact) -> tuple[flint.fmpz_mat, int]:
+    """A sparse rational vector over the equality rows, times the lcm ``den`` of its denominators:
+    an integer column of length r, and ``den``."""
+    y = cf.sparse_dict(items, name)
+    den = lcm_all(v.denominator for v in y.values())
+    col = flint.fmpz_mat(len(ex.rows), 1)
+    for key, v in y.items():
+        _need(key in ex.row_index, f"{name}: ({key[0]}, {key[1]}) is not an equality row")
+        col[ex.row_index[key], 0] = int(v * den)
+    return col, den
+
+
 def _check_compatibility(sec: Any, ex: _Exact, checks: list[str]) -> bool:
     _need(isinstance(sec, dict), "compatibility: missing")
     claim = sec.get("claim")
@@ -222,15 +235,7 @@ def _check_compatibility(sec: Any, ex: _Exact, checks: list[str]) -> bool:
     r = len(ex.rows)
 
     def as_column(items: Any, name: str) -> flint.fmpz_mat:
-        y = cf.sparse_dict(items, name)
-        den = 1
-        for v in y.values():
-            den = den * v.denominator // math.gcd(den, v.denominator)
-        col = flint.fmpz_mat(r, 1)
-        for key, v in y.items():
-            _need(key in ex.row_index, f"{name}: ({key[0]}, {key[1]}) is not an equality row")
-            col[ex.row_index[key], 0] = int(v * den)
-        return col
+        return _integer_column(items, name, ex)[0]
 
     def yE(col: flint.fmpz_mat) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -277,17 +282,9 @@ def _check_w_star(ws: Any, ex: _Exact, G: flint.fmpz_mat, primes: list[int], Ero
         _need(isinstance(key, str) and key.isdigit(), f"compatibility.W_star: prime key {key!r:.20}")
         given.add(int(key))
     _need(given == needed, "compatibility.W_star: the primes do not match those of the count ratios")
-    r = len(ex.rows)
     scale = ex.hden ** 2
     for p in sorted(needed):
-        g = cf.sparse_dict(coeffs[str(p)], f"compatibility.W_star.coefficients[{p}]")
-        den = 1
-        for v in g.values():
-            den = den * v.denominator // math.gcd(den, v.denominator)
-        col = flint.fmpz_mat(r, 1)
-        for key, v in g.items():
-            _need(key in ex.row_index, f"compatibility.W_star[{p}]: ({key[0]}, {key[1]}) is not an equality row")
-            col[ex.row_index[key], 0] = int(v * den)
+        col, den = _integer_column(coeffs[str(p)], f"compatibility.W_star[{p}]", ex)
         lhs = G * col  # = den * 2^(2s) * G g
         for i, key in enumerate(ex.rows):
             _need(int(lhs[i, 0]) == Erows[key].get(p, 0) * den * scale,

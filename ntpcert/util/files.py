@@ -24,6 +24,21 @@ def one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
+def read_input_bytes(path: str | os.PathLike, field: str) -> bytes:
+    """The bytes of an input file; an :class:`~ntpcert.errors.InputError` naming ``field`` and the
+    path when it is missing, a directory, or unreadable."""
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise InputError(f"{field}: {p!r} is a directory, not a file")
+    try:
+        with open(p, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise InputError(f"{field}: no such file {p!r}") from None
+    except OSError as err:
+        raise InputError(f"{field}: cannot read {p!r} ({one_line(err)})") from None
+
+
 def check_output_file(path: str | os.PathLike, field: str) -> str:
     """Refuse an output *file* path that is a directory or whose directory does not exist.
 
@@ -155,6 +170,7 @@ __all__ = [
     "check_output_file",
     "npy_bytes",
     "one_line",
+    "read_input_bytes",
     "save_npy_atomic",
     "staged_directory",
     "write_directory",

@@ -36,7 +36,7 @@ import numpy as np
 
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
-from ntpcert.util.files import atomic_write_bytes, one_line
+from ntpcert.util.files import atomic_write_bytes, one_line, read_input_bytes
 
 __all__ = ["read_npz", "read_json", "write_npz", "write_json"]
 
@@ -97,11 +97,7 @@ def read_json(path: str | os.PathLike) -> NTPInstance:
     """
     p = os.fspath(path)
     _check_readable(p)
-    try:
-        with open(p, "rb") as fh:
-            raw = fh.read()
-    except OSError as err:
-        raise InputError(f"{p}: cannot read ({one_line(err)})") from None
+    raw = read_input_bytes(p, p)
     try:
         obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as err:

@@ -140,6 +140,7 @@ class _Solver:
         self.certify_calls = 0
         self.pdas_steps = 0
         self.active_set: ActiveSetSystem | None = None
+        self.bounder = None  # the exact bound's per-instance precomputation, built on first use
 
     # ------------------------------------------------------------------ candidates
     def can_polish(self, active: np.ndarray) -> bool:
@@ -167,10 +168,12 @@ class _Solver:
         W = cls.expand_rows(Wcls)
         self.certify_calls += 1
         if self.certificate == "exact":
-            from ntpcert.exact.svm_gap import exact_svm_bound
+            from ntpcert.exact.svm_gap import ExactSVMBounder
 
             t0 = time.perf_counter()
-            bound = exact_svm_bound(self.system, W, a)
+            if self.bounder is None:
+                self.bounder = ExactSVMBounder(self.system)
+            bound = self.bounder.bound(W, a)
             self.exact_seconds += time.perf_counter() - t0
             if not bound.primal_feasible:
                 return None, np.inf
