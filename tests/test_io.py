@@ -313,3 +313,131 @@ def test_zip_without_npy_members_is_input_error(tmp_path):
         zf.writestr("readme.txt", "hi")
     with pytest.raises(InputError, match="embeddings"):
         read_npz(path)
+
+
+# ---------------------------------------------------------------------------- counts keep their meaning
+TWO_53_PLUS_1 = {  # same embedding, counts ratios 2^53 + 1 : 1 and 2^53 : 1 -> not compatible
+    "1.0": '{"embeddings": [[1,0],[1,0]], "counts": [[9007199254740993, 1.0], [9007199254740992, 1]]}',
+    "1": '{"embeddings": [[1,0],[1,0]], "counts": [[9007199254740993, 1], [9007199254740992, 1]]}',
+}
+
+
+@pytest.mark.parametrize("one", sorted(TWO_53_PLUS_1))
+def test_json_count_2_53_plus_1_is_never_certified_compatible(tmp_path, one):
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+
+    path = _json(tmp_path, TWO_53_PLUS_1[one], name="big.json")
+    inst = read_json(path)
+    assert inst.counts.tolist() == [[2**53 + 1, 1], [2**53, 1]]
+    assert inst.n == 2**54 + 3
+    report = exact_certify(inst, svm=False)
+    assert report.compatibility.holds is False
+    assert report.verdict.valid
+
+
+@pytest.mark.parametrize("one", sorted(TWO_53_PLUS_1))
+def test_cli_certify_exact_refutes_compatibility_of_2_53_plus_1(tmp_path, capsys, one):
+    from ntpcert.cli.app import main
+
+    path = _json(tmp_path, TWO_53_PLUS_1[one], name="big.json")
+    code = main(["certify", str(path), "--exact", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    result = json.loads(out)
+    assert result["compatible"]["holds"] is False
+    assert result["n"] == 2**54 + 3
+
+
+def test_json_float_count_and_int_count_give_the_same_instance(tmp_path):
+    a = read_json(_json(tmp_path, '{"embeddings": [[1,0],[0,1]], "counts": [[3, 1.0], [0.0, 2]]}', name="a.json"))
+    b = read_json(_json(tmp_path, '{"embeddings": [[1,0],[0,1]], "counts": [[3, 1], [0, 2]]}', name="b.json"))
+    assert a.counts.dtype == np.int64
+    assert a.fingerprint() == b.fingerprint()
+
+
+def test_npz_float_counts_are_read_as_exact_integers(tmp_path):
+    path = _npz(tmp_path, "f.npz", embeddings=np.eye(2), counts=np.array([[3.0, 2.0**53 - 1], [0.0, 2.0]]))
+    inst = read_npz(path)
+    assert inst.counts.dtype == np.int64
+    assert inst.counts.tolist() == [[3, 2**53 - 1], [0, 2]]
+    assert inst.n == 2**53 + 4
+
+
+@pytest.mark.parametrize("fmt", sorted(READERS))
+def test_counts_at_the_int64_limit_round_trip_with_exact_n_and_entropy(tmp_path, fmt):
+    write, read = READERS[fmt]
+    inst = NTPInstance.from_counts(np.eye(2), [[2**61, 2**61], [2**61, 2**61 - 1]])
+    path = tmp_path / f"x.{fmt}"
+    write(inst, path)
+    back = read(path)
+    _same(inst, back)
+    assert back.n == 2**63 - 1
+    assert back.describe()["n"] == 2**63 - 1
+    assert back.entropy() == pytest.approx(np.log(2), rel=1e-14)
+
+
+_AMBIGUOUS = r"is not an exactly representable integer count .*; give it as an integer"
+_PAST = r"exceeds the largest supported count 2\^63 - 1"
+HUGE_COUNTS = [
+    ("json_float_1e20", lambda t: (read_json, _json(t, '{"embeddings": [[1,0],[0,1]], "counts": [[1, 1e20], [1, 0]]}')),
+     r"counts\[0, 1\]: value 1e\+20 " + _AMBIGUOUS),
+    ("json_float_2_53",
+     lambda t: (read_json, _json(t, '{"embeddings": [[1,0],[0,1]], "counts": [[1, 9007199254740992.0], [1, 0]]}')),
+     r"counts\[0, 1\]: value 9007199254740992.0 " + _AMBIGUOUS),
+    ("json_int_10_20",
+     lambda t: (read_json, _json(t, '{"embeddings": [[1,0],[0,1]], "counts": [[1, 100000000000000000000], [1, 0]]}')),
+     r"counts\[0, 1\]: value 100000000000000000000 " + _PAST),
+    ("json_negative_1e20", lambda t: (read_json, _json(t, '{"embeddings": [[1,0],[0,1]], "counts": [[1, -1e20], [1, 0]]}')),
+     r"counts\[0, 1\]: value -1e\+20 is negative"),
+    ("json_row_sum_2_63",
+     lambda t: (read_json, _json(t, {"embeddings": H2, "counts": [[2**62, 2**62], [1, 0]]})),
+     r"counts\[0\]: row sums to 9223372036854775808, past the largest supported row sum"),
+    ("json_total_past_int64",
+     lambda t: (read_json, _json(t, {"embeddings": H2, "counts": [[2**62, 2**61], [2**62, 0]]})),
+     r"counts: the counts sum to n = 11529215046068469760, past the largest supported total"),
+    ("json_huge_literal", lambda t: (read_json, _json(t, '{"embeddings": [[1]], "counts": [[1, ' + "9" * 5000 + "]]}")),
+     "invalid JSON"),
+    ("npz_float_1e20", lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[1.0, 1e20], [1.0, 0.0]]))),
+     r"counts\[0, 1\]: value 1e\+20 " + _AMBIGUOUS),
+    ("npz_float_2_53", lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[1.0, 2.0**53], [1, 0]]))),
+     r"counts\[0, 1\]: value 9007199254740992.0 " + _AMBIGUOUS),
+    ("npz_uint64_10_19",
+     lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[1, 10**19], [1, 0]], dtype=np.uint64))),
+     r"counts\[0, 1\]: value 10000000000000000000 " + _PAST),
+    ("npz_int_10_20_as_text",
+     lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([["1", str(10**20)], ["1", "0"]]))),
+     "counts"),
+    ("npz_row_sum_2_63",
+     lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[2**62, 2**62], [1, 0]], dtype=np.int64))),
+     r"counts\[0\]: row sums to 9223372036854775808, past the largest supported row sum"),
+    ("npz_row_sum_uint64",
+     lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[2**62, 2**62], [1, 0]], dtype=np.uint64))),
+     r"counts\[0\]: row sums to 9223372036854775808"),
+    ("npz_total_past_int64",
+     lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[2**62, 2**61], [2**62, 0]]))),
+     r"counts: the counts sum to n = 11529215046068469760"),
+]
+
+
+@pytest.mark.parametrize("case", HUGE_COUNTS, ids=[c[0] for c in HUGE_COUNTS])
+def test_huge_or_ambiguous_counts_are_refused_naming_file_field_and_value(tmp_path, case):
+    _, make, pattern = case
+    reader, path = make(tmp_path)
+    with pytest.raises(InputError, match=pattern) as info:
+        reader(path)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith(os.fspath(path) + ": ")
+    if "negative" not in case[0]:
+        assert "negative" not in msg
+
+
+@pytest.mark.parametrize("case", ["json_float_1e20", "json_row_sum_2_63", "json_int_10_20"])
+def test_cli_refuses_huge_counts_with_exit_2(tmp_path, capsys, case):
+    from ntpcert.cli.app import main
+
+    _, path = {c[0]: c[1] for c in HUGE_COUNTS}[case](tmp_path)
+    code = main(["certify", str(path), "--exact", "--json"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "counts" in err and "\n" not in err.strip()

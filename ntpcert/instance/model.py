@@ -20,8 +20,10 @@ All input validation of the package happens here, once: constructors raise
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import math
+import numbers
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Sequence
@@ -47,10 +49,149 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: Largest count, row sum and total n accepted: counts are kept as an int64 array.
+COUNT_MAX = int(np.iinfo(np.int64).max)
+
+
+def _at(name: str, idx: tuple[int, ...]) -> str:
+    return f"{name}[{', '.join(map(str, idx))}]"
+
+
+def _float_count_bound(dtype: np.dtype) -> int:
+    """Floats of this dtype stand for one integer unambiguously only below ``2**(nmant + 1)``
+    (``2**53`` for float64): above it, neighbouring integers round to the same float."""
+    return 2 ** (int(np.finfo(dtype).nmant) + 1)
+
+
+def _count_value(name: str, idx: tuple[int, ...], value: Any) -> int:
+    """One count as an exact Python int; floats only when they are unambiguous integers."""
+    where = _at(name, idx)
+    if isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{where}: value {bool(value)!r} is a boolean, expected an integer count")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Rational):
+        if value.denominator != 1:
+            raise InputError(f"{where}: value {_show(value)} is not an integer")
+        return int(value.numerator)
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise InputError(f"{where}: value {_show(value)} is not finite")
+        if value != value.to_integral_value():
+            raise InputError(f"{where}: value {_show(value)} is not an integer")
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        fv = value if isinstance(value, np.floating) else np.float64(value)
+        shown = repr(float(fv)) if fv.dtype.itemsize <= 8 else str(fv)
+        if not np.isfinite(fv):
+            raise InputError(f"{where}: value {shown} is not finite")
+        if fv != np.floor(fv):
+            raise InputError(f"{where}: value {shown} is not an integer")
+        iv = int(fv)
+        if iv < 0:
+            raise InputError(f"{where}: value {shown} is negative")
+        bound = _float_count_bound(fv.dtype)
+        if iv >= bound:
+            raise InputError(
+                f"{where}: value {shown} is not an exactly representable integer count (a float count must be "
+                f"an integer below 2^{bound.bit_length() - 1}); give it as an integer"
+            )
+        return iv
+    raise InputError(f"{where}: value {_show(value)} is not a number, expected an integer count")
+
+
+def _as_count_matrix(counts: Any) -> np.ndarray:
+    """Read counts into an int64 array without ever rounding a value.
+
+    Non-object numpy arrays are checked vectorised; everything else (lists such as JSON gives,
+    object arrays) element by element, so that one float in a list of ints does not turn the
+    ints into floats. Floats are accepted only as integers below ``2**53`` (float64; the
+    dtype's own bound for narrower floats), values past int64 are refused."""
+    if isinstance(counts, np.ndarray) and counts.dtype != object:
+        raw = counts
+        if raw.ndim != 2:
+            raise InputError(f"counts: expected a 2-d array, got shape {raw.shape}")
+        kind = raw.dtype.kind
+        if kind == "i":
+            C = raw.astype(np.int64)
+        elif kind == "u":
+            big = raw > np.uint64(COUNT_MAX)
+            if np.any(big):
+                idx = tuple(int(i) for i in np.argwhere(big)[0])
+                raise InputError(
+                    f"{_at('counts', idx)}: value {int(raw[idx])} exceeds the largest supported count "
+                    f"2^63 - 1 = {COUNT_MAX}"
+                )
+            C = raw.astype(np.int64)
+        elif kind == "f" and raw.dtype.itemsize <= 8:
+            rawf = raw.astype(np.float64)  # exact for float16/32/64
+            bad = ~np.isfinite(rawf) | (rawf != np.floor(np.where(np.isfinite(rawf), rawf, 0.0)))
+            bad |= rawf < 0
+            bad |= np.abs(np.where(np.isfinite(rawf), rawf, 0.0)) >= float(_float_count_bound(raw.dtype))
+            if np.any(bad):
+                idx = tuple(int(i) for i in np.argwhere(bad)[0])
+                _count_value("counts", idx, raw[idx])  # raises with the message for this entry
+            C = rawf.astype(np.int64)
+        else:
+            raise InputError(f"counts: expected integers, got dtype {raw.dtype}")
+    else:
+        try:
+            raw = np.asarray(counts, dtype=object)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"counts: cannot read as numbers ({err})") from None
+        if raw.ndim != 2:
+            raise InputError(f"counts: expected a 2-d array, got shape {raw.shape}")
+        m, V = raw.shape
+        ints = raw.tolist()
+        for j, row in enumerate(ints):
+            if set(map(type, row)) - {int}:  # plain Python ints (all of JSON's) need no conversion
+                ints[j] = [c if type(c) is int else _count_value("counts", (j, z), c) for z, c in enumerate(row)]
+        try:
+            C = np.array(ints, dtype=np.int64).reshape(m, V)
+        except OverflowError:
+            C = None
+        if C is None or np.any(C < 0):
+            for j, row in enumerate(ints):
+                for z, c in enumerate(row):
+                    if c < 0:
+                        raise InputError(f"counts[{j}, {z}]: value {c} is negative")
+                    if c > COUNT_MAX:
+                        raise InputError(
+                            f"counts[{j}, {z}]: value {c} exceeds the largest supported count 2^63 - 1 = {COUNT_MAX}"
+                        )
+            raise AssertionError("unreachable: an int64 overflow without an entry past int64")  # pragma: no cover
+    if np.any(C < 0):
+        idx = tuple(int(i) for i in np.argwhere(C < 0)[0])
+        raise InputError(f"{_at('counts', idx)}: value {int(C[idx])} is negative")
+    return C
+
+
+def _checked_row_sums(C: np.ndarray) -> np.ndarray:
+    """Row sums of non-negative int64 counts, refusing any row sum or total past int64 (where
+    numpy would wrap around silently)."""
+    m = C.shape[0]
+    # float64 sums are within a tiny relative error of the true sums: below 2^62 nothing can wrap
+    approx = C.sum(axis=1, dtype=np.float64)
+    limit = float(2**62)
+    if approx.size and (approx.max() >= limit or approx.sum() >= limit):
+        exact = [sum(int(c) for c in C[j].tolist()) for j in range(m)]
+        for j, t in enumerate(exact):
+            if t > COUNT_MAX:
+                raise InputError(
+                    f"counts[{j}]: row sums to {t}, past the largest supported row sum 2^63 - 1 = {COUNT_MAX}"
+                )
+        total = sum(exact)
+        if total > COUNT_MAX:
+            raise InputError(
+                f"counts: the counts sum to n = {total}, past the largest supported total 2^63 - 1 = {COUNT_MAX}"
+            )
+    return C.sum(axis=1)
+
+
 def _as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:
         raise InputError(f"{name}: cannot read as numbers ({err})") from None
     if arr.ndim != ndim:
         raise InputError(f"{name}: expected a {ndim}-d array, got shape {arr.shape}")
@@ -100,7 +241,9 @@ class NTPInstance:
     weights : ndarray of shape (m,)
         The frequencies :math:`\pi_j`, positive, summing to one.
     counts : ndarray of shape (m, V) of int64, or None
-        The integer counts the instance was built from, when it was.
+        The integer counts the instance was built from, when it was. Every count, every row
+        sum and the total ``n`` are at most :data:`COUNT_MAX` (``2**63 - 1``), so numpy sums
+        of them never overflow.
     exact_probs : tuple of tuples of Fraction, or None
         ``p_{j,z}`` as exact rationals when the instance was built from probabilities (floats are
         the dyadic rationals they are). Built from counts, use :meth:`exact_row`.
@@ -143,32 +286,20 @@ class NTPInstance:
             Non-negative integers; ``counts[j, z]`` is how often token z followed context j.
             Every row needs a positive sum. Then :math:`\\pi_j = n_j / n` and
             :math:`p_{j,z} = \\mathrm{counts}_{j,z} / n_j` exactly.
+
+        Counts are never rounded. Lists (as JSON gives them) and object arrays are read entry by
+        entry, so Python ints stay exact whatever else the list holds. A count given as a float
+        (a float entry, or a float array) is accepted only when it is an integer below ``2**53``
+        (float64; ``2**24`` for float32, ``2**11`` for float16), the range where the float
+        stands for exactly one integer; otherwise an :class:`InputError` asks for an integer.
+        Counts are kept as an int64 array: a count, a row sum :math:`n_j` or the total
+        :math:`n` past ``2**63 - 1`` (:data:`COUNT_MAX`) is refused, never wrapped around.
+        Booleans, strings, NaN and infinities are refused.
         """
         H = _as_float_matrix("embeddings", embeddings, ndim=2)
-        try:
-            raw = np.asarray(counts)
-        except (TypeError, ValueError) as err:
-            raise InputError(f"counts: cannot read as numbers ({err})") from None
-        if raw.ndim != 2:
-            raise InputError(f"counts: expected a 2-d array, got shape {raw.shape}")
-        if raw.dtype.kind not in "iuf" and raw.dtype != object:
-            raise InputError(f"counts: expected integers, got dtype {raw.dtype}")
-        if raw.dtype.kind == "f" or raw.dtype == object:
-            try:
-                rawf = raw.astype(np.float64)
-            except (TypeError, ValueError):
-                raise InputError("counts: expected integers") from None
-            bad = ~np.isfinite(rawf) | (rawf != np.round(rawf))
-            if np.any(bad):
-                idx = tuple(int(i) for i in np.argwhere(bad)[0])
-                raise InputError(f"counts[{idx[0]}, {idx[1]}]: value {np.asarray(raw[idx]).item()!r} is not an integer")
-            raw = rawf
-        C = raw.astype(np.int64)
-        if np.any(C < 0):
-            idx = tuple(int(i) for i in np.argwhere(C < 0)[0])
-            raise InputError(f"counts[{idx[0]}, {idx[1]}]: value {int(C[idx])} is negative")
+        C = _as_count_matrix(counts)
         cls._check_shapes(H, C.shape, "counts")
-        totals = C.sum(axis=1)
+        totals = _checked_row_sums(C)
         empty = np.flatnonzero(totals == 0)
         if empty.size:
             raise InputError(f"counts[{int(empty[0])}]: row sums to 0, so context {int(empty[0])} has an empty support")

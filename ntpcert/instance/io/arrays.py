@@ -14,6 +14,13 @@ File contract (both formats)
 Other keys are ignored. Every problem is reported as one :class:`~ntpcert.errors.InputError`
 line that names the file, the field and the value.
 
+Counts are exact integers and are never rounded: JSON integers stay Python ints even when the
+same list holds a float. A float count (JSON ``3.0``, or a float ``.npz`` array) is accepted only
+when it is an integer below ``2**53`` (``2**24`` for float32), where it stands for one integer;
+``1e20`` or ``9007199254740992.0`` is refused with a request to write the integer. Counts, row
+sums and the total n must fit int64 (at most ``2**63 - 1``); past that the reader refuses the
+file rather than wrap around (see :meth:`~ntpcert.instance.NTPInstance.from_counts`).
+
 Writers keep the instance exact: counts stay integers; probabilities given as exact fractions
 are written as fraction strings, probabilities given as floats as the same floats (JSON floats
 are written with Python's shortest round-tripping ``repr``); weights of a probs instance are
@@ -106,6 +113,8 @@ def read_json(path: str | os.PathLike) -> NTPInstance:
         raise InputError(f"{p}: invalid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
         raise InputError(f"{p}: invalid JSON (nested too deeply)") from None
+    except ValueError as err:  # e.g. an integer literal past Python's int_max_str_digits
+        raise InputError(f"{p}: invalid JSON ({one_line(err)})") from None
     if not isinstance(obj, dict):
         raise InputError(f"{p}: the JSON top level is a {type(obj).__name__}, expected an object with 'embeddings'")
     for key in ("embeddings", "counts"):
