@@ -171,6 +171,13 @@ def test_witness_for_another_instance_is_rejected(certs, capsys):
     swapped = copy.deepcopy(certs["sep"][2])
     swapped["instance"]["embedded"] = copy.deepcopy(certs["nosep"][2]["instance"]["embedded"])
     ok, why = _verify(_resealed(swapped))
+    assert not ok and "instance.d" in why  # its sizes already disagree with the header
+    # the same instance with one count changed, under the original fingerprint
+    swapped = copy.deepcopy(certs["sep"][2])
+    counts = swapped["instance"]["embedded"]["counts"]
+    z = next(k for k, c in enumerate(counts[0]) if c > 0)
+    counts[0][z] += 1
+    ok, why = _verify(_resealed(swapped))
     assert not ok and "fingerprint" in why
 
 
@@ -203,6 +210,7 @@ def test_claiming_compatibility_without_the_full_null_space_is_rejected(certs):
     cert = copy.deepcopy(certs["incompat"][2])
     cert["compatibility"]["claim"] = True
     cert["compatibility"]["null_space_basis"] = []
+    del cert["compatibility"]["violating_null_vector"]
     cert["claims"]["compatible"] = True
     cert["claims"]["entropy_bound_reachable"] = cert["claims"]["separable"]
     ok, why = _verify(_resealed(cert))

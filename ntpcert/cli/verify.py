@@ -1,9 +1,16 @@
 """``ntpcert verify CERT [--data DATA]``: check a certificate in exact arithmetic.
 
 Prints ``VALID`` (exit 0) or ``INVALID: reason`` (exit 3). A truncated or unparseable file is
-INVALID with its reason; a CERT that cannot be opened, or a DATA that cannot be loaded, is bad
-input (exit 2). Without ``--data`` the instance embedded in the certificate is used; with it, DATA
-must be the very instance the certificate names (same fingerprint).
+INVALID with its reason; so is a CERT over the size cap
+(:data:`ntpcert.pipeline.certificate.MAX_CERTIFICATE_BYTES`, refused unread) and one with an integer
+literal of more than :data:`~ntpcert.pipeline.certificate.MAX_JSON_INTEGER_DIGITS` digits. A CERT
+that cannot be opened, or a DATA that cannot be loaded, is bad input (exit 2).
+
+Without ``--data`` the instance embedded in the certificate is used; with it, DATA must be the very
+instance the certificate names (same fingerprint, same names). The output always says which: the
+second line of the text report (``against: the embedded data (no DATA given)`` or
+``against: the DATA given (NAME)``), the key ``instance_source`` (``"embedded"`` or ``"data"``) of
+``--json``.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import data_options, emit_json, load_data
+from ntpcert.cli.options import data_options, emit_json, emit_lines, load_data
 
 #: Exit status of an invalid certificate (0 is VALID, 1 an internal error, 2 bad input).
 EXIT_INVALID = 3
@@ -31,31 +38,24 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.errors import CertificateError
-    from ntpcert.pipeline import certificate as cf
-    from ntpcert.pipeline.verify import Verdict, verify_certificate
+    from ntpcert.pipeline.verify import verify_file
 
     instance = load_data(args) if args.data is not None else None
-
-    try:
-        cert = cf.load(args.cert)
-    except CertificateError as err:
-        verdict = Verdict(False, str(err))
-    else:
-        verdict = verify_certificate(cert, instance)
+    verdict = verify_file(args.cert, instance)  # InputError (exit 2) only when CERT cannot be opened
+    against = verdict.against + (f" ({args.data})" if args.data is not None else "")
     if args.json:
         emit_json({
             "certificate": args.cert,
             "valid": verdict.valid,
             "reason": verdict.reason,
+            "instance_source": verdict.instance_source,
+            "data": args.data,
             "checks": list(verdict.checks),
             "claims": verdict.claims,
             "seconds": verdict.seconds,
         })
     elif verdict.valid:
-        print(f"VALID: {args.cert}")
-        for line in verdict.checks:
-            print(f"  ok  {line}")
+        emit_lines([f"VALID: {args.cert}", f"  against: {against}"] + [f"  ok  {line}" for line in verdict.checks])
     else:
-        print(f"INVALID: {verdict.reason}")
+        emit_lines([f"INVALID: {verdict.reason}", f"  against: {against}"])
     return 0 if verdict.valid else EXIT_INVALID

@@ -29,24 +29,350 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   probabilities and weights as fraction strings), so a certificate checks on its own.
 * ``checksum`` catches truncation and accidental edits; a deliberate forger can recompute it, which
   is why :mod:`ntpcert.pipeline.verify` re-derives every claim from the instance.
+
+**Strictness.** A file is read by :func:`loads` / :func:`load` and checked by :func:`check_schema`
+before anything else looks at it:
+
+* the file is at most :data:`MAX_CERTIFICATE_BYTES` (256 MiB), refused *before* it is read;
+* a repeated key in any JSON object, the constants ``NaN``/``Infinity``/``-Infinity``, a number
+  literal that overflows to infinity, and an integer literal of more than
+  :data:`MAX_JSON_INTEGER_DIGITS` digits are refused while parsing (so two readers can never see
+  two different certificates in one file);
+* every object has exactly the keys of its section in :data:`SCHEMA` (unknown keys are refused at
+  every level, ``claims`` included), each of the kind written there, **type-exactly**: a boolean
+  is ``true``/``false`` (never ``1``, ``0`` or ``1.0``), an integer is not a boolean, a bound is a
+  finite JSON float;
+* rationals are *canonical* strings (lowest terms, no ``+``, no leading zeros, no ``-0``, no
+  ``/1``), so every value has exactly one spelling;
+* matrix and list shapes agree with the header ``m``, ``d``, ``V``.
+
+Every failure raises :class:`~ntpcert.errors.CertificateError` with a one-line message that names
+the field and shows the offending value.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 
 from ntpcert.errors import CertificateError, InputError
+from ntpcert.exact.rational import fraction_str
 from ntpcert.instance import NTPInstance
-from ntpcert.exact.rational import fraction_str, parse_fraction
 
 FORMAT = "ntpcert-certificate"
 VERSION = 1
+
+#: The largest certificate file (bytes) :func:`load` reads; a larger one is refused before it is read.
+MAX_CERTIFICATE_BYTES = 256 * 2**20
+
+#: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
+#: of any length travel as rational strings; the integers of the schema are sizes and indices.
+MAX_JSON_INTEGER_DIGITS = 4300
+
+#: Every integer the schema reads (sizes, indices, counts) is below this bound.
+MAX_SCHEMA_INT = 2**63
+
+#: The spelling of a canonical rational: ``p`` or ``p/q`` with q > 1 (lowest terms is checked apart).
+RATIONAL_RE = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?", re.ASCII)
+
+#: A SHA-256 digest as written in a certificate: 64 lowercase hex digits.
+SHA256_RE = re.compile(r"[0-9a-f]{64}", re.ASCII)
+
+#: Decimal digits beyond which strings are converted by python-flint (quasi-linear, no length limit).
+_FLINT_DIGITS = 1000
+
+#: The schema, as data. Section name -> {key: kind}; a key ending in ``?`` is optional, every other
+#: key is required, and any key not listed is refused. Sections written ``name/variant`` are chosen
+#: by the section's ``claim`` (``true``, ``false``, ``null``) or, for the embedded instance, by
+#: whether it holds ``counts`` or ``probs``. Kinds:
+#:
+#: ``bool`` true/false only; ``bool|null``; ``int`` a non-negative integer (not a boolean);
+#: ``size`` a positive integer; ``str``; ``sha256`` 64 lowercase hex digits; ``float`` a finite
+#: JSON float (not an integer, not a boolean); ``rational`` a canonical ``"p/q"`` string;
+#: ``list``; ``object``; ``object|null``.
+SCHEMA: dict[str, dict[str, str]] = {
+    "certificate": {
+        "format": "str", "version": "int", "instance": "object", "probabilities_exact_from_floats": "bool",
+        "claims": "object", "compatibility": "object", "separability": "object", "svm": "object|null",
+        "checksum": "sha256",
+    },
+    "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
+    "instance.embedded/counts": {
+        "name": "str", "embeddings": "list", "counts": "list", "token_names?": "list", "context_names?": "list",
+    },
+    "instance.embedded/probs": {
+        "name": "str", "embeddings": "list", "probs": "list", "weights": "list",
+        "token_names?": "list", "context_names?": "list",
+    },
+    "claims": {"compatible": "bool", "separable": "bool|null", "entropy_bound_reachable": "bool|null",
+               "svm": "object|null"},
+    "claims.svm": {"gap": "rational", "distance_bound": "float", "norm_lower": "float", "norm_upper": "float"},
+    "compatibility/true": {"claim": "bool", "n_eq": "int", "dim_F": "int", "primes": "list",
+                           "null_space_basis": "list", "W_star?": "object"},
+    "compatibility/false": {"claim": "bool", "n_eq": "int", "dim_F": "int", "primes": "list",
+                            "violating_null_vector": "list"},
+    "compatibility.W_star": {"coefficients": "object"},
+    "separability/true": {"claim": "bool|null", "W": "list"},
+    "separability/false": {"claim": "bool|null", "ray": "list"},
+    "separability/null": {"claim": "bool|null", "reason": "str"},
+    "svm": {"W": "list", "a": "list", "gap": "rational", "distance_bound": "float", "norm_lower": "float",
+            "norm_upper": "float"},
+}
+
+_KIND_TEXT = {
+    "bool": "true or false", "bool|null": "true, false or null", "int": "a non-negative integer",
+    "size": "a positive integer", "str": "a string", "sha256": "64 lowercase hex digits",
+    "float": "a finite JSON float", "rational": "a rational string 'p/q'", "list": "a list",
+    "object": "an object", "object|null": "an object or null",
+}
+
+
+# ---------------------------------------------------------------------------- values in messages
+def show(value: Any) -> str:
+    """A short, always printable rendering of a JSON value for a one-line message, in JSON spelling
+    (``true``, ``null``): never converts a huge integer to decimal, never prints much more than 40
+    characters."""
+    if value is None or type(value) is bool:
+        return json.dumps(value)
+    if type(value) is int and value.bit_length() > 128:
+        return f"<an integer of {value.bit_length()} bits>"
+    if type(value) is str and len(value) > 40:
+        return repr(value[:37] + "...")
+    if type(value) is list and len(value) <= 4:
+        text = "[" + ", ".join(show(x) for x in value) + "]"
+        return text if len(text) <= 100 else f"<a list of {len(value)} entries>"
+    if isinstance(value, (dict, list)):
+        return f"<{'an object' if isinstance(value, dict) else 'a list'} of {len(value)} entries>"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "list", dict: "object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def check_kind(value: Any, kind: str, field: str) -> None:
+    """Check ``value`` against a schema kind (type-exactly: ``1`` is not ``true``, ``True`` not ``1``)."""
+    t = type(value)
+    if kind == "bool":
+        ok = t is bool
+    elif kind == "bool|null":
+        ok = t is bool or value is None
+    elif kind in ("int", "size"):
+        ok = t is int and (1 if kind == "size" else 0) <= value < MAX_SCHEMA_INT
+    elif kind == "str":
+        ok = t is str
+    elif kind == "sha256":
+        ok = t is str and SHA256_RE.fullmatch(value) is not None
+    elif kind == "float":
+        ok = t is float and math.isfinite(value)
+    elif kind == "rational":
+        parse_rational(value, field)
+        return
+    elif kind == "list":
+        ok = t is list
+    elif kind == "object":
+        ok = t is dict
+    elif kind == "object|null":
+        ok = t is dict or value is None
+    else:  # pragma: no cover - a typo in SCHEMA
+        raise AssertionError(f"unknown schema kind {kind!r}")
+    if not ok:
+        raise CertificateError(f"{field}: expected {_KIND_TEXT[kind]}, got {_type_name(value)} {show(value)}")
+
+
+def check_section(obj: Any, section: str, field: str) -> None:
+    """``obj`` has exactly the keys of ``SCHEMA[section]`` (optional ones may be absent), each of its kind."""
+    if type(obj) is not dict:
+        raise CertificateError(f"{field or 'certificate'}: expected an object, got {_type_name(obj)} {show(obj)}")
+    spec = SCHEMA[section]
+    allowed = {k.rstrip("?"): (kind, not k.endswith("?")) for k, kind in spec.items()}
+    prefix = f"{field}." if field else ""
+    for key, (_, required) in allowed.items():
+        if required and key not in obj:
+            raise CertificateError(f"{prefix}{key}: missing")
+    for key in obj:
+        if key not in allowed:
+            raise CertificateError(f"{field or 'certificate'}: unknown key {show(key)} (allowed: "
+                                   f"{', '.join(sorted(allowed))})")
+    for key, value in obj.items():
+        check_kind(value, allowed[key][0], f"{prefix}{key}")
+
+
+# ---------------------------------------------------------------------------- the schema
+def check_schema(cert: Any) -> None:
+    """Check the whole structure of a parsed certificate against :data:`SCHEMA`.
+
+    Keys, kinds, header sizes, the shapes and entry types of the embedded instance, of the witness
+    matrices and of the sparse vectors, ``primes`` and the names: after it, every value in the
+    object is a JSON value of its kind (no huge integer, no NaN, nothing that is not JSON). The
+    spelling of each witness rational is checked as it is parsed (:func:`parse_rational`).
+
+    Raises
+    ------
+    CertificateError
+        At the first violation, naming the field and the value.
+    """
+    check_section(cert, "certificate", "")
+    if cert["format"] != FORMAT:
+        raise CertificateError(f"format: {show(cert['format'])}, expected {FORMAT!r}")
+    if cert["version"] != VERSION:
+        raise CertificateError(f"version: {show(cert['version'])}, this checker reads {VERSION}")
+    inst = cert["instance"]
+    check_section(inst, "instance", "instance")
+    m, d, V = inst["m"], inst["d"], inst["V"]
+    _check_embedded(inst["embedded"], m, d, V, cert["probabilities_exact_from_floats"])
+
+    claims = cert["claims"]
+    check_section(claims, "claims", "claims")
+    if claims["svm"] is not None:
+        check_section(claims["svm"], "claims.svm", "claims.svm")
+
+    comp = cert["compatibility"]
+    claim = _claim(comp, "compatibility", (True, False))
+    check_section(comp, f"compatibility/{_variant(claim)}", "compatibility")
+    _check_primes(comp["primes"])
+    if claim is True:
+        for k, vec in enumerate(comp["null_space_basis"]):
+            _check_sparse(vec, f"compatibility.null_space_basis[{k}]")
+        if "W_star" in comp:
+            check_section(comp["W_star"], "compatibility.W_star", "compatibility.W_star")
+            for key, vec in comp["W_star"]["coefficients"].items():
+                if not (key.isascii() and key.isdigit() and len(key) <= 40 and key[0] != "0" and int(key) >= 2):
+                    raise CertificateError(f"compatibility.W_star.coefficients: key {show(key)} is not a prime written in decimal")
+                _check_sparse(vec, f"compatibility.W_star.coefficients[{key}]")
+    else:
+        _check_sparse(comp["violating_null_vector"], "compatibility.violating_null_vector")
+
+    sep = cert["separability"]
+    claim = _claim(sep, "separability", (True, False, None))
+    check_section(sep, f"separability/{_variant(claim)}", "separability")
+    if claim is True:
+        _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string")
+    elif claim is False:
+        _check_sparse(sep["ray"], "separability.ray")
+
+    svm = cert["svm"]
+    if svm is not None:
+        check_section(svm, "svm", "svm")
+        _check_entries(svm["W"], V, d, "svm.W", _is_str, "a rational string")
+        _check_entries(svm["a"], V, m, "svm.a", _is_str, "a rational string")
+
+
+def _variant(claim: bool | None) -> str:
+    return "null" if claim is None else ("true" if claim else "false")
+
+
+def _claim(sec: Any, field: str, allowed: tuple) -> Any:
+    if type(sec) is not dict:
+        raise CertificateError(f"{field}: expected an object, got {_type_name(sec)} {show(sec)}")
+    if "claim" not in sec:
+        raise CertificateError(f"{field}.claim: missing")
+    c = sec["claim"]
+    if not (type(c) is bool or (c is None and None in allowed)):
+        kind = "bool|null" if None in allowed else "bool"
+        raise CertificateError(f"{field}.claim: expected {_KIND_TEXT[kind]}, got {_type_name(c)} {show(c)}")
+    return c
+
+
+def _check_primes(primes: list) -> None:
+    last = 1
+    for k, p in enumerate(primes):
+        check_kind(p, "int", f"compatibility.primes[{k}]")
+        if p <= last:
+            raise CertificateError(f"compatibility.primes[{k}]: {show(p)} is not above the previous entry "
+                                   "(primes are listed increasing, each at least 2)")
+        last = p
+
+
+def _check_shape(rows: list, nrows: int, ncols: int, field: str) -> None:
+    if len(rows) != nrows:
+        raise CertificateError(f"{field}: has {len(rows)} rows, expected {nrows}")
+    for i, row in enumerate(rows):
+        if type(row) is not list or len(row) != ncols:
+            what = f"{len(row)} entries" if type(row) is list else f"{_type_name(row)} {show(row)}"
+            raise CertificateError(f"{field}[{i}]: has {what}, expected a list of {ncols} entries")
+
+
+def _check_entries(rows: list, nrows: int, ncols: int, field: str, ok, expected: str) -> None:
+    _check_shape(rows, nrows, ncols, field)
+    for i, row in enumerate(rows):
+        for k, x in enumerate(row):
+            if not ok(x):
+                raise CertificateError(f"{field}[{i}][{k}]: expected {expected}, got {_type_name(x)} {show(x)}")
+
+
+def _is_number(x: Any) -> bool:
+    """A finite float, or an integer that a float64 holds exactly."""
+    return (type(x) is float and math.isfinite(x)) or (type(x) is int and abs(x) <= 2**53)
+
+
+def _is_str(x: Any) -> bool:
+    return type(x) is str
+
+
+def _check_sparse(items: Any, field: str) -> None:
+    """``[[i, k, "p/q"], ...]`` with indices ``0 <= i, k < 2**63`` (the values are parsed later)."""
+    check_kind(items, "list", field)
+    for n, t in enumerate(items):
+        if type(t) is not list or len(t) != 3 or not (_is_count(t[0]) and _is_count(t[1]) and type(t[2]) is str):
+            raise CertificateError(f"{field}[{n}]: expected [i, k, \"p/q\"] with indices >= 0, got {show(t)}")
+
+
+def _is_count(x: Any) -> bool:
+    return type(x) is int and 0 <= x < MAX_SCHEMA_INT
+
+
+def _check_names(rec: dict, key: str, n: int) -> None:
+    if key not in rec:
+        return
+    names = rec[key]
+    if len(names) != n:
+        raise CertificateError(f"instance.embedded.{key}: has {len(names)} entries, expected {n}")
+    for i, x in enumerate(names):
+        check_kind(x, "str", f"instance.embedded.{key}[{i}]")
+
+
+def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None:
+    if type(rec) is not dict:
+        raise CertificateError(f"instance.embedded: expected an object, got {_type_name(rec)} {show(rec)}")
+    variant = "counts" if "counts" in rec else "probs"
+    check_section(rec, f"instance.embedded/{variant}", "instance.embedded")
+    # the header against the embedded arrays' own sizes, so that a header lie is named as one
+    emb, laws = rec["embeddings"], rec[variant]
+    sizes = {"m": len(emb), "d": len(emb[0]) if emb and type(emb[0]) is list else None,
+             "V": len(laws[0]) if laws and type(laws[0]) is list else None}
+    for key, header in (("m", m), ("d", d), ("V", V)):
+        if sizes[key] is not None and sizes[key] != header:
+            raise CertificateError(f"instance.{key}: claims {header}, the embedded instance has {key} = {sizes[key]}")
+    _check_entries(rec["embeddings"], m, d, "instance.embedded.embeddings", _is_number, "a finite number")
+    if variant == "counts":
+        if from_floats:
+            raise CertificateError("probabilities_exact_from_floats: true, but the embedded instance has counts")
+        _check_entries(rec["counts"], m, V, "instance.embedded.counts", _is_count, "a non-negative integer")
+    else:
+        if from_floats:
+            _check_entries(rec["probs"], m, V, "instance.embedded.probs", lambda x: type(x) is float and math.isfinite(x),
+                           "a float (probabilities_exact_from_floats is true)")
+        else:
+            _check_entries(rec["probs"], m, V, "instance.embedded.probs", lambda x: type(x) is str,
+                           "a rational string (probabilities_exact_from_floats is false)")
+        weights = rec["weights"]
+        if len(weights) != m:
+            raise CertificateError(f"instance.embedded.weights: has {len(weights)} entries, expected {m}")
+        for j, w in enumerate(weights):
+            check_kind(w, "rational", f"instance.embedded.weights[{j}]")
+    _check_names(rec, "token_names", V)
+    _check_names(rec, "context_names", m)
 
 
 # ---------------------------------------------------------------------------- instance record
@@ -69,37 +395,58 @@ def instance_record(instance: NTPInstance) -> dict[str, Any]:
 
 
 def instance_from_record(rec: Any) -> NTPInstance:
-    """Rebuild the embedded instance; raises :class:`CertificateError` when it is malformed."""
-    if not isinstance(rec, dict) or "embeddings" not in rec:
+    """Rebuild the embedded instance (whose structure :func:`check_schema` has checked); raises
+    :class:`CertificateError` when it is malformed."""
+    if type(rec) is not dict or "embeddings" not in rec:
         raise CertificateError("instance.embedded: missing or not an object with 'embeddings'")
     names = {k: rec.get(k) for k in ("token_names", "context_names")}
+    name = rec.get("name")
+    if type(name) is not str:
+        raise CertificateError(f"instance.embedded.name: expected a string, got {_type_name(name)} {show(name)}")
     try:
         if "counts" in rec:
-            return NTPInstance.from_counts(rec["embeddings"], rec["counts"], name=str(rec.get("name", "instance")), **names)
+            return NTPInstance.from_counts(rec["embeddings"], rec["counts"], name=name, **names)
         if "probs" in rec:
-            return NTPInstance.from_probs(rec["embeddings"], rec["probs"], rec.get("weights"),
-                                          name=str(rec.get("name", "instance")), **names)
+            return NTPInstance.from_probs(rec["embeddings"], rec["probs"], rec.get("weights"), name=name, **names)
     except InputError as err:
         raise CertificateError(f"instance.embedded: {err}") from None
     raise CertificateError("instance.embedded: neither 'counts' nor 'probs'")
 
 
 # ---------------------------------------------------------------------------- rationals
+def parse_rational(text: Any, field: str) -> Fraction:
+    """Read a canonical rational string: ``"p"`` or ``"p/q"`` with ``q > 1``, ``gcd(p, q) = 1``, no
+    sign but a leading ``-``, no leading zeros, no ``"-0"``; any length (python-flint converts long
+    digit strings, so Python's int-string limit does not apply)."""
+    if type(text) is not str:
+        raise CertificateError(f"{field}: expected a rational string 'p/q', got {_type_name(text)} {show(text)}")
+    match = RATIONAL_RE.fullmatch(text)
+    if match is None or text == "-0":
+        raise CertificateError(f"{field}: {show(text)} is not a canonical rational 'p/q'")
+    p = _digits_to_int(match.group(1))
+    if match.group(2) is None:
+        return Fraction(p)
+    q = _digits_to_int(match.group(2))
+    if q == 1 or math.gcd(p, q) != 1:
+        raise CertificateError(f"{field}: {show(text)} is not in lowest terms")
+    return Fraction(p, q)
+
+
+def _digits_to_int(digits: str) -> int:
+    return int(digits) if len(digits) <= _FLINT_DIGITS else int(flint.fmpz(digits))
+
+
 def matrix_strings(M) -> list[list[str]]:
     """An exact matrix (Fractions, ints or dyadic floats) as rows of rational strings."""
     return [[fraction_str(x) for x in row] for row in M]
 
 
 def matrix_fractions(rows: Any, shape: tuple[int, int], field: str) -> list[list[Fraction]]:
-    """Parse rows of rational strings, checking the shape."""
-    if not isinstance(rows, list) or len(rows) != shape[0]:
-        raise CertificateError(f"{field}: expected {shape[0]} rows")
-    out = []
-    for i, row in enumerate(rows):
-        if not isinstance(row, list) or len(row) != shape[1]:
-            raise CertificateError(f"{field}[{i}]: expected {shape[1]} entries")
-        out.append([parse_fraction(x) for x in row])
-    return out
+    """Parse rows of canonical rational strings, checking the shape."""
+    if type(rows) is not list:
+        raise CertificateError(f"{field}: expected a list of {shape[0]} rows, got {_type_name(rows)} {show(rows)}")
+    _check_shape(rows, shape[0], shape[1], field)
+    return [[parse_rational(x, f"{field}[{i}][{k}]") for k, x in enumerate(row)] for i, row in enumerate(rows)]
 
 
 def sparse_list(vec: dict) -> list[list]:
@@ -108,17 +455,17 @@ def sparse_list(vec: dict) -> list[list]:
 
 
 def sparse_dict(items: Any, field: str) -> dict[tuple[int, int], Fraction]:
-    """Parse ``[[i, k, "p/q"], ...]``; repeated keys are malformed."""
-    if not isinstance(items, list):
-        raise CertificateError(f"{field}: expected a list of [i, k, \"p/q\"]")
+    """Parse ``[[i, k, "p/q"], ...]`` (indices non-negative integers); repeated keys are malformed."""
+    if type(items) is not list:
+        raise CertificateError(f"{field}: expected a list of [i, k, \"p/q\"], got {_type_name(items)} {show(items)}")
     out: dict[tuple[int, int], Fraction] = {}
-    for t in items:
-        if (not isinstance(t, list) or len(t) != 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in t[:2])):
-            raise CertificateError(f"{field}: malformed entry {t!r:.60}")
+    for n, t in enumerate(items):
+        if type(t) is not list or len(t) != 3 or not all(_is_count(x) for x in t[:2]):
+            raise CertificateError(f"{field}[{n}]: expected [i, k, \"p/q\"] with indices >= 0, got {show(t)}")
         key = (t[0], t[1])
         if key in out:
-            raise CertificateError(f"{field}: entry {key} repeated")
-        out[key] = parse_fraction(t[2])
+            raise CertificateError(f"{field}[{n}]: entry {key} repeated")
+        out[key] = parse_rational(t[2], f"{field}[{n}]")
     return out
 
 
@@ -153,43 +500,89 @@ def save(cert: dict, path: str | os.PathLike) -> None:
     atomic_write_bytes(path, dumps(cert).encode("ascii"))
 
 
-def loads(text: str) -> dict:
-    """Parse certificate text; raises :class:`CertificateError` (truncated, not JSON, wrong format)."""
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise CertificateError(f"duplicate key {show(key)} in a JSON object: a reader could see either value")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise CertificateError(f"the JSON constant {name} is not allowed: every number must be finite")
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise CertificateError(f"the number {show(text)} overflows to infinity")
+    return x
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text) - (text[:1] == "-")
+    if digits > MAX_JSON_INTEGER_DIGITS:
+        raise CertificateError(f"an integer literal of {digits} digits exceeds the cap of {MAX_JSON_INTEGER_DIGITS} "
+                               "(MAX_JSON_INTEGER_DIGITS); large integers belong in rational strings")
     try:
-        obj = json.loads(text)
+        return int(text)
+    except ValueError:  # a lower sys.set_int_max_str_digits
+        raise CertificateError(f"an integer literal of {digits} digits exceeds this interpreter's int-string limit") from None
+
+
+def _size_error(size: int, what: str) -> CertificateError:
+    return CertificateError(f"{what} is {size} bytes, over the cap of {MAX_CERTIFICATE_BYTES} bytes "
+                            f"({MAX_CERTIFICATE_BYTES / 2**20:g} MiB, MAX_CERTIFICATE_BYTES)")
+
+
+def loads(text: str) -> dict:
+    """Parse certificate text; raises :class:`CertificateError` (over the size cap, truncated, not
+    JSON, a repeated key, a non-finite number, an oversized integer literal, wrong format or version).
+    The schema itself is checked by :func:`check_schema`."""
+    if len(text) > MAX_CERTIFICATE_BYTES:  # every character is at least one byte
+        raise _size_error(len(text), "the certificate text")
+    try:
+        obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant,
+                         parse_float=_finite_float, parse_int=_bounded_int)
     except json.JSONDecodeError as err:
         raise CertificateError(f"not valid JSON (truncated or corrupted?): {err.msg} at line {err.lineno} column {err.colno}") from None
     except RecursionError:
         raise CertificateError("not valid JSON: nested too deeply") from None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise CertificateError("not a certificate: the JSON value is not an object")
-    if obj.get("format") != FORMAT:
-        raise CertificateError(f"not a certificate: format is {obj.get('format')!r:.40}, expected {FORMAT!r}")
-    if obj.get("version") != VERSION:
-        raise CertificateError(f"unsupported certificate version {obj.get('version')!r:.20} (this checker reads {VERSION})")
+    if obj.get("format") != FORMAT or type(obj.get("format")) is not str:
+        raise CertificateError(f"not a certificate: format is {show(obj.get('format'))}, expected {FORMAT!r}")
+    if type(obj.get("version")) is not int or obj.get("version") != VERSION:
+        raise CertificateError(f"unsupported certificate version {show(obj.get('version'))} (this checker reads {VERSION})")
     return obj
 
 
 def load(path: str | os.PathLike) -> dict:
-    """Read a certificate file.
+    """Read a certificate file (at most :data:`MAX_CERTIFICATE_BYTES`, refused before reading).
 
     Raises
     ------
     InputError
         When the file cannot be read at all (missing, a directory, no permission).
     CertificateError
-        When its content is not a certificate (truncated, not JSON, not UTF-8, wrong format).
+        When it is over the size cap, or its content is not a certificate (see :func:`loads`).
     """
     p = os.fspath(path)
     try:
         with open(p, "rb") as fh:
-            raw = fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_CERTIFICATE_BYTES:
+                raise _size_error(size, f"CERT {p!r}")
+            raw = fh.read(MAX_CERTIFICATE_BYTES + 1)  # a file that grows, or reports no size, is still capped
     except FileNotFoundError:
         raise InputError(f"CERT: file {p!r} does not exist") from None
     except IsADirectoryError:
         raise InputError(f"CERT: {p!r} is a directory") from None
     except OSError as err:
         raise InputError(f"CERT: cannot read {p!r} ({err.strerror})") from None
+    if len(raw) > MAX_CERTIFICATE_BYTES:
+        raise _size_error(len(raw), f"CERT {p!r}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

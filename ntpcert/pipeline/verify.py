@@ -5,23 +5,45 @@ rational arithmetic (python-flint), with no tolerance, and imports nothing that 
 certificate (no solver, no LP, no float pipeline): only the data model, the file format and
 exact arithmetic. What it checks:
 
-* **instance**: the fingerprint of the instance (embedded, or given with ``--data``) equals the
-  recorded one.
+* **schema** (first, before anything else): :func:`ntpcert.pipeline.certificate.check_schema`,
+  every key of every section known and present, every value of its kind *type-exactly* (``1`` is
+  not ``true``), canonical rationals, shapes that agree with the header. Parsing a file has already
+  refused repeated keys, non-finite numbers, oversized integer literals and files over
+  :data:`~ntpcert.pipeline.certificate.MAX_CERTIFICATE_BYTES`.
+* **checksum**: SHA-256 of the canonical JSON.
+* **instance**: the embedded instance has the recorded fingerprint; with DATA, DATA has it too and
+  the same ``name``, ``token_names`` and ``context_names``; the header ``m``, ``d``, ``V`` and
+  ``probabilities_exact_from_floats`` are those of the instance checked against. The verdict says
+  which one that is (:attr:`Verdict.instance_source`).
+* **compatibility, header**: ``n_eq`` is the number r of equality rows, ``primes`` the primes of the
+  count ratios and ``dim_F`` = :math:`\mathrm{rank}\,G`, all recomputed, whatever the claim.
 * **compatibility, claim true**: the listed vectors lie in :math:`\mathrm{null}(G)`,
   :math:`G = A_{eq}A_{eq}^\top` (equivalently :math:`A_{eq}^\top y = 0`), are independent, and with
-  :math:`\mathrm{rank}\,G` (computed here) account for all of it; and :math:`Y^\top E = 0` for the prime-exponent
+  :math:`\mathrm{rank}\,G` account for all of it; and :math:`Y^\top E = 0` for the prime-exponent
   matrix E recomputed from the exact probabilities. Optional ``W_star``: :math:`G g_p = E_{:,p}` for every prime.
 * **compatibility, claim false**: :math:`G y = 0` and :math:`y^\top E \ne 0`, so :math:`y^\top b \ne 0`.
 * **separability, claim true**: the rational W satisfies (6a) and every margin of (6b) is :math:`\ge 1`.
 * **separability, claim false**: the Farkas conditions of :mod:`ntpcert.exact.separability`.
-* **svm**: W primal feasible, a dual feasible, the gap :math:`\tfrac12\|W\|^2 - D(a)` equals the
-  claimed one, :math:`\text{distance\_bound}^2 \ge 2\,\text{gap}`, and the norm bounds bracket
-  :math:`[\sqrt{2D(a)}, \|W\|]`.
-* **claims**: the summary claims agree with the sections they summarise.
+* **svm**: W primal feasible, a dual feasible, the gap :math:`\tfrac12\|W\|^2 - D(a) \ge 0` equals
+  the claimed one, and each float bound is its exact quantity rounded outward:
+
+  .. math::
+
+     2\,\mathrm{gap} \le \text{distance\_bound}^2,\quad
+     0 \le \text{norm\_lower}^2 \le 2D(a),\quad
+     \|W\|_F^2 \le \text{norm\_upper}^2,\quad \text{norm\_lower} \le \text{norm\_upper},
+
+  each also within a relative :data:`BOUND_RELATIVE_SLACK` of its quantity (so a bound is never
+  looser than the rounding of the quantity it names).
+* **claims**: the summary claims equal (type-exactly, ``is``) the sections they summarise, and
+  ``entropy_bound_reachable`` is their Kleene conjunction.
+
+A verdict is INVALID at the first failed check, with a one-line reason that names the field.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import time
@@ -35,9 +57,22 @@ import numpy as np
 from ntpcert.errors import CertificateError
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
-from ntpcert.exact.rational import parse_fraction
 from ntpcert.util.logic import and3
 from ntpcert.util.numbers import lcm_all
+
+#: :attr:`Verdict.instance_source` when the instance embedded in the certificate was checked against.
+INSTANCE_EMBEDDED = "embedded"
+#: :attr:`Verdict.instance_source` when an instance given by the caller (``--data DATA``) was.
+INSTANCE_DATA = "data"
+#: How a report names each source.
+INSTANCE_SOURCE_TEXT = {INSTANCE_EMBEDDED: "the embedded data (no DATA given)", INSTANCE_DATA: "the DATA given"}
+
+#: Relative slack of the float bounds: a bound ``x`` of an exact :math:`\sqrt Q` must satisfy
+#: :math:`x^2 \le Q(1+\epsilon)^2 + \delta` (upper bounds) or :math:`x^2 \ge Q(1-\epsilon)^2 - \delta`
+#: (lower bounds). The writer rounds outward by a few ulps (:math:`2^{-50}` relative).
+BOUND_RELATIVE_SLACK = Fraction(1, 2**40)
+#: The absolute slack :math:`\delta` on the squares (covers subnormal quantities).
+BOUND_ABSOLUTE_SLACK = Fraction(1, 2**1000)
 
 
 @dataclass(frozen=True)
@@ -48,12 +83,16 @@ class Verdict:
     ----------
     valid : bool
     reason : str
-        Why it is invalid (the first failed check), or ``""``.
+        Why it is invalid (the first failed check, one line naming the field), or ``""``.
     checks : tuple of str
         The checks that passed, in order.
     claims : dict
-        The certificate's claims (when it could be read).
+        The certificate's claims, all checked, when it is valid; empty when it is not (the claims
+        of an invalid certificate mean nothing, and are not handed on).
     seconds : float
+    instance_source : {"embedded", "data"}
+        Which instance the certificate was checked against: the one embedded in it
+        (:data:`INSTANCE_EMBEDDED`) or the one given by the caller (:data:`INSTANCE_DATA`).
     """
 
     valid: bool
@@ -61,6 +100,12 @@ class Verdict:
     checks: tuple[str, ...] = ()
     claims: dict = field(default_factory=dict)
     seconds: float = 0.0
+    instance_source: str = INSTANCE_EMBEDDED
+
+    @property
+    def against(self) -> str:
+        """The instance source in words: ``"the embedded data (no DATA given)"`` or ``"the DATA given"``."""
+        return INSTANCE_SOURCE_TEXT[self.instance_source]
 
 
 class _Invalid(Exception):
@@ -141,6 +186,18 @@ class _Exact:
             self._E = (sorted(primes), rows)
         return self._E
 
+    def ratio_primes(self) -> list[int]:
+        r"""The primes of the positive integers :math:`c_{j,z} \propto p_{j,z}` (:math:`z \in S_j`):
+        the primes a certificate lists in ``compatibility.primes``."""
+        primes: set[int] = set()
+        seen: set[int] = set()
+        for j in range(self.m):
+            for c in self.inst.ratio_integers(j).values():
+                if c > 1 and c not in seen:
+                    seen.add(c)
+                    primes.update(int(q) for q, _ in flint.fmpz(c).factor())
+        return sorted(primes)
+
     # -------------------------------------------------------------- logits and feasibility
     def rows_int(self, W: list[list[Fraction]]) -> tuple[flint.fmpz_mat, list[int]]:
         """``(N, D)``: row v of W is ``N[v] / D[v]`` with integers (one denominator per row)."""
@@ -199,19 +256,46 @@ class _Exact:
 
 
 # ---------------------------------------------------------------------------- sections
+def _list_text(xs: list) -> str:
+    return repr(xs) if len(xs) <= 8 else f"[{', '.join(map(repr, xs[:8]))}, ...] ({len(xs)} entries)"
+
+
+def _num(f: Fraction | float) -> str:
+    """``%.6g`` of an exact rational that may not fit a float."""
+    try:
+        return f"{float(f):.6g}"
+    except OverflowError:
+        return ">1e308" if f > 0 else "<-1e308"
+
+
+def _sqrt_text(Q: Fraction) -> str:
+    try:
+        return f"{math.sqrt(float(Q)):.6g}" if Q >= 0 else f"sqrt({_num(Q)})"
+    except OverflowError:
+        return ">1e154"
+
+
 def _check_instance(cert: dict, given: NTPInstance | None) -> NTPInstance:
-    rec = cert.get("instance")
-    _need(isinstance(rec, dict), "instance: missing")
-    fp = rec.get("fingerprint")
-    _need(isinstance(fp, str), "instance.fingerprint: missing")
+    """The instance checked against: the embedded one, or ``given``, which must equal it."""
+    rec = cert["instance"]
+    fp = rec["fingerprint"]
+    embedded = cf.instance_from_record(rec["embedded"])
+    _need(embedded.fingerprint() == fp,
+          f"instance.fingerprint: names {fp[:16]}..., the embedded instance has {embedded.fingerprint()[:16]}...")
     if given is not None:
         _need(given.fingerprint() == fp,
               f"the certificate speaks of instance {fp[:16]}..., but DATA is instance {given.fingerprint()[:16]}...")
+        for key in ("name", "token_names", "context_names"):
+            mine, theirs = getattr(embedded, key), getattr(given, key)
+            _need(mine == theirs, f"instance.embedded.{key}: {cf.show(mine)} differs from DATA's {cf.show(theirs)}")
         inst = given
     else:
-        inst = cf.instance_from_record(rec.get("embedded"))
-        _need(inst.fingerprint() == fp,
-              f"the embedded instance has fingerprint {inst.fingerprint()[:16]}..., the certificate names {fp[:16]}...")
+        inst = embedded
+    for key in ("m", "d", "V"):
+        _need(rec[key] == getattr(inst, key), f"instance.{key}: claims {cf.show(rec[key])}, the instance has {getattr(inst, key)}")
+    flag = bool(inst.probs_exact_from_floats)
+    _need(cert["probabilities_exact_from_floats"] is flag,
+          f"probabilities_exact_from_floats: {cf.show(cert['probabilities_exact_from_floats'])}, the instance has {flag}")
     return inst
 
 
@@ -227,12 +311,17 @@ def _integer_column(items: Any, name: str, ex: _Exact) -> tuple[flint.fmpz_mat, 
     return col, den
 
 
-def _check_compatibility(sec: Any, ex: _Exact, checks: list[str]) -> bool:
-    _need(isinstance(sec, dict), "compatibility: missing")
-    claim = sec.get("claim")
-    _need(claim in (True, False), "compatibility.claim: must be true or false")
+def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool:
+    claim = sec["claim"]  # a bool: the schema chose this section's variant by it
     primes, Erows = ex.E()
     r = len(ex.rows)
+    _need(sec["n_eq"] == r, f"compatibility.n_eq: claims {cf.show(sec['n_eq'])}, the instance has r = {r} equality rows")
+    ratio_primes = ex.ratio_primes()
+    _need(sec["primes"] == ratio_primes,
+          f"compatibility.primes: claims {_list_text(sec['primes'])}, the count ratios have {_list_text(ratio_primes)}")
+    G = ex.G
+    rank = G.rank() if r else 0
+    _need(sec["dim_F"] == rank, f"compatibility.dim_F: claims {cf.show(sec['dim_F'])}, rank A_eq is {rank}")
 
     def as_column(items: Any, name: str) -> flint.fmpz_mat:
         return _integer_column(items, name, ex)[0]
@@ -246,18 +335,15 @@ def _check_compatibility(sec: Any, ex: _Exact, checks: list[str]) -> bool:
                     out[p] = out.get(p, 0) + c * e
         return {p: v for p, v in out.items() if v}
 
-    G = ex.G
     if claim is False:
-        col = as_column(sec.get("violating_null_vector"), "compatibility.violating_null_vector")
+        col = as_column(sec["violating_null_vector"], "compatibility.violating_null_vector")
         _need((G * col).is_zero(), "compatibility.violating_null_vector: not in the left null space of A_eq")
         viol = yE(col)
         _need(bool(viol), "compatibility.violating_null_vector: y^T E = 0, so it shows nothing")
         checks.append(f"incompatible: y in null(A_eq^T) with y^T b = {' + '.join(f'{v}*log({p})' for p, v in sorted(viol.items()))} != 0")
         return False
-    basis = sec.get("null_space_basis")
-    _need(isinstance(basis, list), "compatibility.null_space_basis: missing")
+    basis = sec["null_space_basis"]
     cols = [as_column(b, f"compatibility.null_space_basis[{k}]") for k, b in enumerate(basis)]
-    rank = G.rank() if r else 0
     _need(rank + len(cols) == r, f"compatibility: rank A_eq = {rank} and {len(cols)} basis vectors do not add up to r = {r}")
     if cols:
         Y = flint.fmpz_mat(r, len(cols), [int(c[i, 0]) for i in range(r) for c in cols])
@@ -265,43 +351,36 @@ def _check_compatibility(sec: Any, ex: _Exact, checks: list[str]) -> bool:
         _need(Y.rank() == len(cols), "compatibility.null_space_basis: the vectors are dependent")
         for k, c in enumerate(cols):
             _need(not yE(c), f"compatibility.null_space_basis[{k}]: y^T E != 0, contradicting the claim")
-    dimF = sec.get("dim_F")
-    _need(dimF == rank, f"compatibility.dim_F: claims {dimF!r:.20}, rank A_eq is {rank}")
     checks.append(f"compatible: null(A_eq^T) has dimension {len(cols)} and Y^T E = 0 (rank A_eq = {rank})")
     if "W_star" in sec:
         _check_w_star(sec["W_star"], ex, G, primes, Erows, checks)
     return True
 
 
-def _check_w_star(ws: Any, ex: _Exact, G: flint.fmpz_mat, primes: list[int], Erows: dict, checks: list[str]) -> None:
-    _need(isinstance(ws, dict) and isinstance(ws.get("coefficients"), dict), "compatibility.W_star: malformed")
-    coeffs = ws["coefficients"]
+def _check_w_star(ws: dict, ex: _Exact, G: flint.fmpz_mat, primes: list[int], Erows: dict, checks: list[str]) -> None:
+    coeffs = ws["coefficients"]  # keys checked by the schema: primes in decimal
     needed = {p for p in primes if any(Erows[k].get(p) for k in ex.rows)}
-    given = set()
-    for key in coeffs:
-        _need(isinstance(key, str) and key.isdigit(), f"compatibility.W_star: prime key {key!r:.20}")
-        given.add(int(key))
-    _need(given == needed, "compatibility.W_star: the primes do not match those of the count ratios")
+    given = {int(key) for key in coeffs}
+    _need(given == needed, f"compatibility.W_star.coefficients: primes {_list_text(sorted(given))}, the count ratios "
+          f"need {_list_text(sorted(needed))}")
     scale = ex.hden ** 2
     for p in sorted(needed):
-        col, den = _integer_column(coeffs[str(p)], f"compatibility.W_star[{p}]", ex)
+        col, den = _integer_column(coeffs[str(p)], f"compatibility.W_star.coefficients[{p}]", ex)
         lhs = G * col  # = den * 2^(2s) * G g
         for i, key in enumerate(ex.rows):
             _need(int(lhs[i, 0]) == Erows[key].get(p, 0) * den * scale,
-                  f"compatibility.W_star[{p}]: A_eq R_p differs from the exponents of {p} at row {key}")
+                  f"compatibility.W_star.coefficients[{p}]: A_eq R_p differs from the exponents of {p} at row {key}")
     checks.append(f"W* = sum_p log(p) R_p verified for {len(needed)} primes")
 
 
-def _check_separability(sec: Any, ex: _Exact, checks: list[str]) -> bool | None:
-    _need(isinstance(sec, dict), "separability: missing")
-    claim = sec.get("claim", "missing")
-    _need(claim in (True, False, None), "separability.claim: must be true, false or null")
+def _check_separability(sec: dict, ex: _Exact, checks: list[str]) -> bool | None:
+    claim = sec["claim"]  # True, False or None: the schema chose this section's variant by it
     if claim is True:
-        W = cf.matrix_fractions(sec.get("W"), (ex.V, ex.d), "separability.W")
+        W = cf.matrix_fractions(sec["W"], (ex.V, ex.d), "separability.W")
         ex.check_primal(W, "separability.W")
         checks.append("separable: W satisfies (6a) exactly and every margin is >= 1")
     elif claim is False:
-        a = cf.sparse_dict(sec.get("ray"), "separability.ray")
+        a = cf.sparse_dict(sec["ray"], "separability.ray")
         mass, _ = ex.aH_zero_and_sums(a, "separability.ray", require_zero_aH=True)
         _need(mass > 0, "separability.ray: no mass off the supports")
         checks.append("not separable: Farkas ray verified (aH = 0, 1^T a_j = 0, a <= 0 off support, mass > 0)")
@@ -310,77 +389,121 @@ def _check_separability(sec: Any, ex: _Exact, checks: list[str]) -> bool | None:
     return claim
 
 
-def _check_svm(sec: Any, ex: _Exact, checks: list[str]) -> dict | None:
+def _check_upper(x: float, Q: Fraction, name: str, what: str) -> None:
+    r"""``x`` is :math:`\sqrt Q` rounded up: :math:`x \ge 0`, :math:`Q \le x^2 \le Q(1+\epsilon)^2 + \delta`."""
+    _need(x >= 0, f"{name}: {x!r} is negative")
+    X = Fraction(x) ** 2
+    _need(X >= Q, f"{name}: {x!r} is below {what} = {_sqrt_text(Q)}")
+    _need(X <= Q * (1 + BOUND_RELATIVE_SLACK) ** 2 + BOUND_ABSOLUTE_SLACK,
+          f"{name}: {x!r} is not {what} = {_sqrt_text(Q)} rounded up (relative slack 2^-40)")
+
+
+def _check_lower(x: float, Q: Fraction, name: str, what: str) -> None:
+    r"""``x`` is :math:`\sqrt{\max(Q, 0)}` rounded down: :math:`x \ge 0`,
+    :math:`Q(1-\epsilon)^2 - \delta \le x^2 \le \max(Q, 0)`."""
+    _need(x >= 0, f"{name}: {x!r} is negative")
+    X = Fraction(x) ** 2
+    _need(X <= max(Q, Fraction(0)), f"{name}: {x!r} is above {what} = {_sqrt_text(max(Q, Fraction(0)))}")
+    _need(X >= Q * (1 - BOUND_RELATIVE_SLACK) ** 2 - BOUND_ABSOLUTE_SLACK,
+          f"{name}: {x!r} is not {what} = {_sqrt_text(Q)} rounded down (relative slack 2^-40)")
+
+
+def _check_svm(sec: dict | None, ex: _Exact, checks: list[str]) -> dict | None:
+    r"""The NTP-SVM pair. With :math:`P = \tfrac12\|W\|_F^2` and :math:`D(a)` recomputed exactly,
+    :math:`\mathrm{gap} = P - D(a) \ge 0` must equal the claimed one and
+    :math:`\sqrt{2\,\mathrm{gap}} \le` distance_bound, :math:`0 \le` norm_lower :math:`\le \sqrt{2D(a)}`,
+    :math:`\sqrt{2P} \le` norm_upper (each within the slack of its quantity)."""
     if sec is None:
         return None
-    _need(isinstance(sec, dict), "svm: malformed")
-    W = cf.matrix_fractions(sec.get("W"), (ex.V, ex.d), "svm.W")
+    W = cf.matrix_fractions(sec["W"], (ex.V, ex.d), "svm.W")
     primal = ex.check_primal(W, "svm.W")
-    arows = cf.matrix_fractions(sec.get("a"), (ex.V, ex.m), "svm.a")
+    arows = cf.matrix_fractions(sec["a"], (ex.V, ex.m), "svm.a")
     a = {(v, j): x for v, row in enumerate(arows) for j, x in enumerate(row) if x}
     mass, sq = ex.aH_zero_and_sums(a, "svm.a", require_zero_aH=False)
     dual = mass - sq / 2
     gap = primal - dual
-    claimed = parse_fraction(sec.get("gap"))
-    _need(gap == claimed, f"svm.gap: claimed {float(claimed):.6g}, the pair gives {float(gap):.6g}")
-    _need(gap >= 0, "svm: negative gap, the pair cannot be feasible")
-    dist = _float(sec, "distance_bound")
-    _need(dist >= 0 and Fraction(dist) ** 2 >= 2 * gap, "svm.distance_bound: smaller than sqrt(2 gap)")
-    lo, hi = _float(sec, "norm_lower"), _float(sec, "norm_upper")
-    _need(lo <= 0 or Fraction(lo) ** 2 <= 2 * dual, "svm.norm_lower: larger than sqrt(2 D(a))")
-    _need(Fraction(hi) ** 2 >= 2 * primal, "svm.norm_upper: smaller than ||W||")
-    checks.append(f"NTP-SVM: exact gap {float(gap):.3e}, ||W - W^mm||_F <= {dist:.3e}")
-    return {"gap": claimed, "distance_bound": dist, "norm_lower": lo, "norm_upper": hi}
+    claimed = cf.parse_rational(sec["gap"], "svm.gap")
+    _need(gap >= 0, f"svm: the pair gives a negative gap {_num(gap)}, it cannot be feasible")
+    _need(gap == claimed, f"svm.gap: claimed {_num(claimed)}, the pair gives {_num(gap)}")
+    dist, lo, hi = sec["distance_bound"], sec["norm_lower"], sec["norm_upper"]
+    _check_upper(dist, 2 * gap, "svm.distance_bound", "sqrt(2 gap)")
+    _check_lower(lo, 2 * dual, "svm.norm_lower", "sqrt(2 D(a))")
+    _check_upper(hi, 2 * primal, "svm.norm_upper", "||W||_F")
+    _need(lo <= hi, f"svm.norm_upper: {hi!r} is below svm.norm_lower = {lo!r}")
+    checks.append(f"NTP-SVM: exact gap {_num(gap)}, ||W - W^mm||_F <= {dist:.3e}, ||W^mm||_F in [{lo:.12g}, {hi:.12g}]")
+    return {"gap": sec["gap"], "distance_bound": dist, "norm_lower": lo, "norm_upper": hi}
 
 
-def _float(sec: dict, key: str) -> float:
-    x = sec.get(key)
-    _need(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x), f"svm.{key}: not a finite number")
-    return float(x)
+def _check_claims(claims: dict, compat: bool, sep: bool | None, svm: dict | None) -> None:
+    """The summary claims equal the checked sections, type-exactly (``is``, never ``==``)."""
+    _need(claims["compatible"] is compat,
+          f"claims.compatible: {cf.show(claims['compatible'])} disagrees with the witness ({_json(compat)})")
+    _need(claims["separable"] is sep,
+          f"claims.separable: {cf.show(claims['separable'])} disagrees with the witness ({_json(sep)})")
+    reach = and3(compat, sep)
+    _need(claims["entropy_bound_reachable"] is reach,
+          f"claims.entropy_bound_reachable: {cf.show(claims['entropy_bound_reachable'])}, but the compatibility and "
+          f"separability claims give {_json(reach)}")
+    cs = claims["svm"]
+    if svm is None:
+        _need(cs is None, "claims.svm: an object, but there is no svm section to support it")
+        return
+    _need(sep is True, "svm: an NTP-SVM pair is only meaningful for separable data")
+    _need(cs is not None, "claims.svm: null, but the svm section certifies a bound")
+    for key in ("gap", "distance_bound", "norm_lower", "norm_upper"):
+        # same kinds by the schema (canonical strings or floats), so == is exact here
+        _need(cs[key] == svm[key], f"claims.svm.{key}: {cf.show(cs[key])} differs from svm.{key} = {cf.show(svm[key])}")
+
+
+def _json(x: bool | None) -> str:
+    return "null" if x is None else ("true" if x else "false")
 
 
 # ---------------------------------------------------------------------------- entry points
+def _source(instance: NTPInstance | None) -> str:
+    return INSTANCE_EMBEDDED if instance is None else INSTANCE_DATA
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def verify_certificate(cert: dict, instance: NTPInstance | None = None) -> Verdict:
-    """Check a parsed certificate against ``instance`` (default: the one embedded in it)."""
+    """Check a parsed certificate against ``instance`` (default: the one embedded in it).
+
+    The schema first (:func:`~ntpcert.pipeline.certificate.check_schema`), then the checksum, the
+    instance and every section; INVALID at the first failure, with a one-line reason."""
     t0 = time.perf_counter()
+    source = _source(instance)
     checks: list[str] = []
-    claims = cert.get("claims") if isinstance(cert, dict) else None
+
+    def invalid(reason: str) -> Verdict:
+        return Verdict(False, _one_line(reason), tuple(checks), {}, time.perf_counter() - t0, source)
+
     try:
-        _need(isinstance(cert, dict), "not a certificate object")
-        _need(cert.get("checksum") == cf.checksum(cert), "checksum mismatch: the file was altered or truncated")
+        _need(type(cert) is dict, "not a certificate object")
+        cf.check_schema(cert)
+        checks.append("schema")
+        _need(cert["checksum"] == cf.checksum(cert), "checksum mismatch: the file was altered or truncated")
         checks.append("checksum")
         inst = _check_instance(cert, instance)
-        checks.append(f"instance fingerprint {inst.fingerprint()[:16]}...")
+        checks.append(f"instance {cf.show(inst.name)} {inst.fingerprint()[:16]}...: fingerprint, header and names "
+                      f"agree with {'the embedded data' if instance is None else 'DATA'}")
         ex = _Exact(inst)
-        _need(bool(cert.get("probabilities_exact_from_floats")) == bool(inst.probs_exact_from_floats),
-              "probabilities_exact_from_floats: does not match the instance")
-        compat = _check_compatibility(cert.get("compatibility"), ex, checks)
-        sep = _check_separability(cert.get("separability"), ex, checks)
-        svm = _check_svm(cert.get("svm"), ex, checks)
-        _need(isinstance(claims, dict), "claims: missing")
-        _need(claims.get("compatible", "missing") == compat, f"claims.compatible: {claims.get('compatible')!r:.10} disagrees with the witness ({compat})")
-        _need(claims.get("separable", "missing") == sep, f"claims.separable: {claims.get('separable')!r:.10} disagrees with the witness ({sep})")
-        _need(claims.get("entropy_bound_reachable", "missing") == and3(compat, sep),
-              "claims.entropy_bound_reachable: does not follow from the compatibility and separability claims")
-        cs = claims.get("svm", "missing")
-        if svm is None:
-            _need(cs is None, "claims.svm: there is no svm section to support it")
-        else:
-            _need(sep is True, "svm: an NTP-SVM pair is only meaningful for separable data")
-            _need(isinstance(cs, dict), "claims.svm: missing")
-            _need(parse_fraction(cs.get("gap")) == svm["gap"], "claims.svm.gap: differs from the verified gap")
-            for key in ("distance_bound", "norm_lower", "norm_upper"):
-                _need(cs.get(key) == svm[key], f"claims.svm.{key}: differs from the svm section")
+        compat = _check_compatibility(cert["compatibility"], ex, checks)
+        sep = _check_separability(cert["separability"], ex, checks)
+        svm = _check_svm(cert["svm"], ex, checks)
+        _check_claims(cert["claims"], compat, sep, svm)
         checks.append("claims agree with the witnesses")
     except _Invalid as err:
-        return Verdict(False, str(err), tuple(checks), claims if isinstance(claims, dict) else {}, time.perf_counter() - t0)
+        return invalid(str(err))
     except CertificateError as err:
-        return Verdict(False, f"malformed certificate: {err}", tuple(checks), claims if isinstance(claims, dict) else {},
-                       time.perf_counter() - t0)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError, OverflowError) as err:
-        return Verdict(False, f"malformed certificate: {type(err).__name__}: {err}", tuple(checks),
-                       claims if isinstance(claims, dict) else {}, time.perf_counter() - t0)
-    return Verdict(True, "", tuple(checks), claims, time.perf_counter() - t0)
+        return invalid(f"malformed certificate: {err}")
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError, OverflowError,
+            RecursionError) as err:
+        return invalid(f"malformed certificate: {type(err).__name__}: {err}")
+    return Verdict(True, "", tuple(checks), copy.deepcopy(cert["claims"]), time.perf_counter() - t0, source)
 
 
 def verify_text(text: str, instance: NTPInstance | None = None) -> Verdict:
@@ -388,22 +511,23 @@ def verify_text(text: str, instance: NTPInstance | None = None) -> Verdict:
     try:
         cert = cf.loads(text)
     except CertificateError as err:
-        return Verdict(False, str(err))
+        return Verdict(False, _one_line(str(err)), instance_source=_source(instance))
     return verify_certificate(cert, instance)
 
 
 def verify_file(path, instance: NTPInstance | None = None) -> Verdict:
-    """Read and check a certificate file (raises InputError only when the file cannot be read)."""
+    """Read and check a certificate file (raises InputError only when the file cannot be read; a file
+    over :data:`~ntpcert.pipeline.certificate.MAX_CERTIFICATE_BYTES` is INVALID, refused unread)."""
     try:
         cert = cf.load(path)
     except CertificateError as err:
-        return Verdict(False, str(err))
+        return Verdict(False, _one_line(str(err)), instance_source=_source(instance))
     return verify_certificate(cert, instance)
 
 
 def verify(certificate: dict | str | os.PathLike, instance: NTPInstance | None = None) -> Verdict:
     """Check a certificate, given as a parsed object or a file path, against ``instance``
-    (default: the instance embedded in the certificate).
+    (default: the instance embedded in the certificate; :attr:`Verdict.instance_source` says which).
 
     >>> from ntpcert import verify
     >>> verify("cert.json").valid        # doctest: +SKIP
