@@ -7,13 +7,20 @@ runs it with a progress bar, writing ``report.md`` and ``results.csv``, and opti
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from pathlib import Path
 
-from ntpcert.cli.options import emit_json, progress_enabled, progress_option
+from ntpcert.cli.options import (MAX_TIME_LIMIT_S, check_solver, emit_json, float_in, force_option, int_in,
+                                 progress_enabled, progress_option)
 
 #: Backends run by default (those whose solver is installed).
 DEFAULT_BACKENDS = ("structured", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs")
+#: Largest ``--seeds`` (instances per size setting).
+MAX_SEEDS = 100
+#: What ``--out DIR`` receives, and what ``--export-qpbenchmark DIR`` receives.
+OUTPUT_NAMES = ("report.md", "results.csv", "instances")
+EXPORT_NAMES = ("data", "results", "ntp_svm.py")
 
 
 def register(subparsers, name: str) -> None:
@@ -27,14 +34,18 @@ def register(subparsers, name: str) -> None:
                    "d_above_m, onehot, corpus)")
     p.add_argument("--backends", default=None, metavar="B,...",
                    help=f"comma-separated solvers (default the installed ones of {','.join(DEFAULT_BACKENDS)})")
-    p.add_argument("--seeds", type=int, default=2, help="instances per size setting (default 2)")
-    p.add_argument("--time-limit", type=float, default=60.0, metavar="S", help="seconds per run (default 60)")
-    p.add_argument("--tol", type=float, default=1e-6, help="residual and gap tolerance of a success (default 1e-6)")
+    p.add_argument("--seeds", type=int_in(1, MAX_SEEDS), default=2,
+                   help=f"instances per size setting, at most {MAX_SEEDS} (default 2)")
+    p.add_argument("--time-limit", type=float_in(0.0, MAX_TIME_LIMIT_S), default=60.0, metavar="S",
+                   help=f"seconds per run, at most {MAX_TIME_LIMIT_S:g} (default 60)")
+    p.add_argument("--tol", type=float_in(0.0, 1.0), default=1e-6,
+                   help="residual and gap tolerance of a success, in (0, 1] (default 1e-6)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write report.md, results.csv and the instances here (default: print the report)")
     p.add_argument("--export-qpbenchmark", metavar="DIR", default=None,
                    help="also write the instances as a qpbenchmark test set into DIR")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    force_option(p)
     progress_option(p)
     p.set_defaults(func=cmd_bench)
 
@@ -75,22 +86,15 @@ def _available_backends() -> list[str]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ntpcert.util.files import atomic_write_text, check_output_dir
-    from ntpcert.errors import InputError
-    from ntpcert.solve.svm import resolve_backend
+    from ntpcert.util.files import atomic_write_text, check_output_dir, staged_directory
 
-    if args.time_limit <= 0:
-        raise InputError(f"--time-limit: value {args.time_limit!r} is not positive")
-    if args.tol <= 0:
-        raise InputError(f"--tol: value {args.tol!r} is not positive")
-    if args.seeds < 1:
-        raise InputError(f"--seeds: value {args.seeds!r} is below 1")
-    for opt, path in (("--out", args.out), ("--export-qpbenchmark", args.export_qpbenchmark)):
+    for opt, path, names in (("--out", args.out, OUTPUT_NAMES),
+                             ("--export-qpbenchmark", args.export_qpbenchmark, EXPORT_NAMES)):
         if path is not None:
-            check_output_dir(path, opt)
+            check_output_dir(path, opt, names=names, overwrite=args.force)
     backends = _split(args.backends, "--backends") or _available_backends()
     for b in backends:
-        resolve_backend(b)
+        check_solver(b, "--backends")
     nb = _bench_package()
     fams = nb.families.families(args.scale, seeds=args.seeds)
     chosen = _split(args.families, "--families", known=list(fams)) or list(fams)
@@ -98,25 +102,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
     progress = progress_enabled(args)
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="ntpcert-bench-") as scratch:
-        workdir = Path(args.out) / "instances" if args.out else Path(scratch)
+    # every output is staged and moved into place only when the whole benchmark has run
+    with contextlib.ExitStack() as stack:
+        out_stage = stack.enter_context(staged_directory(args.out, "--out")) if args.out else None
+        qpb_stage = (stack.enter_context(staged_directory(args.export_qpbenchmark, "--export-qpbenchmark"))
+                     if args.export_qpbenchmark else None)
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="ntpcert-bench-"))
+        workdir = os.path.join(out_stage, "instances") if out_stage else scratch
         items = nb.runner.prepare(members, workdir, progress=progress)
         runs = nb.runner.run_all(items, backends, time_limit=args.time_limit, tol=args.tol, progress=progress)
         report = nb.report.markdown(runs, items, time_limit=args.time_limit, tol=args.tol,
                                     notes=[f"scale {args.scale}, {args.seeds} seed(s) per setting"])
-        if args.export_qpbenchmark:
-            nb.qpbench_export.export(items, args.export_qpbenchmark)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / "report.md", report)
-        atomic_write_text(out / "results.csv", nb.report.csv_text(runs))
+        if qpb_stage is not None:
+            nb.qpbench_export.export(items, qpb_stage)
+        if out_stage is not None:
+            atomic_write_text(os.path.join(out_stage, "report.md"), report)
+            atomic_write_text(os.path.join(out_stage, "results.csv"), nb.report.csv_text(runs))
     if args.json:
         summary = nb.report.summarize(runs, args.time_limit)
         emit_json({"summary": summary, "runs": [r.to_row() for r in runs], "out": args.out,
                     "qpbenchmark": args.export_qpbenchmark})
     elif args.out:
-        print(f"wrote {Path(args.out) / 'report.md'} and results.csv ({len(runs)} runs, {len(items)} instances)")
+        print(f"wrote {os.path.join(args.out, 'report.md')} and results.csv ({len(runs)} runs, {len(items)} instances)")
     else:
         sys.stdout.write(report)
     return 0

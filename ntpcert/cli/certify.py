@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, load_data, progress_enabled, solver_options
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
+                                 load_data, progress_enabled, solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -16,6 +17,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
     p.add_argument("--certificate-out", metavar="PATH", default=None, help="with --exact: write the certificate here")
     p.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
+    force_option(p)
     solver_options(p)
     p.set_defaults(func=run)
 
@@ -25,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.certificate_out is not None and not args.exact:
         raise InputError("--certificate-out: a certificate is written only with --exact")
+    check_solver(args.solver)
     if args.exact:
         return _run_exact(args)
     from ntpcert.pipeline.float_verdicts import certify
@@ -44,8 +47,8 @@ def _run_exact(args: argparse.Namespace) -> int:
     from ntpcert.report.text import exact_report_lines
     from ntpcert.util.files import check_output_file
 
-    if args.certificate_out is not None:
-        check_output_file(args.certificate_out, "--certificate-out")  # before the work, not after it
+    if args.certificate_out is not None:  # before the work, not after it
+        check_output_file(args.certificate_out, "--certificate-out", overwrite=args.force, inputs=data_inputs(args))
     rep = exact_certify(
         load_data(args),
         svm=not args.no_svm,

@@ -7,10 +7,13 @@ import argparse
 import os
 from typing import Any
 
-from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, load_data, progress_enabled, solver_options
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
+                                 load_data, progress_enabled, solver_options)
 
 #: The basis of F is written only when it has at most this many entries (dim F · V · d).
 MAX_BASIS_ENTRIES = 50_000_000
+#: Every file ``limits`` may write into DIR.
+OUTPUT_NAMES = ("W_star.npy", "W_mm.npy", "F_basis.npy", "summary.json")
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -18,6 +21,7 @@ def register(subparsers: Any, name: str) -> None:
     data_options(p)
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    force_option(p)
     solver_options(p)
     p.set_defaults(func=run)
 
@@ -30,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.report.text import float_report_lines
     from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
 
-    out = check_output_dir(args.out, "--out")
+    check_solver(args.solver)
+    out = check_output_dir(args.out, "--out", names=OUTPUT_NAMES, overwrite=args.force, inputs=data_inputs(args))
     inst = load_data(args)
     rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args))
     summary = rep.to_json()

@@ -1,11 +1,21 @@
 """What the commands share: exit codes, the parser class, the DATA and solver options, loading
-DATA, whether to draw progress bars, and printing one JSON object."""
+DATA, checked numeric option types, ``--force``, whether to draw progress bars, and printing one
+JSON object.
+
+Every check here runs while the arguments are parsed or before the command's work starts, so a bad
+option costs no computation and leaves no file behind.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
-from typing import Any
+from typing import Any, Callable
+
+from ntpcert.dynamics.optimizers import MAX_LR
+from ntpcert.instance.embeddings import MAX_ENTRIES
 
 #: Exit codes: 0 done (whatever the verdict), 1 internal failure, 2 bad input or usage.
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -15,11 +25,87 @@ class UsageError(Exception):
     """Raised by the parser instead of printing usage and exiting."""
 
 
+#: Largest ``--time-limit`` of ``bench``, in seconds (one day).
+MAX_TIME_LIMIT_S = 86_400.0
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser that raises :class:`UsageError` instead of exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: error: {message}")
+
+
+def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer in ``[low, high]`` (``high`` None: no upper bound)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"value {text!r} is not an integer") from None
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"in [{low}, {high:,}]"
+            raise argparse.ArgumentTypeError(f"value {text!r} is not an integer {bound}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def float_in(low: float, high: float | None = None, *, low_open: bool = True) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number above ``low`` (or at least ``low`` when not
+    ``low_open``) and at most ``high``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"value {text!r} is not a number") from None
+        ok = math.isfinite(value) and (value > low if low_open else value >= low) and (high is None or value <= high)
+        if not ok:
+            lo = f"{'(' if low_open else '['}{low:g}"
+            hi = f"{high:g}]" if high is not None else "inf)"
+            raise argparse.ArgumentTypeError(f"value {text!r} is not a finite number in {lo}, {hi}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def force_option(p: argparse.ArgumentParser) -> None:
+    """``--force``: replace output files that exist already (never an input of the command)."""
+    p.add_argument("--force", action="store_true",
+                   help="replace output files that exist already (an output that is an input is always refused)")
+
+
+def data_inputs(args: argparse.Namespace) -> list[str]:
+    """The files a command reads through DATA and the corpus options (for the output checks)."""
+    out = []
+    for value in (getattr(args, "data", None), getattr(args, "embedding", None)):
+        if isinstance(value, str) and os.path.isfile(value):
+            out.append(value)
+    return out
+
+
+def check_solver(name: str, field: str = "--solver") -> None:
+    """Refuse an unknown NTP-SVM solver before any data are loaded (``cvxpy:NAME``: one not
+    installed in cvxpy; this imports cvxpy, which a run with that solver does anyway)."""
+    from ntpcert.errors import InputError
+    from ntpcert.solve.svm import resolve_backend
+
+    try:
+        _, fixed = resolve_backend(name)
+    except InputError as err:
+        raise InputError(f"{field}: {err}") from None
+    if name.startswith("cvxpy:"):
+        from ntpcert.util.extras import require
+
+        cp = require("cvxpy", "cvxpy", f"--solver {name}")
+        wanted = fixed.get("solver", "")
+        if wanted not in cp.installed_solvers():
+            raise InputError(f"{field}: {name!r} is not an installed cvxpy solver "
+                             f"(installed: {', '.join(cp.installed_solvers())})")
 
 
 def data_options(p: argparse.ArgumentParser, *, positional: bool = True) -> None:
@@ -32,13 +118,16 @@ def data_options(p: argparse.ArgumentParser, *, positional: bool = True) -> None
                        help="check against this instance (file or built-in name) instead of the embedded one")
     g = p.add_argument_group("corpus options (text files and text built-ins)")
     g.add_argument("--tokenizer", choices=["char", "word"], default=None, help="tokenizer for text (default char)")
-    g.add_argument("-k", "--context-length", type=int, default=None, metavar="K",
+    g.add_argument("-k", "--context-length", type=int_in(1), default=None, metavar="K",
                    help="context length k (default 2 for text, 4 for dyck)")
     g.add_argument("--all-prefixes", action="store_true", help="also use all shorter contexts, lengths 1..k-1")
     g.add_argument("--embedding", default=None, metavar="SPEC",
                    help="onehot-context | onehot-concat | random:D | path.npy (default onehot-concat)")
-    g.add_argument("--max-chars", type=int, default=None, metavar="N", help="read at most N characters of text")
-    p.add_argument("--seed", type=int, default=0, help="seed of generated data and random embeddings (default 0)")
+    g.add_argument("--max-chars", type=int_in(2), default=None, metavar="N", help="read at most N characters of text")
+    g.add_argument("--max-entries", type=int_in(1), default=None, metavar="N",
+                   help=f"largest m*d (embeddings) and m*V (counts) built from a text or built-in "
+                   f"(default {MAX_ENTRIES:,}; see docs/formats.md, Input limits)")
+    p.add_argument("--seed", type=int_in(0), default=0, help="seed of generated data and random embeddings (default 0)")
 
 
 def solver_options(p: argparse.ArgumentParser) -> None:
@@ -68,6 +157,7 @@ def load_data(args: argparse.Namespace) -> Any:
         embedding=args.embedding,
         seed=args.seed,
         max_chars=args.max_chars,
+        max_entries=args.max_entries,
         progress=progress_enabled(args),
     )
 
@@ -93,9 +183,16 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "MAX_LR",
+    "MAX_TIME_LIMIT_S",
     "Parser",
     "UsageError",
+    "check_solver",
+    "data_inputs",
     "data_options",
+    "float_in",
+    "force_option",
+    "int_in",
     "emit_json",
     "emit_lines",
     "load_data",

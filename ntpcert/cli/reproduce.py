@@ -16,7 +16,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ntpcert.cli.options import EXIT_OK, emit_json, progress_enabled, progress_option
+from ntpcert.cli.options import (
+    EXIT_OK,
+    MAX_LR,
+    emit_json,
+    float_in,
+    force_option,
+    int_in,
+    progress_enabled,
+    progress_option,
+)
+from ntpcert.dynamics.optimizers import MAX_STEPS
 
 #: The paper's hyperparameters (Thrampoulidis, arXiv 2402.18551, Sec. 6).
 PAPER_GD_LR = 0.5
@@ -43,6 +53,19 @@ REGPATH_POINTS = 15
 
 EXPERIMENTS = ("paper",)
 
+#: Largest ``--embedding-scale``: beyond it the paper's step sizes overflow float64.
+MAX_EMBEDDING_SCALE = 1e3
+
+
+def output_names(extras: bool) -> tuple[str, ...]:
+    """Every file ``reproduce`` writes into DIR (with or without the extras)."""
+    names = ["summary.md", "summary.json", "metrics_gd.csv", "metrics_ngd.csv", "metrics_adam.csv", "fig3_gd.png",
+             "fig4_ngd.png", "fig5_adam.png", "fig_compare.png"]
+    if extras:
+        names += ["metrics_sign.csv", "metrics_spectral.csv", "metrics_muon.csv", "regpath.csv", "fig_norms.png",
+                  "fig_regpath.png"]
+    return tuple(names)
+
 
 def register(subparsers: Any, name: str) -> None:
     p = subparsers.add_parser(
@@ -53,18 +76,22 @@ def register(subparsers: Any, name: str) -> None:
     )
     p.add_argument("experiment", metavar="EXPERIMENT", help="paper")
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
-    p.add_argument("--steps", type=int, default=PAPER_STEPS, help=f"steps per optimiser (default {PAPER_STEPS})")
-    p.add_argument("--seed", type=int, default=0, help="seed of the paper instance (default 0)")
-    p.add_argument("--embedding-scale", type=float, default=1.0, metavar="S",
+    p.add_argument("--steps", type=int_in(1, MAX_STEPS), default=PAPER_STEPS,
+                   help=f"steps per optimiser, at most {MAX_STEPS:,} (default {PAPER_STEPS})")
+    p.add_argument("--seed", type=int_in(0), default=0, help="seed of the paper instance (default 0)")
+    p.add_argument("--embedding-scale", type=float_in(0.0, MAX_EMBEDDING_SCALE), default=1.0, metavar="S",
                    help="multiply the embeddings by S (the paper does not state their scale; ours have "
-                   "||h_j|| about 1, S = sqrt(d) gives N(0, I) entries); default 1")
-    p.add_argument("--gd-lr", type=float, default=PAPER_GD_LR, help=f"GD step (default {PAPER_GD_LR})")
-    p.add_argument("--ngd-lr", type=float, default=PAPER_NGD_LR, help=f"NGD step (default {PAPER_NGD_LR})")
-    p.add_argument("--adam-lr", type=float, default=PAPER_ADAM_LR, help=f"Adam step (default {PAPER_ADAM_LR})")
-    p.add_argument("--adam-eps", type=float, default=PAPER_ADAM_EPS, help=f"Adam epsilon (default {PAPER_ADAM_EPS:g})")
+                   f"||h_j|| about 1, S = sqrt(d) gives N(0, I) entries); at most {MAX_EMBEDDING_SCALE:g}, default 1")
+    p.add_argument("--gd-lr", type=float_in(0.0, MAX_LR), default=PAPER_GD_LR, help=f"GD step (default {PAPER_GD_LR})")
+    p.add_argument("--ngd-lr", type=float_in(0.0, MAX_LR), default=PAPER_NGD_LR, help=f"NGD step (default {PAPER_NGD_LR})")
+    p.add_argument("--adam-lr", type=float_in(0.0, MAX_LR), default=PAPER_ADAM_LR,
+                   help=f"Adam step (default {PAPER_ADAM_LR})")
+    p.add_argument("--adam-eps", type=float_in(0.0, low_open=False), default=PAPER_ADAM_EPS,
+                   help=f"Adam epsilon (default {PAPER_ADAM_EPS:g})")
     p.add_argument("--no-extras", action="store_true", help="skip sign / spectral / Muon and the regularisation path")
-    p.add_argument("--points-per-decade", type=int, default=20, help="logged steps per decade (default 20)")
+    p.add_argument("--points-per-decade", type=int_in(1), default=20, help="logged steps per decade (default 20)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    force_option(p)
     progress_option(p)
     p.set_defaults(func=cmd_reproduce)
 
@@ -74,8 +101,8 @@ def _paper_instance(seed: int, scale: float):
     from ntpcert.instance import NTPInstance
     from ntpcert.instance.load import load_instance
 
-    if not (math.isfinite(scale) and scale > 0):
-        raise InputError(f"--embedding-scale: value {scale!r} is not a positive finite number")
+    if not (math.isfinite(scale) and 0 < scale <= MAX_EMBEDDING_SCALE):
+        raise InputError(f"--embedding-scale: value {scale!r} is not a finite number in (0, {MAX_EMBEDDING_SCALE:g}]")
     inst = load_instance("paper", seed=seed)
     if scale != 1.0:
         inst = NTPInstance.from_counts(inst.embeddings * scale, inst.counts, token_names=inst.token_names,
@@ -85,27 +112,29 @@ def _paper_instance(seed: int, scale: float):
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     import ntpcert.dynamics.optimizers as O
-    from ntpcert.errors import InputError
-    from ntpcert.dynamics.trajectory import Limits, run
     from ntpcert.cli.trajectory import json_writer, text_writer
+    from ntpcert.dynamics.trajectory import Limits, geometric_grid, run
+    from ntpcert.errors import InputError
     from ntpcert.util.files import check_output_dir, write_directory
 
     if args.experiment not in EXPERIMENTS:
         raise InputError(f"EXPERIMENT: unknown value {args.experiment!r} (expected one of {', '.join(EXPERIMENTS)})")
-    check_output_dir(args.out, "--out")
-    if args.steps < 1:
-        raise InputError(f"--steps: value {args.steps!r} is not a positive integer")
+    check_output_dir(args.out, "--out", names=output_names(not args.no_extras), overwrite=args.force)
+    try:
+        geometric_grid(args.steps, args.points_per_decade)
+    except InputError as err:  # the message names the library's argument; say the option instead
+        raise InputError(f"--points-per-decade: {str(err).split(': ', 1)[-1]}") from None
+    main = {
+        "gd": O.gd(args.gd_lr),
+        "ngd": O.ngd(args.ngd_lr),
+        "adam": O.adam(args.adam_lr, beta1=PAPER_ADAM_BETAS[0], beta2=PAPER_ADAM_BETAS[1], eps=args.adam_eps),
+    }
     progress = progress_enabled(args)
     inst = _paper_instance(args.seed, args.embedding_scale)
     extras = not args.no_extras
     limits = Limits.compute(inst, norms=EXTRA_NORMS if extras else ())
     if limits.svm is None:
         raise InputError(f"--seed: the paper instance for seed {args.seed} is not NTP-separable ({limits.svm_error})")
-    main = {
-        "gd": O.gd(args.gd_lr),
-        "ngd": O.ngd(args.ngd_lr),
-        "adam": O.adam(args.adam_lr, beta1=PAPER_ADAM_BETAS[0], beta2=PAPER_ADAM_BETAS[1], eps=args.adam_eps),
-    }
     trajs = {k: run(inst, opt, args.steps, limits=limits, per_decade=args.points_per_decade, progress=progress)
              for k, opt in main.items()}
     extra_trajs: dict[str, Any] = {}
@@ -146,7 +175,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             title=f"{inst.name}: margin and alignment in each norm (open question: which limit does each optimiser pick?)")
         writers["fig_regpath.png"] = lambda path: plots.plot_regpath(
             rp, path, title=f"{inst.name}: regularisation path argmin over ||W|| <= B of CE(W) (Theorem 1)")
-    files = write_directory(args.out, writers)
+    files = write_directory(args.out, writers)  # only now: a run that fails writes nothing
     if args.json:
         emit_json({**summary, "out": args.out, "files": files})
     else:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, load_data, progress_enabled, solver_options
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
+                                 load_data, progress_enabled, solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -14,6 +15,7 @@ def register(subparsers: Any, name: str) -> None:
     data_options(p)
     p.add_argument("--out", metavar="W.npy", default=None, help="write W^mm (shape (V, d)) here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    force_option(p)
     solver_options(p)
     p.set_defaults(func=run)
 
@@ -23,8 +25,9 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.solve.svm import solve_svm
     from ntpcert.util.files import check_output_file, save_npy_atomic
 
-    if args.out:
-        check_output_file(args.out, "--out")
+    check_solver(args.solver)
+    if args.out is not None:
+        check_output_file(args.out, "--out", overwrite=args.force, inputs=data_inputs(args))
     inst = load_data(args)
     try:
         sol = solve_svm(inst, solver=args.solver, progress=progress_enabled(args))
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             emit_lines([f"not separable: {err}"])
         return EXIT_OK
-    if args.out:
+    if args.out is not None:
         save_npy_atomic(args.out, sol.W)
     j = sol.to_json()
     if args.json:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import emit_json
+from ntpcert.cli.options import emit_json, force_option
+
+#: The figure formats ``--out`` may name.
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -31,6 +34,7 @@ def register(subparsers: Any, name: str) -> None:
                    help="keep only rows with FIELD equal to VALUE, repeatable (e.g. --where m=40)")
     p.add_argument("--title", default=None)
     p.add_argument("--json", action="store_true", help="print the cells drawn as one JSON object")
+    force_option(p)
     p.set_defaults(func=run)
 
 
@@ -48,11 +52,14 @@ def _filter(rows: list[dict], where: list[str]) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ntpcert.errors import InputError
     from ntpcert.util.files import check_output_file
     from ntpcert.experiments.sweep import ResultStore
     from ntpcert.experiments.sweep.plot import crossings, plot_phase
 
-    check_output_file(args.out, "--out")
+    if not args.out.lower().endswith(FIGURE_SUFFIXES):
+        raise InputError(f"--out: value {args.out!r} does not end in {', '.join(FIGURE_SUFFIXES)}")
+    check_output_file(args.out, "--out", overwrite=args.force, inputs=[args.store])
     with ResultStore(args.store) as db:
         rows = _filter(db.table(), args.where)
     quantities = args.quantity or ["separable", "reachable"]

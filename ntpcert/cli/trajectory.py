@@ -6,10 +6,16 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable
 
-from ntpcert.cli.options import EXIT_OK, data_options, emit_json, load_data, progress_enabled, solver_options
+from ntpcert.cli.options import (EXIT_OK, MAX_LR, check_solver, data_inputs, data_options, emit_json, float_in,
+                                 force_option, int_in, load_data, progress_enabled, solver_options)
+from ntpcert.dynamics.optimizers import MAX_NS_STEPS, MAX_STEPS
 
 #: Default number of steps.
 DEFAULT_STEPS = 10_000
+#: The files ``trajectory`` writes into DIR: always, with ``--snapshots``, and without ``--no-plot``.
+OUTPUT_NAMES = ("metrics.csv", "trajectory.json", "W_final.npy")
+SNAPSHOT_NAMES = ("snapshots.npy", "snapshot_steps.npy")
+FIGURE_NAMES = ("trajectory.png", "alignment.png")
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -23,16 +29,19 @@ def register(subparsers: Any, name: str) -> None:
     data_options(p)
     p.add_argument("--optimizer", default="gd", metavar="NAME",
                    help="gd | ngd | adam | sign | signum | spectral | muon (default gd)")
-    p.add_argument("--lr", type=float, default=None, help="step size (default: gd 1/(2L); others 0.01)")
+    p.add_argument("--lr", type=float_in(0.0, MAX_LR), default=None,
+                   help=f"step size, at most {MAX_LR:g} (default: gd 1/(2L); others 0.01)")
     p.add_argument("--schedule", default="constant", help="constant | inv-sqrt (lr/sqrt(t)); default constant")
-    p.add_argument("--beta1", type=float, default=None, help="adam: beta1 (default 0.9)")
-    p.add_argument("--beta2", type=float, default=None, help="adam: beta2 (default 0.99)")
-    p.add_argument("--eps", type=float, default=None, help="adam: epsilon, 0 allowed (default 1e-8)")
-    p.add_argument("--momentum", type=float, default=None,
-                   help="sign / spectral / muon: momentum (defaults 0, 0, 0.95; signum 0.9)")
-    p.add_argument("--ns-steps", type=int, default=None, help="muon: Newton-Schulz iterations (default 5)")
-    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"number of steps (default {DEFAULT_STEPS})")
-    p.add_argument("--points-per-decade", type=int, default=20, help="logged steps per decade (default 20)")
+    p.add_argument("--beta1", type=float_in(0.0, 1.0, low_open=False), default=None, help="adam: beta1 in [0, 1) (default 0.9)")
+    p.add_argument("--beta2", type=float_in(0.0, 1.0, low_open=False), default=None, help="adam: beta2 in [0, 1) (default 0.99)")
+    p.add_argument("--eps", type=float_in(0.0, low_open=False), default=None, help="adam: epsilon, 0 allowed (default 1e-8)")
+    p.add_argument("--momentum", type=float_in(0.0, 1.0, low_open=False), default=None,
+                   help="sign / spectral / muon: momentum in [0, 1) (defaults 0, 0, 0.95; signum 0.9)")
+    p.add_argument("--ns-steps", type=int_in(1, MAX_NS_STEPS), default=None,
+                   help=f"muon: Newton-Schulz iterations, at most {MAX_NS_STEPS} (default 5)")
+    p.add_argument("--steps", type=int_in(1, MAX_STEPS), default=DEFAULT_STEPS,
+                   help=f"number of steps, at most {MAX_STEPS:,} (default {DEFAULT_STEPS})")
+    p.add_argument("--points-per-decade", type=int_in(1), default=20, help="logged steps per decade (default 20)")
     p.add_argument("--norms", default="auto", metavar="LIST",
                    help="other-norm NTP-SVMs to compare with: comma list of max,spectral,nuclear,l1, or all, none, "
                    "auto (the optimiser's own norm when it is not Frobenius; default)")
@@ -40,6 +49,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--snapshots", action="store_true", help="also write the iterates at the logged steps (snapshots.npy)")
     p.add_argument("--no-plot", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    force_option(p)
     solver_options(p)
     p.set_defaults(func=cmd_trajectory)
 
@@ -90,11 +100,16 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     from ntpcert.util.files import check_output_dir, write_directory
     from ntpcert.errors import InputError
     from ntpcert.dynamics.optimizers import make_optimizer
-    from ntpcert.dynamics.trajectory import Limits, run
+    from ntpcert.dynamics.trajectory import Limits, geometric_grid, run
+    from ntpcert.instance.embeddings import MAX_ENTRIES
 
-    check_output_dir(args.out, "--out")
-    if args.steps is None or args.steps < 1:
-        raise InputError(f"--steps: value {args.steps!r} is not a positive integer")
+    names = OUTPUT_NAMES + (SNAPSHOT_NAMES if args.snapshots else ()) + (() if args.no_plot else FIGURE_NAMES)
+    check_output_dir(args.out, "--out", names=names, overwrite=args.force, inputs=data_inputs(args))
+    try:
+        logged = geometric_grid(args.steps, args.points_per_decade).size
+    except InputError as err:  # the message names the library's argument; say the option instead
+        raise InputError(f"--points-per-decade: {str(err).split(': ', 1)[-1]}") from None
+    check_solver(args.solver)
     name = args.optimizer.strip().lower()
     opt = make_optimizer(
         name,
@@ -108,6 +123,11 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     )
     norms = parse_norms(args.norms, opt.steepest_norm)
     inst = load_data(args)
+    cap = MAX_ENTRIES if args.max_entries is None else args.max_entries
+    if args.snapshots and logged * inst.V * inst.d > cap:
+        raise InputError(f"--snapshots: {logged:,} logged iterates of V × d = {inst.V:,} × {inst.d:,} would have "
+                         f"{logged * inst.V * inst.d:,} entries, more than the limit of {cap:,} (fewer "
+                         "--points-per-decade, or raise it with --max-entries)")
     progress = progress_enabled(args)
     limits = Limits.compute(inst, norms=norms, solver=args.solver)
     traj = run(inst, opt, args.steps, limits=limits, per_decade=args.points_per_decade,
@@ -132,7 +152,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         writers["trajectory.png"] = lambda path: plots.plot_trajectory(traj, path, title=title)
         if limits.svm is not None:
             writers["alignment.png"] = lambda path: plots.plot_norm_alignment([traj], path, title=f"{inst.name}: {traj.optimizer}")
-    files = write_directory(args.out, writers)
+    files = write_directory(args.out, writers)  # only now: a run that fails writes nothing
     if args.json:
         emit_json({"out": args.out, "files": files, "final": traj.to_json()["final"],
                     "hyperparams": traj.hyperparams, "steps_per_second": traj.steps_per_second})

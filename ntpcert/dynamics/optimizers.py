@@ -67,6 +67,18 @@ NEWTON_SCHULZ_EPS = 1e-7
 #: with :math:`A = XX^\top`; they push every singular value of the normalised input into about [0.7, 1.2].
 NEWTON_SCHULZ_COEFFS = (3.4445, -4.7750, 2.0315)
 
+#: Largest step size the command line (``--lr``, ``reproduce --gd-lr/--ngd-lr/--adam-lr``) and sweep
+#: specs (``trajectory.step_size``) accept: with embeddings of norm about 1, a larger step sends the
+#: iterate past what float64 holds within a few steps. The library takes any finite positive step.
+MAX_LR = 1e6
+
+#: Largest number of steps of a trajectory (:func:`ntpcert.dynamics.trajectory.run`, ``--steps``, a
+#: sweep's ``trajectory.steps``): hours of the fastest loop. Raise it with ``run(..., max_steps=N)``.
+MAX_STEPS = 1_000_000_000
+
+#: Largest number of Newton–Schulz iterations of ``muon`` (``ns_steps``); Muon uses 5.
+MAX_NS_STEPS = 100
+
 #: Adam with ε = 0 divides by :math:`\max(\sqrt{v_t}, \text{this})`; an entry whose gradient has
 #: always been 0 then moves by 0 instead of 0/0.
 ADAM_DENOM_FLOOR = np.finfo(np.float64).tiny
@@ -87,7 +99,7 @@ class Schedule:
     def __post_init__(self) -> None:
         if self.kind not in SCHEDULES:
             raise InputError(f"schedule: unknown value {self.kind!r} (expected one of {', '.join(SCHEDULES)})")
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+        if isinstance(self.lr, bool) or not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
             raise InputError(f"lr: value {self.lr!r} is not a positive finite number")
 
     def __call__(self, t: int) -> float:
@@ -400,8 +412,8 @@ class Muon(Optimizer):
 
     def __post_init__(self) -> None:
         _check_momentum(self.momentum)
-        if isinstance(self.ns_steps, bool) or not isinstance(self.ns_steps, int) or self.ns_steps < 1:
-            raise InputError(f"ns_steps: value {self.ns_steps!r} is not a positive integer")
+        if isinstance(self.ns_steps, bool) or not isinstance(self.ns_steps, int) or not 1 <= self.ns_steps <= MAX_NS_STEPS:
+            raise InputError(f"ns_steps: value {self.ns_steps!r} is not an integer in [1, {MAX_NS_STEPS}]")
 
     def kernel(self, W, G, bufs, t, lr):
         (m,) = bufs
@@ -481,6 +493,9 @@ def make_optimizer(name: str, **options: Any) -> Optimizer:
 
 
 __all__ = [
+    "MAX_LR",
+    "MAX_NS_STEPS",
+    "MAX_STEPS",
     "Adam",
     "CEKernel",
     "GD",

@@ -46,7 +46,7 @@ import numpy as np
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.dynamics.optimizers import CEKernel, Optimizer
+from ntpcert.dynamics.optimizers import MAX_STEPS, CEKernel, Optimizer
 from ntpcert.rows.subspace import Subspace, check_compatibility
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.numbers import cosine
@@ -55,6 +55,10 @@ from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_
 
 #: Default number of logged steps per decade of the geometric grid.
 POINTS_PER_DECADE = 20
+
+#: Largest number of logged steps of a geometric grid (about ``per_decade · log10(steps)``), so the
+#: metric columns stay small. Raise it with ``geometric_grid(..., max_points=N)``.
+MAX_GRID_POINTS = 100_000
 
 #: Base metric names, in the order of CSV columns (per-norm columns follow).
 BASE_METRICS = (
@@ -76,16 +80,25 @@ BASE_METRICS = (
 OTHER_NORMS = tuple(n for n in NORMS if n != "fro")
 
 
-def geometric_grid(steps: int, per_decade: int = POINTS_PER_DECADE) -> np.ndarray:
+def geometric_grid(steps: int, per_decade: int = POINTS_PER_DECADE, *, max_steps: int | None = MAX_STEPS,
+                   max_points: int | None = MAX_GRID_POINTS) -> np.ndarray:
     """Sorted distinct step indices in [0, steps]: 0, every step up to ``per_decade``, then about
-    ``per_decade`` per decade, always ending at ``steps``. Shape (n,), int64."""
+    ``per_decade`` per decade, always ending at ``steps``. Shape (n,), int64.
+
+    ``steps`` above ``max_steps`` and grids of more than ``max_points`` points are refused (None: no
+    limit) before anything is allocated."""
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise InputError(f"steps: value {steps!r} is not a non-negative integer")
+    if max_steps is not None and steps > max_steps:
+        raise InputError(f"steps: value {steps!r} is above the limit of {max_steps:,} steps")
     if isinstance(per_decade, bool) or not isinstance(per_decade, (int, np.integer)) or per_decade < 1:
         raise InputError(f"per_decade: value {per_decade!r} is not a positive integer")
     if steps == 0:
         return np.zeros(1, dtype=np.int64)
     n = max(2, int(math.ceil(per_decade * math.log10(steps))) + 1)
+    if max_points is not None and n > max_points:
+        raise InputError(f"per_decade: value {per_decade!r} logs about {n:,} steps, more than the limit of "
+                         f"{max_points:,}")
     pts = np.unique(np.round(np.logspace(0.0, math.log10(steps), n)).astype(np.int64))
     return np.unique(np.concatenate([[0], pts, [steps]])).astype(np.int64)
 
@@ -304,6 +317,7 @@ def run(
     per_decade: int = POINTS_PER_DECADE,
     snapshots: bool = False,
     progress: bool = False,
+    max_steps: int | None = MAX_STEPS,
 ) -> Trajectory:
     """Run ``optimizer`` for ``steps`` steps from ``W0`` (default zeros) and log the metrics.
 
@@ -323,15 +337,22 @@ def run(
         Keep the iterate at every logged step.
     progress : bool
         A progress bar on stderr.
+    max_steps : int or None
+        Refuse more than this many steps (default :data:`MAX_STEPS`; None: no limit).
 
     Raises
     ------
     SolverError
-        When the iterate stops being finite (the step size is too large).
+        When the iterate stops being finite, or its norm overflows (the step size is too large).
     """
     if not isinstance(optimizer, Optimizer):
         raise InputError(f"optimizer: expected an ntpcert.dynamics.optimizers.Optimizer, got {type(optimizer).__name__}")
-    pts = geometric_grid(steps, per_decade) if grid is None else _check_grid(grid, steps)
+    if grid is None:
+        pts = geometric_grid(steps, per_decade, max_steps=max_steps)
+    else:
+        if max_steps is not None and isinstance(steps, (int, np.integer)) and steps > max_steps:
+            raise InputError(f"steps: value {steps!r} is above the limit of {max_steps:,} steps")
+        pts = _check_grid(grid, steps)
     opt = optimizer.resolve(instance)
     lim = limits if limits is not None else Limits.compute(instance)
     if lim.instance is not instance and lim.instance.fingerprint() != instance.fingerprint():
@@ -403,8 +424,10 @@ class Stepper:
                 update(W, G, bufs, t, sched(t))
         seconds = time.perf_counter() - t0
         self.t = t
-        if not np.all(np.isfinite(W)):
-            raise SolverError(f"{opt.name}: the iterate is not finite at step {t} (lr = "
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = bool(np.all(np.isfinite(W))) and math.isfinite(float(np.linalg.norm(W)))
+        if not finite:
+            raise SolverError(f"{opt.name}: the iterate (or its norm) is not finite at step {t} (lr = "
                               f"{opt.schedule.lr:g}); use a smaller step size")
         return seconds
 
@@ -419,4 +442,4 @@ def _check_grid(grid: Sequence[int], steps: int) -> np.ndarray:
     return np.unique(np.concatenate([g, [steps]])).astype(np.int64)
 
 
-__all__ = ["BASE_METRICS", "Limits", "Stepper", "Trajectory", "geometric_grid", "metric_names", "metrics", "run"]
+__all__ = ["BASE_METRICS", "MAX_GRID_POINTS", "MAX_STEPS", "Limits", "Stepper", "Trajectory", "geometric_grid", "metric_names", "metrics", "run"]

@@ -15,6 +15,9 @@ Four maps, each named by an *embedding spec* string (see :func:`parse_embedding_
 
 The one-hot maps have entries in {0, 1}, so exact (rational) arithmetic on them stays cheap.
 Randomness comes only from a :class:`numpy.random.Generator` passed in by the caller.
+
+Every map refuses, before allocating, an H of more than ``max_entries`` entries (default
+:data:`MAX_ENTRIES`; the command line's ``--max-entries``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ import numpy as np
 from ntpcert.errors import InputError
 
 __all__ = [
+    "MAX_ENTRIES",
+    "check_entries",
+    "embedding_dim",
     "EmbeddingSpec",
     "parse_embedding_spec",
     "embed_contexts",
@@ -36,6 +42,22 @@ __all__ = [
     "random_gaussian",
     "from_npy",
 ]
+
+#: Largest number of entries of a matrix built from a text, a built-in or a sweep grid point: the
+#: embeddings H (m·d) and the counts (m·V). 5·10⁷ float64 entries are 400 MB. Raise it with the
+#: ``max_entries`` keyword of the builders, or ``--max-entries`` on the command line.
+MAX_ENTRIES = 50_000_000
+
+
+def check_entries(field: str, rows: int, cols: int, max_entries: int | None = MAX_ENTRIES, what: str = "") -> None:
+    """Refuse a ``rows`` × ``cols`` matrix of more than ``max_entries`` entries (None: no limit),
+    with an :class:`~ntpcert.errors.InputError` naming ``field`` and the sizes."""
+    if max_entries is None:
+        return
+    if rows * cols > max_entries:
+        raise InputError(f"{field}: {what + ' would have ' if what else ''}{rows:,} × {cols:,} = {rows * cols:,} "
+                         f"entries, more than the limit of {max_entries:,} (raise it with --max-entries)")
+
 
 _KINDS = ("onehot-context", "onehot-concat", "random", "file")
 _SPEC_HELP = "expected onehot-context, onehot-concat, random:D with D a positive integer, or a path ending in .npy"
@@ -101,7 +123,18 @@ def parse_embedding_spec(spec: str | EmbeddingSpec) -> EmbeddingSpec:
     raise InputError(f"embedding: unknown spec {text!r} ({_SPEC_HELP})")
 
 
-def onehot_context(m: int) -> np.ndarray:
+def embedding_dim(spec: str | EmbeddingSpec, *, k: int, V: int) -> int | None:
+    """d of an embedding spec before any context is seen: k·V for ``onehot-concat``, D for
+    ``random:D``; None when it depends on the contexts (``onehot-context``: d = m) or on a file."""
+    es = parse_embedding_spec(spec)
+    if es.kind == "onehot-concat":
+        return k * V
+    if es.kind == "random":
+        return int(es.dim)
+    return None
+
+
+def onehot_context(m: int, *, max_entries: int | None = MAX_ENTRIES) -> np.ndarray:
     """One coordinate per context: the identity.
 
     Parameters
@@ -115,10 +148,12 @@ def onehot_context(m: int) -> np.ndarray:
         ``H = I_m`` (float64).
     """
     m = _positive_int("m", m)
+    check_entries("embedding", m, m, max_entries, "onehot-context (d = m)")
     return np.eye(m, dtype=np.float64)
 
 
-def onehot_concat(contexts: Sequence[Sequence[Hashable]], vocab: Sequence[Hashable], k: int) -> np.ndarray:
+def onehot_concat(contexts: Sequence[Sequence[Hashable]], vocab: Sequence[Hashable], k: int, *,
+                  max_entries: int | None = MAX_ENTRIES) -> np.ndarray:
     """Concatenated one-hot vectors of the (up to) k previous tokens.
 
     Block ``b`` (columns ``b*V : (b+1)*V``) holds the one-hot vector of one context position.
@@ -147,6 +182,7 @@ def onehot_concat(contexts: Sequence[Sequence[Hashable]], vocab: Sequence[Hashab
     if len(index) != len(vocab):
         raise InputError("vocab: tokens are not distinct")
     V = len(index)
+    check_entries("embedding", len(contexts), k * V, max_entries, f"onehot-concat (d = k·V = {k}·{V})")
     H = np.zeros((len(contexts), k * V), dtype=np.float64)
     for j, ctx in enumerate(contexts):
         L = len(ctx)
@@ -161,7 +197,7 @@ def onehot_concat(contexts: Sequence[Sequence[Hashable]], vocab: Sequence[Hashab
     return H
 
 
-def random_gaussian(m: int, D: int, rng: np.random.Generator) -> np.ndarray:
+def random_gaussian(m: int, D: int, rng: np.random.Generator, *, max_entries: int | None = MAX_ENTRIES) -> np.ndarray:
     r"""I.i.d. Gaussian embeddings scaled so that :math:`\mathbb{E}\|h_j\|^2 = 1`.
 
     Entries are :math:`\mathcal{N}(0, 1/D)`, i.e. ``rng.standard_normal((m, D)) / sqrt(D)``.
@@ -186,10 +222,11 @@ def random_gaussian(m: int, D: int, rng: np.random.Generator) -> np.ndarray:
     D = _positive_int("D", D)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
+    check_entries("embedding", m, D, max_entries, f"random:{D}")
     return rng.standard_normal((m, D)) / np.sqrt(D)
 
 
-def from_npy(path: str | os.PathLike, m: int) -> np.ndarray:
+def from_npy(path: str | os.PathLike, m: int, *, max_entries: int | None = MAX_ENTRIES) -> np.ndarray:
     """Read embeddings of shape (m, d) from a ``.npy`` file (no pickles).
 
     Parameters
@@ -206,11 +243,12 @@ def from_npy(path: str | os.PathLike, m: int) -> np.ndarray:
     ------
     InputError
         Naming ``embedding`` and the file, when it cannot be read, is not a 2-d numeric array
-        with m rows and d ≥ 1 columns, or holds a non-finite value.
+        with m rows and d ≥ 1 columns, holds a non-finite value, or has more than ``max_entries``
+        entries (checked from the header, before the data are read).
     """
     p = os.fspath(path)
     try:
-        arr = np.load(p, allow_pickle=False)
+        arr = np.load(p, allow_pickle=False, mmap_mode="r")
     except FileNotFoundError:
         raise InputError(f"embedding: no such file {p!r}") from None
     except IsADirectoryError:
@@ -224,7 +262,9 @@ def from_npy(path: str | os.PathLike, m: int) -> np.ndarray:
         raise InputError(f"embedding: {p!r} has dtype {arr.dtype}, expected real numbers")
     if arr.ndim != 2 or arr.shape[0] != m or arr.shape[1] < 1:
         raise InputError(f"embedding: {p!r} has shape {arr.shape}, expected ({m}, d) with one row per context")
-    H = arr.astype(np.float64)
+    check_entries("embedding", m, int(arr.shape[1]), max_entries, repr(p))
+    H = np.array(arr, dtype=np.float64)
+    del arr
     bad = ~np.isfinite(H)
     if np.any(bad):
         i, j = (int(x) for x in np.argwhere(bad)[0])
@@ -239,6 +279,7 @@ def embed_contexts(
     *,
     k: int,
     rng: np.random.Generator,
+    max_entries: int | None = MAX_ENTRIES,
 ) -> np.ndarray:
     """Embed contexts by a spec (see :func:`parse_embedding_spec`).
 
@@ -251,6 +292,8 @@ def embed_contexts(
         The maximal context length (the number of blocks of ``onehot-concat``).
     rng : numpy.random.Generator
         Used by ``random:D`` only.
+    max_entries : int or None
+        Refuse an H of more than this many entries (m·d) before allocating it; None: no limit.
 
     Returns
     -------
@@ -259,12 +302,12 @@ def embed_contexts(
     es = parse_embedding_spec(spec)
     m = len(contexts)
     if es.kind == "onehot-context":
-        return onehot_context(m)
+        return onehot_context(m, max_entries=max_entries)
     if es.kind == "onehot-concat":
-        return onehot_concat(contexts, vocab, k)
+        return onehot_concat(contexts, vocab, k, max_entries=max_entries)
     if es.kind == "random":
-        return random_gaussian(m, int(es.dim), rng)
-    return from_npy(es.path, m)
+        return random_gaussian(m, int(es.dim), rng, max_entries=max_entries)
+    return from_npy(es.path, m, max_entries=max_entries)
 
 
 def _positive_int(name: str, value: object) -> int:

@@ -3,6 +3,10 @@
 A DATA spec is a built-in dataset name (``paper``, ``dyck``, ``pydoc``; see :mod:`ntpcert.instance.datasets`),
 an instance file (``.npz`` or ``.json``, see :mod:`ntpcert.instance.io.arrays`) or a UTF-8 text file,
 which goes through the corpus pipeline of :mod:`ntpcert.instance.io.corpus`.
+
+A table (a file named ``*.csv`` or ``*.tsv``) is not read as text unless a tokenizer is given
+explicitly: its characters would make a meaningless corpus. A text that is empty or only
+whitespace is refused.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ import os
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 from ntpcert.instance.io.arrays import read_json, read_npz
+from ntpcert.instance.embeddings import MAX_ENTRIES
 from ntpcert.instance.io.corpus import TOKENIZERS, instance_from_text
 from ntpcert.util.files import read_input_bytes
 
-__all__ = ["load_instance"]
+__all__ = ["TABLE_SUFFIXES", "load_instance"]
+
+#: Files with these suffixes are tables, not text: DATA refuses them unless a tokenizer is given.
+TABLE_SUFFIXES = (".csv", ".tsv")
 
 
 def load_instance(
@@ -27,6 +35,7 @@ def load_instance(
     embedding: str | None = None,
     seed: int = 0,
     max_chars: int | None = None,
+    max_entries: int | None = None,
     progress: bool = False,
 ) -> NTPInstance:
     """Load an instance from a DATA spec.
@@ -54,6 +63,10 @@ def load_instance(
     max_chars : int, optional
         Use only the first ``max_chars`` characters of a text file or of ``pydoc`` (whose
         default cap is 20,000).
+    max_entries : int, optional
+        Text files and built-ins: refuse, before allocating, counts (m·V) or embeddings (m·d) of
+        more than this many entries (default :data:`~ntpcert.instance.embeddings.MAX_ENTRIES`). An
+        instance file is read as it is (it holds its matrices already); the limit does not apply.
     progress : bool
         Progress bar on stderr while counting long texts.
 
@@ -82,6 +95,8 @@ def load_instance(
         parse_embedding_spec(embedding)
     if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 2):
         raise InputError(f"max_chars: value {max_chars!r} is not an integer ≥ 2")
+    if max_entries is not None and (isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1):
+        raise InputError(f"max_entries: value {max_entries!r} is not a positive integer")
     make_rng(seed)  # validates the seed
 
     # options given explicitly, under the names the caller used
@@ -103,7 +118,13 @@ def load_instance(
                     f"{key}: value {value!r} applies to text corpora and built-ins, not to the instance file {path!r}"
                 )
             return read_npz(path) if lower.endswith(".npz") else read_json(path)
-        return _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars, progress)
+        if lower.endswith(TABLE_SUFFIXES) and tokenizer is None:
+            raise InputError(
+                f"DATA: {path!r} looks like a table ({os.path.splitext(path)[1]}), not an instance; give an .npz/.json "
+                "instance file, or --tokenizer char|word to read it as text"
+            )
+        return _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars,
+                          MAX_ENTRIES if max_entries is None else max_entries, progress)
     if os.path.exists(path) and not os.path.isdir(path):
         raise InputError(f"DATA: {path!r} is not a regular file")
     if path in BUILTINS:
@@ -118,6 +139,8 @@ def load_instance(
                 )
             options[_BUILTIN_NAMES.get(key, key)] = value
         options["seed"] = seed
+        if max_entries is not None and "max_entries" in accepted:
+            options["max_entries"] = max_entries
         if progress and "progress" in accepted:
             options["progress"] = True
         return load_builtin(path, **options)
@@ -130,7 +153,8 @@ def load_instance(
 _BUILTIN_NAMES = {"context_length": "k"}
 
 
-def _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars, progress) -> NTPInstance:
+def _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, max_chars, max_entries,
+               progress) -> NTPInstance:
     raw = read_input_bytes(path, "DATA")
     try:
         text = raw.decode("utf-8")
@@ -140,6 +164,10 @@ def _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, m
         ) from None
     if max_chars is not None:
         text = text[:max_chars]
+    if not text.strip():
+        what = "empty" if not text else "only whitespace"
+        raise InputError(f"DATA: {path!r} is {what}{' in its first --max-chars characters' if max_chars and text else ''}; "
+                         "a text corpus needs some text")
     name = os.path.splitext(os.path.basename(path))[0] or "corpus"
     try:
         return instance_from_text(
@@ -151,6 +179,7 @@ def _load_text(path, tokenizer, context_length, all_prefixes, embedding, seed, m
             seed=seed,
             progress=progress,
             name=name,
+            max_entries=max_entries,
         )
     except InputError as err:
         raise InputError(f"{path}: {err}") from None

@@ -11,22 +11,28 @@ from __future__ import annotations
 
 import itertools
 import logging
+import signal
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ntpcert.errors import InputError
-from ntpcert.util.extras import require
-from ntpcert.util.progress import progress_bar
 from ntpcert.experiments.sweep.compute import compute_chunk
 from ntpcert.experiments.sweep.spec import GridPoint, SweepSpec
 from ntpcert.experiments.sweep.store import ResultStore
+from ntpcert.util.extras import require
+from ntpcert.util.progress import progress_bar
 
-__all__ = ["SweepSummary", "run_sweep", "dask_client", "DEFAULT_WORKERS"]
+__all__ = ["SweepSummary", "run_sweep", "dask_client", "DEFAULT_WORKERS", "MAX_WORKERS"]
 
 #: LocalCluster size of ``ntpcert sweep`` when no ``--scheduler`` is given.
 DEFAULT_WORKERS = 2
+#: Largest LocalCluster (``--workers``): each worker is a process.
+MAX_WORKERS = 256
+#: The loggers of dask that report a cluster's shutdown.
+_DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 #: Chunks queued per worker at a time.
 _QUEUE_PER_WORKER = 4
 #: Seconds to wait for a ``--scheduler`` address to answer.
@@ -161,23 +167,87 @@ def _distributed(client: Any, settings: dict, chunks: Iterator[list[GridPoint]],
 
 
 @contextmanager
+def _children_ignore_sigint() -> Iterator[None]:
+    """While the LocalCluster starts, SIGINT is ignored, so that the worker processes spawned then
+    inherit "ignore" (an ignored signal survives multiprocessing's spawn; a blocked mask or a handler
+    does not): Ctrl-C, which a terminal sends to the whole process group, then reaches only this
+    process, which closes the workers, instead of every worker printing its own traceback. The cost:
+    a Ctrl-C during the second or two the cluster takes to start is ignored (press it again)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
+@contextmanager
+def _quiet_loggers() -> Iterator[None]:
+    """Silence dask's loggers (a cluster closed by an interrupt reports cancelled tasks and lost
+    workers, which say nothing the interrupt does not)."""
+    loggers = [logging.getLogger(name) for name in _DASK_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
+def _close_quietly(*closables: Any) -> None:
+    with _quiet_loggers():
+        for obj in closables:
+            try:
+                obj.close()
+            except BaseException:  # noqa: BLE001 - an interrupt is already on its way out
+                pass
+
+
+@contextmanager
 def dask_client(scheduler: str | None = None, *, workers: int = DEFAULT_WORKERS) -> Iterator[Any]:
     """A ``distributed.Client``: connected to ``scheduler`` when given, else to a new
-    ``LocalCluster(n_workers=workers, threads_per_worker=1, processes=True)`` closed on exit."""
+    ``LocalCluster(n_workers=workers, threads_per_worker=1, processes=True)`` closed on exit.
+
+    The LocalCluster's workers ignore SIGINT and its logs are silenced below ERROR; when the body
+    is interrupted (KeyboardInterrupt) the client and cluster are closed with every dask logger
+    silenced, so an interrupt ends with the caller's one line."""
     distributed = require("distributed", "dist", "ntpcert sweep on dask")
     Client, LocalCluster = distributed.Client, distributed.LocalCluster
     if scheduler:
         try:
             client = Client(scheduler, timeout=_CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError, ValueError) as err:
+        except (OSError, TimeoutError, ValueError, TypeError) as err:
             raise InputError(f"--scheduler: cannot connect to {scheduler!r} ({type(err).__name__}: {err})") from None
         try:
             yield client
+        except KeyboardInterrupt:
+            _close_quietly(client)
+            raise
         finally:
             client.close()
         return
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InputError(f"--workers: value {workers!r} is not a positive integer")
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise InputError(f"--workers: value {workers!r} is not an integer in [1, {MAX_WORKERS}]")
+    with _children_ignore_sigint():
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+    try:
+        client = Client(cluster)
+    except BaseException:
+        _close_quietly(cluster)
+        raise
+    try:
         yield client
+    except KeyboardInterrupt:
+        _close_quietly(client, cluster)
+        raise
+    except BaseException:
+        client.close()
+        cluster.close()
+        raise
+    client.close()
+    cluster.close()

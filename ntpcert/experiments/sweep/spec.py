@@ -28,6 +28,12 @@ A range table ``{ from = a, to = b, step = s }`` is inclusive of both ends (``st
 With ``d_over_m`` the grid's d is ``max(1, round(ratio * m))``; repeated (m, d) pairs are kept once.
 Grid points with ``k > V`` are skipped. Errors name the field and the value.
 
+Sizes are checked before anything is enumerated or allocated: at most :data:`MAX_POINTS` grid points,
+at every point at most ``max_entries`` (default :data:`~ntpcert.instance.embeddings.MAX_ENTRIES`)
+entries in H (m·d) and in the counts (m·V), ``max_count`` at most :data:`MAX_COUNT`,
+``trajectory.steps`` at most :data:`~ntpcert.dynamics.optimizers.MAX_STEPS` and ``step_size`` at most
+:data:`~ntpcert.dynamics.optimizers.MAX_LR`.
+
 Only the *settings* (seed, quantities, instance, svm, trajectory) fix the value computed at a grid
 point; the grid only says which points exist. A results store remembers the settings' hash, so a
 grid may grow between runs of the same store but the settings may not change.
@@ -44,15 +50,22 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from ntpcert.dynamics.optimizers import MAX_LR, MAX_STEPS
 from ntpcert.errors import InputError
+from ntpcert.instance.embeddings import MAX_ENTRIES
 
-__all__ = ["QUANTITIES", "GridPoint", "SweepSpec", "load_spec", "parse_spec", "parse_embedding_family"]
+__all__ = ["MAX_COUNT", "MAX_POINTS", "QUANTITIES", "GridPoint", "SweepSpec", "load_spec", "parse_spec",
+           "parse_embedding_family"]
 
 QUANTITIES = ("verdicts", "svm", "trajectory")
 _TOP = {"name", "seed", "quantities", "grid", "instance", "svm", "trajectory"}
 _GRID = {"m", "d", "d_over_m", "V", "k", "embedding", "seeds"}
-#: Refuse grids larger than this (a typo such as ``step = 0.0001`` should not queue a billion tasks).
-MAX_POINTS = 10_000_000
+#: Refuse grids larger than this (a typo such as ``step = 0.0001`` should not queue a billion tasks);
+#: checked before the grid is enumerated. Raise it with ``parse_spec(..., max_points=N)``.
+MAX_POINTS = 1_000_000
+#: Largest ``instance.max_count``: the counts of a point then sum to at most MAX_ENTRIES · MAX_COUNT,
+#: far inside int64.
+MAX_COUNT = 1_000_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -133,38 +146,42 @@ def _number(field: str, v: Any, low_exclusive: float) -> float:
     return float(v)
 
 
-def _range(field: str, v: dict, *, integer: bool) -> list:
+def _range(field: str, v: dict, *, integer: bool, low: int = 1, max_points: int = MAX_POINTS) -> list:
     unknown = set(v) - {"from", "to", "step"}
     if unknown or "from" not in v or "to" not in v:
         raise InputError(f"{field}: value {v!r} is not a range table {{ from = a, to = b, step = s }}")
     if integer:
-        lo, hi = _int(f"{field}.from", v["from"], 1), _int(f"{field}.to", v["to"], 1)
+        lo, hi = _int(f"{field}.from", v["from"], low), _int(f"{field}.to", v["to"], low)
         step = _int(f"{field}.step", v.get("step", 1), 1)
         if hi < lo:
             raise InputError(f"{field}: value {v!r} has to < from")
+        n = (hi - lo) // step + 1
+        if n > max_points:
+            raise InputError(f"{field}: value {v!r} has {n:,} entries, more than the {max_points:,} grid points allowed")
         return list(range(lo, hi + 1, step))
     lo, hi = _number(f"{field}.from", v["from"], 0.0), _number(f"{field}.to", v["to"], 0.0)
     step = _number(f"{field}.step", v.get("step", 1), 0.0)
     if hi < lo:
         raise InputError(f"{field}: value {v!r} has to < from")
-    n = int(math.floor((hi - lo) / step + 1e-9)) + 1
-    if n > MAX_POINTS:
-        raise InputError(f"{field}: value {v!r} has {n} entries, more than {MAX_POINTS}")
+    q = (hi - lo) / step + 1e-9
+    if not math.isfinite(q) or q + 1 > max_points:
+        raise InputError(f"{field}: value {v!r} has more than the {max_points:,} grid points allowed")
+    n = int(math.floor(q)) + 1
     return [round(lo + i * step, 12) for i in range(n)]
 
 
-def _ints(field: str, v: Any, low: int) -> list[int]:
+def _ints(field: str, v: Any, low: int, max_points: int = MAX_POINTS) -> list[int]:
     if isinstance(v, dict):
-        return _range(field, v, integer=True)
+        return _range(field, v, integer=True, low=low, max_points=max_points)
     vals = v if isinstance(v, list) else [v]
     if not vals:
         raise InputError(f"{field}: value {v!r} is empty")
     return sorted({_int(field, x, low) for x in vals})
 
 
-def _ratios(field: str, v: Any) -> list[float]:
+def _ratios(field: str, v: Any, max_points: int = MAX_POINTS) -> list[float]:
     if isinstance(v, dict):
-        return _range(field, v, integer=False)
+        return _range(field, v, integer=False, max_points=max_points)
     vals = v if isinstance(v, list) else [v]
     if not vals:
         raise InputError(f"{field}: value {v!r} is empty")
@@ -196,8 +213,15 @@ def _table(field: str, v: Any, allowed: set[str]) -> dict:
 
 
 # ---------------------------------------------------------------------------- parsing
-def parse_spec(doc: dict, *, default_name: str = "sweep") -> SweepSpec:
-    """Validate a parsed TOML document and enumerate its grid."""
+def parse_spec(doc: dict, *, default_name: str = "sweep", max_points: int | None = None,
+               max_entries: int | None = MAX_ENTRIES) -> SweepSpec:
+    """Validate a parsed TOML document and enumerate its grid.
+
+    Every setting and every size is checked before the grid is enumerated: at most ``max_points``
+    points (default :data:`MAX_POINTS`), and at every point at most ``max_entries`` entries in the
+    embeddings (m·d) and in the counts (m·V) (None: no limit)."""
+    if not isinstance(doc, dict):
+        raise InputError(f"SPEC: expected a table, got {type(doc).__name__}")
     for key in doc:
         if key not in _TOP:
             raise InputError(f"{key}: unknown top-level field (known: {', '.join(sorted(_TOP))})")
@@ -222,24 +246,42 @@ def parse_spec(doc: dict, *, default_name: str = "sweep") -> SweepSpec:
             raise InputError(f"grid.{key}: missing")
     if ("d" in grid) == ("d_over_m" in grid):
         raise InputError("grid.d: give exactly one of grid.d and grid.d_over_m")
-    ms = _ints("grid.m", grid["m"], 1)
-    Vs = _ints("grid.V", grid["V"], 2)
-    ks = _ints("grid.k", grid["k"], 1)
+    settings = {"seed": seed, "quantities": list(quantities), **_settings(doc, quantities)}
+
+    if max_points is not None and (isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1):
+        raise InputError(f"max_points: value {max_points!r} is not a positive integer")
+    cap = MAX_POINTS if max_points is None else max_points
+    ms = _ints("grid.m", grid["m"], 1, cap)
+    Vs = _ints("grid.V", grid["V"], 2, cap)
+    ks = _ints("grid.k", grid["k"], 1, cap)
     fams = grid.get("embedding", ["gaussian"])
     fams = sorted({parse_embedding_family("grid.embedding", f) for f in (fams if isinstance(fams, list) else [fams])})
     if not fams:
         raise InputError("grid.embedding: value [] is empty")
     seeds_v = grid.get("seeds", 1)
-    seeds = list(range(_int("grid.seeds", seeds_v, 1))) if _is_int(seeds_v) else _ints("grid.seeds", seeds_v, 0)
+    if _is_int(seeds_v):
+        if _int("grid.seeds", seeds_v, 1) > cap:
+            raise InputError(f"grid.seeds: value {seeds_v} is more than the {cap:,} grid points allowed")
+        seeds = list(range(seeds_v))
+    else:
+        seeds = _ints("grid.seeds", seeds_v, 0, cap)
     if "d" in grid:
-        ds = _ints("grid.d", grid["d"], 1)
+        ds = _ints("grid.d", grid["d"], 1, cap)
+        n_md = len(ms) * len(ds)
+    else:
+        ratios = _ratios("grid.d_over_m", grid["d_over_m"], cap)
+        n_md = len(ms) * len(ratios)
+    n = n_md * len(Vs) * len(ks) * len(fams) * len(seeds)  # an upper bound: (m, d) pairs may repeat
+    if n > cap:
+        raise InputError(f"grid: {n:,} points, more than the {cap:,} allowed (MAX_POINTS)")
+    if "d" in grid:
         md = [(m, d) for m in ms for d in ds]
     else:
-        ratios = _ratios("grid.d_over_m", grid["d_over_m"])
+        for m in ms:  # d = ratio·m must be a size before it is rounded
+            _check_point_entries("grid.d_over_m", m, ratios[-1] * m, "d", max_entries)
         md = sorted({(m, max(1, round(r * m))) for m in ms for r in ratios})
-    n = len(md) * len(Vs) * len(ks) * len(fams) * len(seeds)
-    if n > MAX_POINTS:
-        raise InputError(f"grid: {n} points, more than {MAX_POINTS}")
+    _check_point_entries("grid.d", *max(md, key=lambda p: p[0] * p[1]), "d", max_entries)
+    _check_point_entries("grid.V", ms[-1], Vs[-1], "V", max_entries)
     points, skipped = [], 0
     for (m, d), V, k, fam, s in itertools.product(md, Vs, ks, fams, seeds):
         if k > V:
@@ -248,9 +290,23 @@ def parse_spec(doc: dict, *, default_name: str = "sweep") -> SweepSpec:
         points.append(GridPoint(m, d, V, k, fam, s))
     if not points:
         raise InputError(f"grid.k: every value {ks} exceeds every V {Vs}: no grid points")
+    return SweepSpec(name, seed, quantities, tuple(sorted(set(points))), skipped, settings)
 
+
+def _check_point_entries(field: str, m: int, cols: float, what: str, max_entries: int | None) -> None:
+    if not math.isfinite(cols) or not math.isfinite(m * cols) or (max_entries is not None and m * cols > max_entries):
+        shown = f"{cols:,.0f}" if math.isfinite(cols) and cols < 1e15 else f"{cols:.3g}"
+        limit = "" if max_entries is None else f" of {max_entries:,} entries"
+        raise InputError(f"{field}: a grid point with m = {m:,} and {what} = {shown} is above the size limit{limit} "
+                         f"for its {'embeddings (m·d)' if what == 'd' else 'counts (m·V)'}")
+
+
+def _settings(doc: dict, quantities: tuple[str, ...]) -> dict:
+    """The instance, svm and trajectory tables, checked (before the grid is enumerated)."""
     inst = _table("instance", doc.get("instance"), {"max_count"})
     inst["max_count"] = _int("instance.max_count", inst.get("max_count", 10), 1)
+    if inst["max_count"] > MAX_COUNT:
+        raise InputError(f"instance.max_count: value {inst['max_count']} is above the limit {MAX_COUNT:,}")
     svm = _table("svm", doc.get("svm"), {"solver"})
     from ntpcert.solve.svm import BACKENDS, DEFAULT_SOLVER
 
@@ -259,20 +315,30 @@ def parse_spec(doc: dict, *, default_name: str = "sweep") -> SweepSpec:
     if not isinstance(svm["solver"], str) or not (svm["solver"] in BACKENDS or svm["solver"].startswith("cvxpy:")):
         raise InputError(f"svm.solver: value {svm['solver']!r} is not an NTP-SVM solver "
                          f"(known: {', '.join(sorted(BACKENDS))}, cvxpy:NAME)")
+    if svm["solver"].startswith("cvxpy:"):
+        import cvxpy
+
+        if svm["solver"].split(":", 1)[1].upper() not in cvxpy.installed_solvers():
+            raise InputError(f"svm.solver: value {svm['solver']!r} is not an installed cvxpy solver "
+                             f"(installed: {', '.join(cvxpy.installed_solvers())})")
     traj = _table("trajectory", doc.get("trajectory"), {"steps", "step_size"})
     traj["steps"] = _int("trajectory.steps", traj.get("steps", 1000), 1)
+    if traj["steps"] > MAX_STEPS:
+        raise InputError(f"trajectory.steps: value {traj['steps']} is above the limit {MAX_STEPS:,}")
     step = traj.get("step_size", 0.0)
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or step < 0:
-        raise InputError(f"trajectory.step_size: value {step!r} is not a number >= 0 (0 means 1/(2L))")
+    if (isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or step < 0
+            or step > MAX_LR):
+        raise InputError(f"trajectory.step_size: value {step!r} is not a number in [0, {MAX_LR:g}] (0 means 1/(2L))")
     traj["step_size"] = float(step)
-    settings = {"seed": seed, "quantities": list(quantities), "instance": inst, "svm": svm}
+    out = {"instance": inst, "svm": svm}
     if "trajectory" in quantities:
-        settings["trajectory"] = traj
-    return SweepSpec(name, seed, quantities, tuple(sorted(set(points))), skipped, settings)
+        out["trajectory"] = traj
+    return out
 
 
-def load_spec(path: str | os.PathLike) -> SweepSpec:
-    """Read and validate a TOML sweep spec (see the module doc)."""
+def load_spec(path: str | os.PathLike, *, max_points: int | None = None,
+              max_entries: int | None = MAX_ENTRIES) -> SweepSpec:
+    """Read and validate a TOML sweep spec (see the module doc and :func:`parse_spec`)."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as fh:
@@ -282,6 +348,10 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
     except IsADirectoryError:
         raise InputError(f"SPEC: {path!r} is a directory") from None
     except tomllib.TOMLDecodeError as err:
-        raise InputError(f"SPEC: {path!r} is not valid TOML ({err})") from None
+        raise InputError(f"SPEC: {path!r} is not valid TOML ({' '.join(str(err).split())})") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"SPEC: {path!r} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+    except OSError as err:
+        raise InputError(f"SPEC: cannot read {path!r} ({' '.join(str(err).split()) or type(err).__name__})") from None
     stem = os.path.splitext(os.path.basename(path))[0] or "sweep"
-    return parse_spec(doc, default_name=stem)
+    return parse_spec(doc, default_name=stem, max_points=max_points, max_entries=max_entries)

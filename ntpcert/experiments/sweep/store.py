@@ -9,6 +9,10 @@
   file is next opened.
 * A ``meta`` table remembers the spec's settings hash (see :class:`~ntpcert.experiments.sweep.spec.SweepSpec`);
   opening the store with different settings is refused, since its rows would answer another question.
+  :func:`check_store` makes the same check without creating or changing any file, so that a command
+  can refuse a wrong ``--store`` before it starts a cluster.
+* Opened without a spec (to read it) the store is opened read-only and no file is created or changed;
+  an existing file that is not a sweep store is refused, never written to.
 
 Values are stored as canonical JSON text (floats written by ``repr``), so they read back bit for bit.
 """
@@ -22,6 +26,7 @@ import json
 import os
 import sqlite3
 from contextlib import contextmanager
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -29,7 +34,7 @@ from ntpcert.errors import InputError
 from ntpcert.util.files import atomic_write_bytes
 from ntpcert.experiments.sweep.spec import GridPoint, SweepSpec
 
-__all__ = ["ResultRow", "ResultStore", "TABLE_FIELDS"]
+__all__ = ["ResultRow", "ResultStore", "TABLE_FIELDS", "check_store"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,6 +49,70 @@ CREATE TABLE IF NOT EXISTS results (
 TABLE_FIELDS = ("m", "d", "V", "k", "embedding", "seed")
 #: Seconds to wait for another process's write lock before giving up.
 _BUSY_TIMEOUT_S = 60.0
+#: The first bytes of every SQLite database file.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _sqlite_header_ok(path: str, field: str) -> bool:
+    """False for an empty file; True for an SQLite file; an InputError for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except IsADirectoryError:
+        raise InputError(f"{field}: {path!r} is a directory") from None
+    except OSError as err:
+        raise InputError(f"{field}: cannot read {path!r} ({' '.join(str(err).split())})") from None
+    if not head:
+        return False
+    if head != _SQLITE_MAGIC:
+        raise InputError(f"{field}: {path!r} exists and is not a sweep store (not an SQLite file)")
+    return True
+
+
+def _connect_readonly(path: str) -> sqlite3.Connection:
+    """A read-only connection that creates no file: ``immutable`` when no write-ahead log is
+    pending (the store was closed cleanly), else ``mode=ro`` (which reads the pending log)."""
+    flag = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
+    return sqlite3.connect(f"{Path(os.path.abspath(path)).as_uri()}?{flag}", uri=True, timeout=_BUSY_TIMEOUT_S)
+
+
+def check_store(path: str | os.PathLike, spec: SweepSpec, field: str = "--store") -> bool:
+    """Check, without creating or changing any file, that ``path`` can hold ``spec``'s results:
+    its directory exists and is writable, and it is either missing or a sweep store of the same
+    settings. Returns whether it exists. Raises :class:`~ntpcert.errors.InputError` naming ``field``."""
+    p = os.fspath(path)
+    if not p:
+        raise InputError(f"{field}: empty path")
+    parent = os.path.dirname(os.path.abspath(p))
+    if not os.path.isdir(parent):
+        raise InputError(f"{field}: directory {parent!r} does not exist")
+    if os.path.isdir(p):
+        raise InputError(f"{field}: {p!r} is a directory")
+    if not os.path.lexists(p):
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise InputError(f"{field}: cannot write in directory {parent!r} (permission denied)")
+        return False
+    if not os.path.isfile(p):
+        raise InputError(f"{field}: {p!r} exists and is not a regular file")
+    if not _sqlite_header_ok(p, field):
+        raise InputError(f"{field}: {p!r} exists and is empty, not a sweep store; remove it or choose another path")
+    if not os.access(p, os.R_OK | os.W_OK) or not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{field}: cannot write to {p!r} (permission denied)")
+    try:
+        db = _connect_readonly(p)
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"meta", "results"} <= tables:
+                raise InputError(f"{field}: {p!r} is an SQLite file but not a sweep store")
+            row = db.execute("SELECT value FROM meta WHERE name = 'settings_hash'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as err:
+        raise InputError(f"{field}: {p!r} is not a sweep store ({err})") from None
+    if row is not None and row[0] != spec.settings_hash:
+        raise InputError(f"{field}: {p!r} holds results for other settings (hash {row[0][:12]}, the spec's is "
+                         f"{spec.settings_hash[:12]}); use a new store")
+    return True
 
 
 @dataclass(frozen=True)
@@ -81,19 +150,35 @@ class ResultStore:
     Parameters
     ----------
     path : str
-        The file; created when missing (its directory must exist).
+        The file; created when missing (its directory must exist) if ``spec`` is given.
     spec : SweepSpec, optional
         When given, the store is bound to the spec's settings: a new store records them, an existing
-        one must hold the same settings hash, else :class:`~ntpcert.errors.InputError`.
+        one must hold the same settings hash, else :class:`~ntpcert.errors.InputError`. Without it
+        the store is opened read-only (for :meth:`rows`, :meth:`table`, :meth:`write_csv`).
     """
 
     def __init__(self, path: str | os.PathLike, spec: SweepSpec | None = None) -> None:
         self.path = os.fspath(path)
         parent = os.path.dirname(os.path.abspath(self.path))
+        field = "--store" if spec is not None else "STORE"
         if not os.path.isdir(parent):
-            raise InputError(f"--store: directory {parent!r} does not exist")
-        if spec is None and not os.path.exists(self.path):
-            raise InputError(f"STORE: file {self.path!r} not found")
+            raise InputError(f"{field}: directory {parent!r} does not exist")
+        if spec is None:
+            if not os.path.exists(self.path):
+                raise InputError(f"STORE: file {self.path!r} not found")
+            if not _sqlite_header_ok(self.path, field):
+                raise InputError(f"STORE: {self.path!r} is empty, not a sweep store")
+            try:
+                self._db = _connect_readonly(self.path)
+                tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            except sqlite3.DatabaseError as err:
+                raise InputError(f"STORE: {self.path!r} is not a sweep store ({err})") from None
+            if not {"meta", "results"} <= tables:
+                self._db.close()
+                raise InputError(f"STORE: {self.path!r} is an SQLite file but not a sweep store")
+            return
+        if os.path.exists(self.path):
+            _sqlite_header_ok(self.path, field)  # never write into a file that is not a database
         try:
             self._db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -101,8 +186,7 @@ class ResultStore:
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as err:
             raise InputError(f"--store: {self.path!r} is not a sweep store ({err})") from None
-        if spec is not None:
-            self._bind(spec)
+        self._bind(spec)
 
     # ------------------------------------------------------------------ settings
     def _meta(self, name: str) -> str | None:

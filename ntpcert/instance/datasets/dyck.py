@@ -19,7 +19,8 @@ import numpy as np
 
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
-from ntpcert.instance.io.corpus import count_sequences, instance_from_counts
+from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries
+from ntpcert.instance.io.corpus import count_sequences, instance_from_counts, max_contexts_for
 
 __all__ = ["BRACKETS", "BEGIN", "END", "dyck", "dyck_sequences", "is_balanced"]
 
@@ -110,6 +111,7 @@ def dyck(
     embedding: str = "onehot-concat",
     seed: int = 0,
     rng: np.random.Generator | None = None,
+    max_entries: int | None = MAX_ENTRIES,
 ) -> NTPInstance:
     """A Dyck-language NTP instance: k-token contexts of sampled balanced bracket words.
 
@@ -130,6 +132,9 @@ def dyck(
         Seed of ``numpy.random.default_rng``; ignored when ``rng`` is given.
     rng : numpy.random.Generator, optional
         Used for the words, then (for ``random:D``) for the embeddings.
+    max_entries : int or None
+        Refuse, before generating, padded words of more than this many tokens in all, and, before
+        allocating, counts or embeddings of more than this many entries; None: no limit.
 
     Returns
     -------
@@ -137,13 +142,20 @@ def dyck(
         Named ``"dyck"``. With the defaults: V = 6, k = 4, d = 24 and m around a hundred.
     """
     k = _int("k (context length)", k, 1)
+    n_sequences = _int("n_sequences", n_sequences, 1)
+    max_length = _int("max_length", max_length, 2)
+    check_entries("k (context length)", n_sequences, (k if begin_end else 0) + max_length + 1, max_entries,
+                  f"k = {k:,}: the words padded with k begin tokens")
     gen = rng if rng is not None else np.random.default_rng(_int("seed", seed, 0))
     words = dyck_sequences(n_sequences, n_types=n_types, max_depth=max_depth, max_length=max_length, rng=gen)
     seqs = [[BEGIN] * k + w + [END] for w in words] if begin_end else words
-    counted = count_sequences(seqs, k, all_prefixes=all_prefixes)
+    V = len({t for s in seqs for t in s})
+    limit = max_contexts_for(embedding, k=k, V=V, max_entries=max_entries)
+    counted = count_sequences(seqs, k, all_prefixes=all_prefixes, max_entries=max_entries, max_contexts=limit)
     if not counted.contexts:
         raise InputError(f"k (context length): value {k} is at least every word's length, so there are no contexts")
-    return instance_from_counts(counted, k=k, embedding=embedding, rng=gen, sep="", name="dyck")
+    return instance_from_counts(counted, k=k, embedding=embedding, rng=gen, sep="", name="dyck",
+                                max_entries=max_entries)
 
 
 def _int(name: str, value: object, low: int) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ntpcert.instance.embeddings import random_gaussian
+from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries, random_gaussian
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 
@@ -37,6 +37,7 @@ def paper(
     n: int = 5000,
     seed: int = 0,
     rng: np.random.Generator | None = None,
+    max_entries: int | None = MAX_ENTRIES,
 ) -> NTPInstance:
     """The paper's synthetic instance (defaults: m = 50, d = 60, V = 10, k_j = 6, n = 5000).
 
@@ -55,6 +56,9 @@ def paper(
     seed : int
         Seed of ``numpy.random.default_rng``; ignored when ``rng`` is given.
     rng : numpy.random.Generator, optional
+    max_entries : int or None
+        Refuse, before drawing anything, embeddings (m·d) or counts (m·V) of more than this many
+        entries; None: no limit.
 
     Returns
     -------
@@ -70,6 +74,10 @@ def paper(
         raise InputError(f"support_size: value {k} exceeds the vocabulary size V = {V}")
     if n < m * k:
         raise InputError(f"n: value {n} is below m·k = {m * k}, the one forced pair per support entry")
+    if n >= 2**62:
+        raise InputError(f"n: value {n} is not below 2^62 (the counts are int64)")
+    check_entries("d", m, d, max_entries, "the embeddings (m, d)")
+    check_entries("V", m, V, max_entries, "the counts (m, V)")
     gen = rng if rng is not None else _rng(seed)
     H = random_gaussian(m, d, gen)
     supports = np.stack([np.sort(gen.choice(V, size=k, replace=False)) for _ in range(m)])

@@ -14,6 +14,7 @@ import numpy as np
 
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
+from ntpcert.instance.embeddings import MAX_ENTRIES
 from ntpcert.instance.io.corpus import instance_from_text
 
 __all__ = ["DEFAULT_MAX_CHARS", "pydoc", "pydoc_text"]
@@ -46,6 +47,7 @@ def pydoc(
     seed: int = 0,
     rng: np.random.Generator | None = None,
     progress: bool = False,
+    max_entries: int | None = MAX_ENTRIES,
 ) -> NTPInstance:
     """The pydoc help text as an NTP instance (see :func:`ntpcert.instance.io.corpus.instance_from_text`).
 
@@ -65,6 +67,9 @@ def pydoc(
     rng : numpy.random.Generator, optional
     progress : bool
         Progress bar on stderr while counting a long text.
+    max_entries : int or None
+        Refuse counts or embeddings of more than this many entries (see
+        :func:`~ntpcert.instance.io.corpus.instance_from_text`).
 
     Returns
     -------
@@ -81,4 +86,5 @@ def pydoc(
         rng=rng,
         progress=progress,
         name="pydoc",
+        max_entries=max_entries,
     )

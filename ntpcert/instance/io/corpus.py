@@ -13,24 +13,27 @@ The pipeline is ``text → tokens → k-gram counts → NTPInstance.from_counts`
 
 from __future__ import annotations
 
+import math
 import re
-from collections import Counter
 from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from ntpcert.instance.embeddings import embed_contexts, parse_embedding_spec
+from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries, embed_contexts, embedding_dim, parse_embedding_spec
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 from ntpcert.util.progress import progress_bar
 
 __all__ = [
+    "MAX_ENTRIES",
     "TOKENIZERS",
     "WORD_PATTERN",
     "NgramCounts",
     "tokenize",
     "ngram_counts",
     "count_sequences",
+    "max_contexts_for",
+    "instance_from_counts",
     "instance_from_text",
     "display_token",
 ]
@@ -91,7 +94,8 @@ def tokenize(text: str, tokenizer: str = "char") -> list[str]:
 
 
 def ngram_counts(
-    tokens: Sequence[str], k: int, *, all_prefixes: bool = False, progress: bool = False
+    tokens: Sequence[str], k: int, *, all_prefixes: bool = False, progress: bool = False,
+    max_entries: int | None = MAX_ENTRIES,
 ) -> NgramCounts:
     """Count (context, next token) pairs of one token sequence.
 
@@ -109,24 +113,44 @@ def ngram_counts(
         Also count the contexts of lengths 1..k-1.
     progress : bool
         Show a progress bar on stderr when the sequence is long.
+    max_entries : int or None
+        Refuse (while counting, before allocating) more contexts than fit an (m, V) count matrix
+        of this many entries; None: no limit.
 
     Returns
     -------
     NgramCounts
         ``contexts`` (sorted token tuples), ``vocab`` (sorted tokens), ``counts`` (m, V) int64.
     """
-    return count_sequences([tokens], k, all_prefixes=all_prefixes, progress=progress)
+    return count_sequences([tokens], k, all_prefixes=all_prefixes, progress=progress, max_entries=max_entries)
 
 
 def count_sequences(
-    sequences: Iterable[Sequence[str]], k: int, *, all_prefixes: bool = False, progress: bool = False
+    sequences: Iterable[Sequence[str]],
+    k: int,
+    *,
+    all_prefixes: bool = False,
+    progress: bool = False,
+    max_entries: int | None = MAX_ENTRIES,
+    max_contexts: int | None = None,
 ) -> NgramCounts:
     """:func:`ngram_counts` over several independent sequences: contexts never cross from one
-    sequence into the next; the vocabulary is that of all sequences together."""
+    sequence into the next; the vocabulary is that of all sequences together.
+
+    The counting stops with an :class:`~ntpcert.errors.InputError` as soon as the distinct contexts
+    are more than ``max_contexts`` or more than ``max_entries // V`` (the (m, V) count matrix would
+    exceed ``max_entries`` entries), before any matrix is allocated; None switches a bound off.
+    """
     k = _check_k(k)
     seqs = [list(s) for s in sequences]
     total = sum(len(s) for s in seqs)
-    pairs: Counter[tuple[tuple[str, ...], str]] = Counter()
+    vocab = sorted({t for s in seqs for t in s})
+    V = len(vocab)
+    limit = max_contexts
+    if max_entries is not None and V:
+        by_counts = max_entries // V
+        limit = by_counts if limit is None else min(limit, by_counts)
+    table: dict[tuple[str, ...], dict[str, int]] = {}
     lengths = range(1, k + 1) if all_prefixes else range(k, k + 1)
     first = 1 if all_prefixes else k
     show = bool(progress) and total >= PROGRESS_MIN_POSITIONS
@@ -140,16 +164,46 @@ def count_sequences(
                     for L in lengths:
                         if L > i:
                             break
-                        pairs[(tuple(seq[i - L:i]), nxt)] += 1
+                        ctx = tuple(seq[i - L:i])
+                        row = table.get(ctx)
+                        if row is None:
+                            row = table[ctx] = {}
+                        row[nxt] = row.get(nxt, 0) + 1
+                if limit is not None and len(table) > limit:
+                    _too_many_contexts(limit, max_entries)
                 bar.update(stop - start)
-    vocab = sorted({t for s in seqs for t in s})
-    contexts = sorted({c for c, _ in pairs})
-    ci = {c: j for j, c in enumerate(contexts)}
+    contexts = sorted(table)
+    check_entries("contexts", len(contexts), V, max_entries, "the count matrix (m, V)")
     ti = {t: z for z, t in enumerate(vocab)}
-    counts = np.zeros((len(contexts), len(vocab)), dtype=np.int64)
-    for (c, t), n in pairs.items():
-        counts[ci[c], ti[t]] += n
+    counts = np.zeros((len(contexts), V), dtype=np.int64)
+    for j, c in enumerate(contexts):
+        for t, n in table[c].items():
+            counts[j, ti[t]] = n
     return NgramCounts(contexts, vocab, counts)
+
+
+def _too_many_contexts(limit: int, max_entries: int | None) -> None:
+    why = (f"the counts (m·V) or the embeddings (m·d) would exceed the limit of {max_entries:,} entries "
+           "(raise it with --max-entries, or use a smaller k or a shorter text)" if max_entries is not None
+           else "the limit given")
+    raise InputError(f"contexts: more than {limit:,} distinct contexts: {why}")
+
+
+def max_contexts_for(embedding: str, *, k: int, V: int, max_entries: int | None = MAX_ENTRIES) -> int | None:
+    """The most contexts an instance of ``V`` tokens and context length ``k`` may have under
+    ``max_entries``: m·max(V, d, k) ≤ max_entries, with d of the embedding when it is known before
+    counting (``onehot-concat``: k·V, ``random:D``: D; ``onehot-context``: d = m, so m² ≤ max_entries).
+    None when ``max_entries`` is None; an :class:`~ntpcert.errors.InputError` when not even one
+    context fits."""
+    if max_entries is None:
+        return None
+    d = embedding_dim(embedding, k=k, V=V) or 1
+    width = max(V, k, d, 1)
+    check_entries("embedding", 1, width, max_entries, f"{embedding!r} with k = {k:,} and V = {V:,}")
+    limit = max_entries // width
+    if parse_embedding_spec(embedding).kind == "onehot-context":
+        limit = min(limit, math.isqrt(max_entries))
+    return limit
 
 
 def display_token(token: str) -> str:
@@ -179,15 +233,17 @@ def instance_from_counts(
     rng: np.random.Generator,
     sep: str = "",
     name: str = "corpus",
+    max_entries: int | None = MAX_ENTRIES,
 ) -> NTPInstance:
-    """Embed counted contexts and build the instance (token and context names included)."""
+    """Embed counted contexts and build the instance (token and context names included); an
+    embedding of more than ``max_entries`` entries is refused before it is allocated."""
     contexts, vocab, counts = counted
     if len(vocab) < 2:
         shown = ", ".join(repr(t) for t in vocab) or "none"
         raise InputError(f"text: {len(vocab)} distinct token(s) ({shown}); need at least 2")
     if not contexts:
         raise InputError(f"k (context length): no position of the text has {k} tokens before it")
-    H = embed_contexts(embedding, contexts, vocab, k=k, rng=rng)
+    H = embed_contexts(embedding, contexts, vocab, k=k, rng=rng, max_entries=max_entries)
     return NTPInstance.from_counts(
         H,
         counts,
@@ -208,6 +264,7 @@ def instance_from_text(
     rng: np.random.Generator | None = None,
     progress: bool = False,
     name: str = "corpus",
+    max_entries: int | None = MAX_ENTRIES,
 ) -> NTPInstance:
     """Build an NTP instance from raw text.
 
@@ -229,6 +286,10 @@ def instance_from_text(
     progress : bool
         Show a progress bar on stderr while counting a long text.
     name : str
+    max_entries : int or None
+        Refuse, while counting and before any matrix is allocated, a text whose counts (m·V),
+        embeddings (m·d) or contexts (m·k) would have more than this many entries (default
+        :data:`~ntpcert.instance.embeddings.MAX_ENTRIES`); None: no limit.
 
     Returns
     -------
@@ -246,10 +307,14 @@ def instance_from_text(
         raise InputError(
             f"k (context length): value {k} needs more than {k} tokens, the text has {len(tokens)}"
         )
-    counted = ngram_counts(tokens, k, all_prefixes=all_prefixes, progress=progress)
+    V = len(set(tokens))
+    limit = max_contexts_for(embedding, k=k, V=V, max_entries=max_entries)
+    counted = count_sequences([tokens], k, all_prefixes=all_prefixes, progress=progress, max_entries=max_entries,
+                              max_contexts=limit)
     gen = rng if rng is not None else make_rng(seed)
     sep = "" if tokenizer == "char" else " "
-    return instance_from_counts(counted, k=k, embedding=embedding, rng=gen, sep=sep, name=name)
+    return instance_from_counts(counted, k=k, embedding=embedding, rng=gen, sep=sep, name=name,
+                                max_entries=max_entries)
 
 
 def make_rng(seed: int) -> np.random.Generator:
