@@ -12,7 +12,7 @@ from ntpcert.pipeline.exact_verdicts import build_certificate, exact_certify
 from ntpcert.exact.compatibility import check_compatibility_exact
 from ntpcert.exact.separability import check_ray, check_separability_exact, exact_ray
 from ntpcert.pipeline.verify import verify_certificate
-from ntpcert.solve.separability_lp import check_separability
+from ntpcert.pipeline.float_verdicts import decide_separability
 from ntpcert.rows.kesler import KeslerSystem
 
 from .conftest import random_instance
@@ -28,7 +28,7 @@ def _shared_embedding(rng, d=3):
 
 def test_same_embedding_different_supports_gives_a_verified_farkas_ray(rng):
     inst = _shared_embedding(rng)
-    assert check_separability(KeslerSystem.build(inst)).holds is False
+    assert decide_separability(KeslerSystem.build(inst)).holds is False
     res = check_separability_exact(inst, None)
     assert res.holds is False
     assert check_ray(inst, res.ray) == ""

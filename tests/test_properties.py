@@ -18,7 +18,7 @@ from ntpcert.experiments import strategies as nst
 from ntpcert.pipeline.float_verdicts import certify
 from ntpcert.util.numbers import cosine
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.separability_lp import check_separability
+from ntpcert.pipeline.float_verdicts import decide_separability
 from ntpcert.rows.subspace import Subspace, check_compatibility
 from ntpcert.solve.svm import solve_svm
 
@@ -40,7 +40,7 @@ def _limits(inst: NTPInstance):
     system = KeslerSystem.build(inst)
     sub = Subspace.build(system)
     comp = check_compatibility(sub)
-    sep = check_separability(system).holds
+    sep = decide_separability(system).holds
     W_mm = solve_svm(system).W if sep else None
     return comp, sep, W_mm, sub
 

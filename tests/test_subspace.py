@@ -59,11 +59,20 @@ def test_projections_and_basis():
     assert abs(np.sum(P * F.project_perp(X))) < TOL["linalg"]
 
 
+def _settled(inst):
+    from ntpcert.pipeline.float_witness import settle_compatibility
+
+    sub = _sub(inst)
+    return settle_compatibility(sub, check_compatibility(sub))
+
+
 def test_same_embedding_different_log_odds_is_incompatible():
+    """The float pipeline says "no" only with an exact left null vector whose y^T b != 0."""
     h = np.array([[1.0, 2.0, -1.0]])
     inst = NTPInstance.from_counts(np.vstack([h, h]), [[1, 2, 0], [1, 3, 0]])
-    res = check_compatibility(_sub(inst))
-    assert res.holds is False
+    assert check_compatibility(_sub(inst)).holds is None  # rank deficient: floats alone cannot say
+    res = _settled(inst)
+    assert res.holds is False and "exact left null vector" in res.by
     assert res.relative_residual > 1e-3
 
 
@@ -71,10 +80,25 @@ def test_scaled_embedding_with_doubled_log_odds_is_compatible():
     h = np.array([0.5, -1.25])
     # p1 = (1/3, 2/3), p2 = (1/5, 4/5): log-odds log 2 and log 4 = 2 log 2, h2 = 2 h1
     inst = NTPInstance.from_counts(np.vstack([h, 2 * h]), [[1, 2], [1, 4]])
-    res = check_compatibility(_sub(inst))
-    assert res.holds is True
+    res = _settled(inst)
+    assert res.holds is True and "span its null space" in res.by
     changed = NTPInstance.from_counts(np.vstack([h, 2 * h]), [[1, 2], [1, 5]])
-    assert check_compatibility(_sub(changed)).holds is False
+    assert _settled(changed).holds is False
+
+
+def test_full_row_rank_is_compatible_whatever_the_log_odds():
+    inst = NTPInstance.from_counts(np.eye(3), [[1, 7, 0], [0, 2, 3], [5, 0, 11]])
+    res = check_compatibility(_sub(inst))
+    assert res.holds is True and "full row rank" in res.by
+
+
+def test_near_duplicate_embeddings_are_not_called_incompatible():
+    """h2 = h1 + 1e-12 noise: exactly, A_eq has full row rank (compatible); floats cannot see the
+    difference from an exact duplicate, so the verdict is undetermined, never "no"."""
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal(3)
+    inst = NTPInstance.from_counts(np.vstack([h, h + 1e-12 * rng.standard_normal(3)]), [[1, 2, 0], [1, 3, 0]])
+    assert _settled(inst).holds in (True, None)
 
 
 def test_one_hot_supports_give_trivial_F():

@@ -8,15 +8,19 @@ For verdicts checked in exact arithmetic see :mod:`ntpcert.exact`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
-from ntpcert.errors import InfeasibleError
+import numpy as np
+
+from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.separability_lp import SeparabilityResult, check_separability
 from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
+from ntpcert.pipeline.float_witness import settle_compatibility
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
 
@@ -72,6 +76,64 @@ class Report:
         return out
 
 
+#: Epochs the structured solver gets to find a Farkas ray once HiGHS reports infeasibility.
+RAY_SEARCH_EPOCHS = 1000
+
+
+def decide_separability(system: KeslerSystem, *, time_limit: float | None = None) -> SeparabilityResult:
+    """Separability (6) with a witness: the HiGHS LP's feasible point (margins re-checked), or, when
+    HiGHS reports infeasibility, an exactly checked Farkas ray: from the dual LP, else from the
+    structured solver's diverging iterates (or that solver's feasible point, if it finds one).
+    Anything else is undetermined."""
+    sep = check_separability(system, time_limit=time_limit)
+    if not sep.lp_infeasible:
+        return sep
+    from ntpcert.exact.separability import check_separability_exact
+    from ntpcert.solve.structured.solver import solve as structured
+
+    lp_ray = check_separability_exact(system.instance, None, try_ray=True, time_limit=time_limit)
+    if lp_ray.holds is False:
+        return dataclasses.replace(sep, holds=False, W=None,
+                                   by=f"Farkas ray of the dual LP with {len(lp_ray.ray)} non-zero entries, "
+                                      "verified exactly")
+
+    try:
+        sol = structured(system, certificate="float", time_limit=time_limit, max_epochs=RAY_SEARCH_EPOCHS)
+    except InfeasibleError as e:
+        return _from_infeasible(sep, e)
+    except SolverError as e:
+        return dataclasses.replace(sep, by=f"HiGHS reports the LP infeasible, and the structured solver found no "
+                                           f"Farkas ray ({e}); run 'ntpcert certify DATA --exact'")
+    return _from_svm_point(sep, sol, system, "HiGHS reported the LP infeasible, but")
+
+
+def _from_infeasible(sep: SeparabilityResult, err: InfeasibleError) -> SeparabilityResult:
+    """False with an exactly checked Farkas ray carried by ``err``; otherwise undetermined."""
+    cert = getattr(err, "certificate", None)
+    if cert is not None and getattr(cert, "exact", False):
+        return dataclasses.replace(sep, holds=False, W=None,
+                                   by=f"Farkas ray with {cert.support} non-zero entries, verified exactly")
+    return dataclasses.replace(sep, holds=None, by=f"a solver reports infeasibility ({err}), but no Farkas ray was "
+                                                   "checked; run 'ntpcert certify DATA --exact'")
+
+
+def _from_svm_point(sep: SeparabilityResult, sol: SVMSolution, system: KeslerSystem,
+                    prefix: str = "") -> SeparabilityResult:
+    """True when the NTP-SVM point passes the LP's own re-check (margins >= 1 - SEP_TOL, small (6a))."""
+    from ntpcert.solve.separability_lp import SEP_TOL
+
+    inst = system.instance
+    eqv = float(np.abs(system.apply_eq(sol.W)).max()) if system.n_eq else 0.0
+    scale = max(1.0, float(np.abs(sol.W).max()) * float(np.abs(inst.embeddings).sum(axis=1).max()))
+    margin = float(sol.min_margin)
+    if margin >= 1.0 - SEP_TOL and eqv <= SEP_TOL * scale:
+        lead = f"{prefix} the " if prefix else "the "
+        return dataclasses.replace(sep, holds=True, W=sol.W, min_margin=margin, eq_violation=eqv,
+                                   by=f"{lead}NTP-SVM point ({sol.solver}) has smallest margin {margin:.6g} >= "
+                                      f"1 - {SEP_TOL:g} and (6a) violation {eqv:.2e}")
+    return sep
+
+
 def certify(
     instance: NTPInstance,
     *,
@@ -80,8 +142,14 @@ def certify(
     progress: bool | None = None,
     lp_time_limit: float | None = None,
 ) -> Report:
-    """Run the float pipeline on ``instance``: F and W* (compatibility), the separability LP, and,
-    when separable and ``svm`` is true, the NTP-SVM with ``solver``."""
+    """Run the float pipeline on ``instance``: F and W* (compatibility), separability, and, unless
+    ``svm`` is false or the data are not separable, the NTP-SVM with ``solver``.
+
+    Every definite verdict carries its witness in ``by`` (see :mod:`ntpcert.pipeline.float_witness`):
+    compatibility from a certified full row rank or exact left null vectors, separability from a
+    re-checked feasible point or an exactly checked Farkas ray. An NTP-SVM that fails or cannot be
+    certified is reported in ``svm_error``; the verdicts stand.
+    """
     t0 = time.perf_counter()
     stages = Stages(4 if svm else 3, progress, desc="certify")
     try:
@@ -89,9 +157,9 @@ def certify(
             system = KeslerSystem.build(instance)
         with stages.stage("subspace F and W*"):
             subspace = Subspace.build(system)
-            comp = check_compatibility(subspace)
-        with stages.stage("separability LP"):
-            sep = check_separability(system, time_limit=lp_time_limit)
+            comp = settle_compatibility(subspace, check_compatibility(subspace))
+        with stages.stage("separability"):
+            sep = decide_separability(system, time_limit=lp_time_limit)
         sol: SVMSolution | None = None
         err: str | None = None
         if svm:
@@ -102,7 +170,13 @@ def certify(
                     try:
                         sol = solve_svm(system, solver=solver)
                     except InfeasibleError as e:
-                        err = str(e)
+                        sep = _from_infeasible(sep, e) if sep.holds is None else sep
+                        err = (f"not separable: {e}" if sep.holds is False
+                               else f"the NTP-SVM solver reports infeasibility ({e}); not checked")
+                    except SolverError as e:
+                        err = f"NTP-SVM not certified: {e}"
+                    if sol is not None and sep.holds is None:
+                        sep = _from_svm_point(sep, sol, system)
     finally:
         stages.close()
     return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0)

@@ -25,11 +25,9 @@ def float_report_lines(rep: Any) -> list[str]:
         f"  entropy lower bound H      = {j['entropy']:.10g} nats",
     ]
     c, s = j["compatible"], j["separable"]
-    lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  (residual {c['residual']:.3e}, relative "
-                 f"{c['relative_residual']:.3e}; holds below {c['tolerance']:g}, fails above "
-                 f"{c['incompatible_above']:g}; dim F = {c['dim_F']})")
-    mm = "" if s["min_margin"] is None else f", min margin {s['min_margin']:.6g}"
-    lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  (HiGHS: {s['status']}{mm})")
+    lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  ({c['by']}; least-squares residual "
+                 f"{c['relative_residual']:.3e} relative; dim F = {c['dim_F']})")
+    lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  ({s['by']})")
     lines.append(f"  entropy bound reachable    : {fmt(j['entropy_bound_reachable'])}")
     if j["svm"]:
         v = j["svm"]
@@ -37,7 +35,10 @@ def float_report_lines(rep: Any) -> list[str]:
                      f"{v['primal_residual']:.2e}, dual res {v['dual_residual']:.2e}, gap {v['gap']:.2e})")
     elif j.get("svm_error"):
         lines.append(f"  NTP-SVM                    : {j['svm_error']}")
-    lines.append("  (float verdicts; run with --exact for certificates checked in rational arithmetic)")
+    if c["holds"] is not True:
+        lines.append("  note: W* of the JSON/limits output is only a least-squares point of (4) here")
+    lines.append("  (float verdicts, each with the witness that decided it; run with --exact for certificates "
+                 "checked in rational arithmetic)")
     return lines
 
 
@@ -78,8 +79,10 @@ def exact_report_lines(r: Any) -> list[str]:
           f"(relative {b.relative_gap:.1e}) => ||W - W^mm||_F <= {b.distance_bound:.3e}")
     elif r.svm is not None:
         w(f"  NTP-SVM                    : not certified ({r.svm.reason})")
-    elif r.float_report.svm_error:
+    elif r.float_report.svm_error and r.separable is not None:
         w(f"  NTP-SVM                    : {r.float_report.svm_error}")
+    elif r.float_report.svm_error:
+        w("  NTP-SVM                    : not solved (separability is undetermined)")
     if r.verdict.valid:
         w("  certificate                : checked independently, VALID"
           + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))

@@ -31,6 +31,29 @@ if TYPE_CHECKING:  # scipy.sparse costs ~0.1 s of start-up; only the explicit ma
     import scipy.sparse as sp
 
 
+#: Smallest and largest non-zero embedding magnitudes the float pipeline accepts (products of two
+#: entries, summed over d, must stay well inside float64's normal range).
+EMBEDDING_RANGE = (2.0 ** -480, 2.0 ** 480)
+
+
+def check_embedding_range(instance: NTPInstance) -> None:
+    """An :class:`~ntpcert.errors.InputError` naming the extreme entry when a non-zero embedding
+    magnitude lies outside :data:`EMBEDDING_RANGE`."""
+    from ntpcert.errors import InputError
+
+    A = np.abs(instance.embeddings)
+    nz = A[A > 0]
+    if nz.size == 0:
+        return
+    lo, hi = float(nz.min()), float(nz.max())
+    if hi > EMBEDDING_RANGE[1] or lo < EMBEDDING_RANGE[0]:
+        bad = hi if hi > EMBEDDING_RANGE[1] else lo
+        raise InputError(f"embeddings: an entry of magnitude {bad:.3g} is outside the supported range "
+                         f"[{EMBEDDING_RANGE[0]:.3g}, {EMBEDDING_RANGE[1]:.3g}] (entries span {lo:.3g} to {hi:.3g}); "
+                         "the verdicts do not change when every embedding is scaled by one positive number, so "
+                         "rescale them")
+
+
 @dataclass(frozen=True, eq=False)
 class KeslerSystem:
     """Index tables of the equality and margin rows of an instance.
@@ -53,7 +76,14 @@ class KeslerSystem:
 
     @classmethod
     def build(cls, instance: NTPInstance) -> "KeslerSystem":
-        """Index the rows of ``instance`` (O(mV) time and memory)."""
+        """Index the rows of ``instance`` (O(mV) time and memory).
+
+        Raises :class:`~ntpcert.errors.InputError` when an embedding entry lies outside
+        ``EMBEDDING_RANGE`` in magnitude: Gram entries :math:`\langle h_j, h_l\rangle` would overflow or
+        lose every digit to underflow in float64. The verdicts do not change when all embeddings are
+        scaled by one positive number, so rescaling such data is the remedy.
+        """
+        check_embedding_range(instance)
         mask = instance.support_mask()
         anchors = instance.anchors()
         m, V = mask.shape

@@ -10,10 +10,21 @@ minimum-Frobenius-norm solution of (4) (the unique solution inside F when (4) is
 (``EIG_RTOL`` = 64·machine epsilon): eigenvalues of G are squared singular values of
 :math:`A_{eq}`, computed with absolute error of order :math:`\epsilon\,\lambda_{\max}`.
 
-**Compatibility verdict (float).** With the relative residual
-:math:`\rho = \|A_{eq}\mathrm{vec}(W^*) - b\|_2 / \max(1, \|b\|_2)`: compatible when
-:math:`\rho \le` ``COMPAT_TOL`` (1e-8), incompatible when :math:`\rho >` ``INCOMPAT_TOL`` (1e-5), and
-undetermined in between. ``ntpcert certify --exact`` decides it exactly instead.
+**Certified rank.** The computed eigenvalues differ from those of the exact Gram matrix of the
+(exact, dyadic) embeddings by at most :math:`\delta = \texttt{RANK\_ERR\_FACTOR}\cdot\epsilon\,(d + r)\,
+\mathrm{tr}(G)` (Weyl's inequality, with the rounding of forming G, at most :math:`2d\epsilon` per
+entry relative to :math:`\|h_j\|\|h_l\|`, and the backward error of the symmetric eigensolver,
+about :math:`r\epsilon\|G\|`). So the exact rank of :math:`A_{eq}` is at least the number of eigenvalues
+above :math:`\delta` (``certified_rank``), and all of them count when :math:`\lambda_{\min} > \delta`.
+
+**Compatibility verdict (float).** A definite answer needs a witness: when :math:`A_{eq}` has
+certified full row rank, (4) is solvable for every right-hand side, so the data are compatible
+whatever the log-odds. Otherwise the answer hangs on :math:`y^\top b = 0` for the left null vectors
+y of :math:`A_{eq}`, which floats cannot settle; :func:`check_compatibility` says undetermined and
+hands the near-null directions to :mod:`ntpcert.pipeline.float_witness`, which turns them into exact
+rational null vectors where it can. The relative residual
+:math:`\rho = \|A_{eq}\mathrm{vec}(W^*) - b\|_2 / \max(1, \|b\|_2)` is reported alongside.
+``ntpcert certify --exact`` decides compatibility exactly in every case.
 """
 
 from __future__ import annotations
@@ -25,8 +36,12 @@ import numpy as np
 from ntpcert.rows.kesler import KeslerSystem
 
 EIG_RTOL = 64 * np.finfo(np.float64).eps
+#: The float compatibility residual is reported against these two (for orientation only: the
+#: verdict needs a witness, see the module doc).
 COMPAT_TOL = 1e-8
 INCOMPAT_TOL = 1e-5
+#: Safety factor of the certified-rank bound (module doc).
+RANK_ERR_FACTOR = 4.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +63,9 @@ class Subspace:
     eigvecs: np.ndarray
     eigvals: np.ndarray
     tol: float
+    rank_bound: float = 0.0
+    certified_rank: int = 0
+    near_null: np.ndarray | None = None
 
     @classmethod
     def build(cls, system: KeslerSystem) -> "Subspace":
@@ -59,7 +77,15 @@ class Subspace:
         lam_max = float(max(lam[-1], 0.0))
         tol = EIG_RTOL * r * lam_max
         keep = lam > tol
-        return cls(system, Q[:, keep], lam[keep], tol)
+        d = system.instance.d
+        bound = RANK_ERR_FACTOR * float(np.finfo(np.float64).eps) * (d + r) * float(np.trace(G))
+        sure = lam > bound
+        return cls(system, Q[:, keep], lam[keep], tol, bound, int(sure.sum()), Q[:, ~sure])
+
+    @property
+    def full_row_rank(self) -> bool:
+        """Whether :math:`A_{eq}` certainly has full row rank (every eigenvalue above :math:`\delta`)."""
+        return self.certified_rank == self.system.n_eq
 
     @property
     def dim(self) -> int:
@@ -115,7 +141,7 @@ class CompatibilityResult:
     Attributes
     ----------
     holds : bool or None
-        True (compatible), False (not), None (undetermined: the residual is inside the band).
+        True (compatible), False (not), None (undetermined); see ``by``.
     residual : float
         :math:`\\|A_{eq}\\mathrm{vec}(W^*) - b\\|_2`.
     relative_residual : float
@@ -124,8 +150,10 @@ class CompatibilityResult:
         The minimum-norm least-squares solution of (4). It is W* only when ``holds`` is True;
         otherwise it depends on the choice of anchors and carries no meaning of its own.
     dim_F : int
+    by : str
+        The witness that decided ``holds``, or why it is undetermined.
     tol, incompat_tol : float
-        The two ends of the undetermined band.
+        Orientation marks for the residual (not the verdict).
     """
 
     holds: bool | None
@@ -133,6 +161,7 @@ class CompatibilityResult:
     relative_residual: float
     W_star: np.ndarray
     dim_F: int
+    by: str = ""
     tol: float = COMPAT_TOL
     incompat_tol: float = INCOMPAT_TOL
 
@@ -144,21 +173,29 @@ class CompatibilityResult:
             "tolerance": self.tol,
             "incompatible_above": self.incompat_tol,
             "dim_F": self.dim_F,
+            "by": self.by,
             "W_star_norm": float(np.linalg.norm(self.W_star)),
+            "W_star_is_least_squares_only": self.holds is not True,
         }
 
 
 def check_compatibility(subspace: Subspace) -> CompatibilityResult:
-    """Solve (4) in the least-squares sense within F and classify the residual (see module doc)."""
+    """Solve (4) in the least-squares sense within F; compatible when :math:`A_{eq}` has certified
+    full row rank, undetermined otherwise (see the module doc; the pipeline's witnesses may settle
+    it)."""
     system = subspace.system
     b = system.log_odds()
     W = subspace.min_norm_solution(b)
     res = float(np.linalg.norm(system.apply_eq(W) - b)) if b.size else 0.0
     rel = res / max(1.0, float(np.linalg.norm(b)))
-    if rel <= COMPAT_TOL:
-        holds: bool | None = True
-    elif rel > INCOMPAT_TOL:
-        holds = False
-    else:
-        holds = None
-    return CompatibilityResult(holds, res, rel, W, subspace.dim)
+    if system.n_eq == 0:
+        return CompatibilityResult(True, res, rel, W, subspace.dim, "no equations: every support has one token")
+    if subspace.full_row_rank:
+        lam_min = float(subspace.eigvals.min())
+        return CompatibilityResult(True, res, rel, W, subspace.dim,
+                                   f"A_eq has full row rank (smallest Gram eigenvalue {lam_min:.3g} > rounding bound "
+                                   f"{subspace.rank_bound:.3g}): (4) is solvable for every right-hand side")
+    k = system.n_eq - subspace.certified_rank
+    return CompatibilityResult(None, res, rel, W, subspace.dim,
+                               f"A_eq may be rank deficient ({k} Gram eigenvalues within the rounding bound "
+                               f"{subspace.rank_bound:.3g}); the log-odds along its left null space decide")

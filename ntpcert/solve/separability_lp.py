@@ -3,8 +3,11 @@ r"""NTP-separability (6) as a linear-programming feasibility problem, solved in 
 Find :math:`W` with :math:`A_{eq}\,\mathrm{vec}(W) = 0` (6a) and :math:`A_{mar}\,\mathrm{vec}(W) \ge 1` (6b).
 The LP goes to HiGHS through :func:`scipy.optimize.linprog`. A reported feasible point is re-checked
 here: it counts only when its smallest margin is at least ``1 - SEP_TOL`` and its (6a) violation at
-most ``SEP_TOL`` times the scale of W; otherwise the verdict is undetermined. ``ntpcert certify --exact``
-turns the answer into a certificate checked in rational arithmetic.
+most ``SEP_TOL`` times the scale of W; otherwise the verdict is undetermined. HiGHS reporting
+infeasibility is **not** a verdict (ill-conditioned data fool it): the result is undetermined with
+``lp_infeasible`` set, and :func:`ntpcert.pipeline.float_verdicts.decide_separability` looks for an
+exactly checked Farkas ray. ``ntpcert certify --exact`` turns the answer into a certificate checked
+in rational arithmetic.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ class SeparabilityResult:
     Attributes
     ----------
     holds : bool or None
-        True (a checked feasible point exists), False (the LP solver proved infeasibility),
-        None (undetermined).
+        True (a checked feasible point exists), False (an exactly checked Farkas ray exists; set
+        by the pipeline, never by the LP alone), None (undetermined).
     W : ndarray of shape (V, d) or None
         The feasible point found, when there is one.
     min_margin : float or None
@@ -40,6 +43,10 @@ class SeparabilityResult:
     status : str
         The LP solver's message.
     seconds : float
+    lp_infeasible : bool
+        HiGHS reported the LP infeasible (a hint, not a witness).
+    by : str
+        The witness that decided ``holds``, or why it is undetermined.
     """
 
     holds: bool | None
@@ -49,6 +56,8 @@ class SeparabilityResult:
     status: str
     seconds: float
     tol: float = SEP_TOL
+    lp_infeasible: bool = False
+    by: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -57,6 +66,8 @@ class SeparabilityResult:
             "eq_violation": self.eq_violation,
             "tolerance": self.tol,
             "status": self.status,
+            "lp_infeasible": self.lp_infeasible,
+            "by": self.by,
             "seconds": self.seconds,
         }
 
@@ -69,7 +80,8 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
     t0 = time.perf_counter()
     if system.n_margin == 0:
         W = np.zeros((inst.V, inst.d))
-        return SeparabilityResult(True, W, None, 0.0, "no off-support tokens: (6b) is vacuous", 0.0)
+        return SeparabilityResult(True, W, None, 0.0, "no off-support tokens: (6b) is vacuous", 0.0,
+                                  by="no off-support tokens: (6b) is vacuous")
     A_eq = system.eq_matrix()
     A_mar = system.margin_matrix()
     n = system.n_vars
@@ -96,12 +108,16 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
             break
     seconds = time.perf_counter() - t0
     if res.status == 2:
-        return SeparabilityResult(False, None, None, None, str(res.message), seconds)
+        return SeparabilityResult(None, None, None, None, str(res.message), seconds, lp_infeasible=True,
+                                  by="HiGHS reports the LP infeasible; no Farkas ray checked yet")
     if res.status != 0 or res.x is None:
-        return SeparabilityResult(None, None, None, None, str(res.message), seconds)
+        return SeparabilityResult(None, None, None, None, str(res.message), seconds,
+                                  by=f"HiGHS did not settle the LP ({res.message})")
     W = np.asarray(res.x, dtype=np.float64).reshape(inst.V, inst.d)
     margin = float(system.apply_margin(W).min())
     eqv = float(np.abs(system.apply_eq(W)).max()) if system.n_eq else 0.0
     scale = max(1.0, float(np.abs(W).max()) * float(np.abs(inst.embeddings).sum(axis=1).max()))
     ok = margin >= 1.0 - SEP_TOL and eqv <= SEP_TOL * scale
-    return SeparabilityResult(True if ok else None, W, margin, eqv, str(res.message), seconds)
+    by = (f"feasible LP point: smallest margin {margin:.6g} >= 1 - {SEP_TOL:g}, (6a) violation {eqv:.2e}" if ok
+          else f"the LP point fails the re-check (smallest margin {margin:.6g}, (6a) violation {eqv:.2e})")
+    return SeparabilityResult(True if ok else None, W, margin, eqv, str(res.message), seconds, by=by)

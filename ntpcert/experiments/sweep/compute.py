@@ -29,7 +29,8 @@ import numpy as np
 
 from ntpcert.errors import InfeasibleError, NTPCertError
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.separability_lp import check_separability
+from ntpcert.pipeline.float_verdicts import decide_separability
+from ntpcert.pipeline.float_witness import settle_compatibility
 from ntpcert.rows.subspace import Subspace, check_compatibility
 from ntpcert.solve.svm import SVM_TOL, solve_svm
 from ntpcert.experiments.sweep.generate import point_instance
@@ -57,8 +58,8 @@ def _values(settings: dict, point: GridPoint) -> dict[str, Any]:
     q = settings["quantities"]
     system = KeslerSystem.build(inst)
     sub = Subspace.build(system)
-    comp = check_compatibility(sub)
-    sep = check_separability(system)
+    comp = settle_compatibility(sub, check_compatibility(sub))
+    sep = decide_separability(system)
     out: dict[str, Any] = {}
     if "verdicts" in q:
         out.update(
