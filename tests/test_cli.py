@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ntpcert.cli.app import main
-from ntpcert.instance.io import write_json, write_npz
+from ntpcert.instance.io import write_npz
 
 from .conftest import random_instance
 

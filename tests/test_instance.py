@@ -221,3 +221,29 @@ def test_counts_up_to_the_int64_limit_give_exact_n_and_entropy():
     assert one.n == INT64_MAX
     assert 0 < one.entropy() < 1e-16
     assert one.ratio_integers(0) == {0: INT64_MAX - 1, 1: 1}
+
+
+# ---------------------------------------------------------------------------- resource limits up front
+def test_a_huge_decimal_exponent_is_refused_before_it_is_built():
+    """``"1e-100000000"`` (a 57-byte file) would build a 332-million-bit integer."""
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"probs\[0, 0\].*exponent"):
+        NTPInstance.from_probs([[1.0]], [["1e-100000000", "1"]])
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_probabilities_whose_ratios_cannot_be_factored_are_refused_quickly():
+    """Ratios of two products of 60-digit primes: exact compatibility would factor them forever."""
+    import time
+
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+
+    p, q, r, s = (10**59 + 19, 10**59 + 193, 10**58 + 159, 10**58 + 1227)  # primes (sympy.nextprime)
+    inst = NTPInstance.from_probs([[1.0, 0.0], [0.0, 1.0]], [[f"{p * q}/{p * q + r * s}", f"{r * s}/{p * q + r * s}", "0"],
+                                                         ["1/2", "1/2", "0"]])
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match="composite factor"):
+        exact_certify(inst)
+    assert time.perf_counter() - t0 < 10.0

@@ -23,7 +23,6 @@ from fractions import Fraction
 
 import flint
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -37,15 +37,15 @@ from ntpcert.errors import ExactArithmeticError, InputError
 from ntpcert.instance import NTPInstance
 from ntpcert.exact.dyadic import exact_matmul
 from ntpcert.exact.rational import frac, fraction_str
+from ntpcert.util.numbers import factorise as util_factorise
 
 
 def factorise(n: int) -> dict[int, int]:
-    """Prime factorisation ``{p: exponent}`` of a positive integer."""
+    """Prime factorisation ``{p: exponent}`` of a positive integer (see
+    :func:`ntpcert.util.numbers.factorise`; a cofactor too large to factor is an InputError)."""
     if n < 1:
         raise ExactArithmeticError(f"cannot factorise {n}")
-    if n == 1:
-        return {}
-    return {int(p): int(e) for p, e in flint.fmpz(n).factor()}
+    return util_factorise(n)
 
 
 def eq_rows(instance: NTPInstance) -> list[tuple[int, int, int]]:

@@ -201,11 +201,43 @@ def _as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
     return arr
 
 
+#: Longest probability or weight string read (characters), and the largest decimal exponent in
+#: one: "1e-100000000" would otherwise build a 332-million-bit integer before anything else runs.
+MAX_FRACTION_CHARS = 1000
+MAX_DECIMAL_EXPONENT = 400
+
+#: Largest numerator or denominator of an exact probability or weight (bits, about 120 digits).
+MAX_FRACTION_BITS = 400
+
+
 def _parse_fraction(name: str, idx: tuple[int, ...], value: Any) -> Fraction:
     """Read one probability: an int, a float (taken as the exact dyadic rational it is),
-    or a string such as ``"1/3"`` or ``"0.25"``."""
+    or a string such as ``"1/3"`` or ``"0.25"`` (at most ``MAX_FRACTION_CHARS`` characters, decimal
+    exponents at most ``MAX_DECIMAL_EXPONENT`` in size)."""
+    where = f"{name}[{', '.join(map(str, idx))}]"
     if isinstance(value, bool):
-        raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {value!r} is not a number")
+        raise InputError(f"{where}: value {value!r} is not a number")
+    if isinstance(value, str):
+        s = value.strip()
+        if len(s) > MAX_FRACTION_CHARS:
+            raise InputError(f"{where}: value {_show(value)} is longer than {MAX_FRACTION_CHARS} characters")
+        mant, sep, exp = s.lower().partition("e")
+        if sep:
+            try:
+                big = abs(int(exp)) > MAX_DECIMAL_EXPONENT
+            except ValueError:
+                big = False  # not a number: reported below
+            if big:
+                raise InputError(f"{where}: value {_show(value)} has a decimal exponent beyond "
+                                 f"±{MAX_DECIMAL_EXPONENT}")
+    frac = _read_fraction(where, value)
+    if max(frac.numerator.bit_length(), frac.denominator.bit_length()) > MAX_FRACTION_BITS:
+        raise InputError(f"{where}: value {_show(value)} has a numerator or denominator of more than "
+                         f"{MAX_FRACTION_BITS} bits (exact compatibility would have to factor it)")
+    return frac
+
+
+def _read_fraction(where: str, value: Any) -> Fraction:
     try:
         if isinstance(value, Fraction):
             frac = value
@@ -216,12 +248,10 @@ def _parse_fraction(name: str, idx: tuple[int, ...], value: Any) -> Fraction:
         else:
             fv = float(value)
             if not np.isfinite(fv):
-                raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {value!r} is not finite")
+                raise InputError(f"{where}: value {value!r} is not finite")
             frac = Fraction(fv)
     except (ValueError, ZeroDivisionError, TypeError):
-        raise InputError(
-            f"{name}[{', '.join(map(str, idx))}]: value {_show(value)} is not a number or fraction"
-        ) from None
+        raise InputError(f"{where}: value {_show(value)} is not a number or fraction") from None
     return frac
 
 

@@ -58,7 +58,7 @@ from ntpcert.errors import CertificateError
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.util.logic import and3
-from ntpcert.util.numbers import lcm_all
+from ntpcert.util.numbers import factorise, lcm_all
 
 #: :attr:`Verdict.instance_source` when the instance embedded in the certificate was checked against.
 INSTANCE_EMBEDDED = "embedded"
@@ -176,10 +176,10 @@ class _Exact:
                 for z in self.S[j][1:]:
                     ratio = p[z] / p[a]
                     ex: dict[int, int] = {}
-                    for q, e in flint.fmpz(ratio.numerator).factor() if ratio.numerator > 1 else []:
-                        ex[int(q)] = ex.get(int(q), 0) + int(e)
-                    for q, e in flint.fmpz(ratio.denominator).factor() if ratio.denominator > 1 else []:
-                        ex[int(q)] = ex.get(int(q), 0) - int(e)
+                    for q, e in factorise(ratio.numerator).items():
+                        ex[q] = ex.get(q, 0) + e
+                    for q, e in factorise(ratio.denominator).items():
+                        ex[q] = ex.get(q, 0) - e
                     ex = {q: e for q, e in ex.items() if e}
                     rows[(j, z)] = ex
                     primes.update(ex)
@@ -195,7 +195,7 @@ class _Exact:
             for c in self.inst.ratio_integers(j).values():
                 if c > 1 and c not in seen:
                     seen.add(c)
-                    primes.update(int(q) for q, _ in flint.fmpz(c).factor())
+                    primes.update(factorise(c))
         return sorted(primes)
 
     # -------------------------------------------------------------- logits and feasibility
