@@ -259,6 +259,11 @@ class WStarClosedForm:
     primes: tuple[int, ...]
     coefficients: dict
 
+    @property
+    def terms(self) -> tuple[int, ...]:
+        """The primes p with :math:`g_p \ne 0`: the terms of the sum (the certificate stores these)."""
+        return tuple(p for p in self.primes if any(v != 0 for v in self.coefficients[p].values()))
+
     def R(self, p: int) -> np.ndarray:
         """:math:`R_p` as an object array of Fractions, shape (V, d)."""
         inst = self.instance

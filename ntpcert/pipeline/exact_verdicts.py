@@ -97,8 +97,8 @@ class ExactReport:
         comp["exact"] = self.compatibility.to_json()
         if self.w_star is not None:
             comp["W_star_closed_form"] = {
-                "expression": " + ".join(f"log({p})*R_{p}" for p in self.w_star.primes),
-                "primes": list(self.w_star.primes),
+                "expression": " + ".join(f"log({p})*R_{p}" for p in self.w_star.terms) or "0",
+                "primes": list(self.w_star.terms),
                 "norm": str(self.w_star.norm(W_STAR_DIGITS)),
             }
         else:

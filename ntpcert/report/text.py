@@ -59,10 +59,10 @@ def exact_report_lines(r: Any) -> list[str]:
     else:
         viol = " + ".join(f"{v}*log({p})" for p, v in (c.violating_exponents or {}).items())
         w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null vector y with y^T b = {viol} != 0)")
-    if r.w_star is not None and not r.w_star.primes:
+    if r.w_star is not None and not r.w_star.terms:
         w("  W* = 0  (every in-support ratio is 1)")
     elif r.w_star is not None:
-        w(f"  W* = {' + '.join(f'log({p})*R_{p}' for p in r.w_star.primes)}  (exact rational R_p), "
+        w(f"  W* = {' + '.join(f'log({p})*R_{p}' for p in r.w_star.terms)}  (exact rational R_p), "
           f"||W*||_F = {r.w_star.norm(20)}")
     elif c.holds:
         w(f"  W* closed form             : {r.w_star_note}")
