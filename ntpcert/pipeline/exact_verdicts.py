@@ -22,7 +22,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.exact.compatibility import ExactCompatibility, WStarClosedForm, check_compatibility_exact, w_star_closed_form
 from ntpcert.exact.rational import fraction_str
-from ntpcert.exact.separability import ExactSeparability, check_separability_exact
+from ntpcert.exact.separability import ExactSeparability, check_ray, check_separability_exact
 from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.pipeline.verify import Verdict, verify_certificate
 from ntpcert.solve.svm import DEFAULT_SOLVER
@@ -251,6 +251,10 @@ def exact_certify(
 
 def _separability(instance: NTPInstance, rep: Report, bounder: ExactSVMBounder) -> ExactSeparability:
     """A feasible point from the NTP-SVM or the LP solution, else a Farkas ray, else undetermined."""
+    if rep.separable.ray:  # the float stage's Farkas ray, checked here again, independently
+        why = check_ray(instance, rep.separable.ray)
+        if not why:
+            return ExactSeparability(False, None, rep.separable.ray, None, "", 0.0)
     candidates = [W for W in ((rep.svm.W if rep.svm is not None else None), rep.separable.W) if W is not None]
     notes = []
     for W in candidates:

@@ -93,7 +93,7 @@ def decide_separability(system: KeslerSystem, *, time_limit: float | None = None
 
     lp_ray = check_separability_exact(system.instance, None, try_ray=True, time_limit=time_limit)
     if lp_ray.holds is False:
-        return dataclasses.replace(sep, holds=False, W=None,
+        return dataclasses.replace(sep, holds=False, W=None, ray=lp_ray.ray,
                                    by=f"Farkas ray of the dual LP with {len(lp_ray.ray)} non-zero entries, "
                                       "verified exactly")
 
@@ -111,7 +111,7 @@ def _from_infeasible(sep: SeparabilityResult, err: InfeasibleError) -> Separabil
     """False with an exactly checked Farkas ray carried by ``err``; otherwise undetermined."""
     cert = getattr(err, "certificate", None)
     if cert is not None and getattr(cert, "exact", False):
-        return dataclasses.replace(sep, holds=False, W=None,
+        return dataclasses.replace(sep, holds=False, W=None, ray=cert.entries,
                                    by=f"Farkas ray with {cert.support} non-zero entries, verified exactly")
     return dataclasses.replace(sep, holds=None, by=f"a solver reports infeasibility ({err}), but no Farkas ray was "
                                                    "checked; run 'ntpcert certify DATA --exact'")

@@ -47,6 +47,8 @@ class SeparabilityResult:
         HiGHS reported the LP infeasible (a hint, not a witness).
     by : str
         The witness that decided ``holds``, or why it is undetermined.
+    ray : dict or None
+        The exactly checked Farkas ray ``{(v, j): Fraction}`` when ``holds`` is False.
     """
 
     holds: bool | None
@@ -58,6 +60,7 @@ class SeparabilityResult:
     tol: float = SEP_TOL
     lp_infeasible: bool = False
     by: str = ""
+    ray: dict | None = None
 
     def to_json(self) -> dict:
         return {
