@@ -18,6 +18,7 @@ undetermined rates with ``-s``.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from fractions import Fraction
 
@@ -34,6 +35,9 @@ FAMILIES = ("gaussian", "duplicated", "scaled", "perturbed", "ill_conditioned", 
 EXAMPLES = {"thorough": 2000, "explore": 400}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 100)
 
 TALLY: Counter = Counter()
+
+#: Every exact run on these sizes (m <= 12, d <= 8, V <= 6) must finish within this many seconds.
+EXACT_SECONDS = 30.0
 
 
 # ---------------------------------------------------------------------------- instances
@@ -243,7 +247,11 @@ def test_no_definite_verdict_contradicts_the_exact_oracle(family, seed):
         assert "\n" not in str(err)
         TALLY["refused (range)"] += 1
         return
+    t0 = time.perf_counter()
     ex = exact_certify(inst, svm=True)
+    seconds = time.perf_counter() - t0
+    TALLY["slowest exact run (s)"] = max(TALLY["slowest exact run (s)"], round(seconds, 2))
+    assert seconds <= EXACT_SECONDS, f"{family} seed {seed}: exact_certify took {seconds:.1f} s"
     truth_c, truth_s = oracle_compatible(inst), oracle_separable(inst)
     if truth_s is None:
         TALLY["oracle undetermined (separability)"] += 1
@@ -265,7 +273,7 @@ def teardown_module(module):
         rates = {name: TALLY[(name, "undetermined")] / n for name, n in total.items() if n}
         print("\nundetermined rates:", {k: f"{v:.1%}" for k, v in rates.items()},
               "refused:", TALLY["refused (range)"], "oracle undetermined:",
-              TALLY["oracle undetermined (separability)"])
+              TALLY["oracle undetermined (separability)"], "slowest exact run:", TALLY["slowest exact run (s)"], "s")
 
 
 def test_the_oracle_itself_on_hand_made_cases():
