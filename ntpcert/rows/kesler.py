@@ -76,7 +76,7 @@ class KeslerSystem:
 
     @classmethod
     def build(cls, instance: NTPInstance) -> "KeslerSystem":
-        """Index the rows of ``instance`` (O(mV) time and memory).
+        r"""Index the rows of ``instance`` (O(mV) time and memory).
 
         Raises :class:`~ntpcert.errors.InputError` when an embedding entry lies outside
         ``EMBEDDING_RANGE`` in magnitude: Gram entries :math:`\langle h_j, h_l\rangle` would overflow or

@@ -84,7 +84,7 @@ class Subspace:
 
     @property
     def full_row_rank(self) -> bool:
-        """Whether :math:`A_{eq}` certainly has full row rank (every eigenvalue above :math:`\delta`)."""
+        r"""Whether :math:`A_{eq}` certainly has full row rank (every eigenvalue above :math:`\delta`)."""
         return self.certified_rank == self.system.n_eq
 
     @property
