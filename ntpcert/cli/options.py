@@ -99,9 +99,8 @@ def check_solver(name: str, field: str = "--solver") -> None:
     except InputError as err:
         raise InputError(f"{field}: {err}") from None
     if name.startswith("cvxpy:"):
-        from ntpcert.util.extras import require
+        import cvxpy as cp  # a core dependency
 
-        cp = require("cvxpy", "cvxpy", f"--solver {name}")
         wanted = fixed.get("solver", "")
         if wanted not in cp.installed_solvers():
             raise InputError(f"{field}: {name!r} is not an installed cvxpy solver "
