@@ -121,7 +121,7 @@ def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) 
     """A vertex of the normalised Farkas system in float64 (shape (V, m)), or None when HiGHS finds none."""
     from scipy.optimize import linprog
 
-    V, m, d = instance.V, instance.m, instance.d
+    V, m = instance.V, instance.m
     H = instance.embeddings
     off = ~instance.support_mask().T  # (V, m)
     if not np.any(off):
@@ -153,7 +153,7 @@ def exact_ray(instance: NTPInstance, a: np.ndarray) -> dict | None:
     Free variables (when the support is not a vertex) keep their float values; returns the ray as
     ``{(v, j): Fraction}`` or None when the system is inconsistent on that support.
     """
-    V, m, d = instance.V, instance.m, instance.d
+    d = instance.d
     amax = float(np.max(np.abs(a))) if a.size else 0.0
     if amax == 0.0:
         return None
@@ -215,7 +215,7 @@ def exact_ray(instance: NTPInstance, a: np.ndarray) -> dict | None:
 
 def check_ray(instance: NTPInstance, ray: dict) -> str:
     """Exact check of the Farkas conditions; returns ``""`` or the first failure."""
-    V, m, d = instance.V, instance.m, instance.d
+    d = instance.d
     off = ~instance.support_mask().T
     colsum: dict[int, Fraction] = {}
     total = Fraction(0)
