@@ -64,7 +64,11 @@ def test_svm_out_and_limits_files(tmp_path, capsys, rng):
     for key in ("norm", "objective", "primal_residual", "dual_residual", "gap"):
         assert key in j
     outdir = tmp_path / "lim"
-    code, out, _ = run(["limits", str(data), "--out", str(outdir), "--json"], capsys)
+    code, out, _ = run(["limits", str(data), "--out", str(tmp_path / "nobasis"), "--json"], capsys)
+    assert code == 0
+    assert sorted(os.listdir(tmp_path / "nobasis")) == ["W_mm.npy", "W_star.npy", "summary.json"]
+    assert "--basis" in json.loads(out)["F_basis_skipped"]
+    code, out, _ = run(["limits", str(data), "--out", str(outdir), "--basis", "--json"], capsys)
     assert code == 0
     assert sorted(os.listdir(outdir)) == ["F_basis.npy", "W_mm.npy", "W_star.npy", "summary.json"]
     basis = np.load(outdir / "F_basis.npy")
@@ -184,3 +188,11 @@ def test_console_script_exit_codes(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "ntpcert.cli", "certify", str(tmp_path / "nope.json")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_certify_json_reports_stage_seconds_and_witnesses(capsys):
+    code, out, _ = run(["certify", "paper", "--json"], capsys)
+    j = json.loads(out)
+    assert code == 0 and set(j["stages"]) == {"kesler", "compatibility", "separability", "svm"}
+    assert all(v >= 0 for v in j["stages"].values())
+    assert "full row rank" in j["compatible"]["by"] and "margin" in j["separable"]["by"]

@@ -17,9 +17,11 @@ OUTPUT_NAMES = ("W_star.npy", "W_mm.npy", "F_basis.npy", "summary.json")
 
 
 def register(subparsers: Any, name: str) -> None:
-    p = subparsers.add_parser(name, help="write W*, W^mm and a basis of F as .npy plus summary.json")
+    p = subparsers.add_parser(name, help="write W*, W^mm (and with --basis a basis of F) as .npy plus summary.json")
     data_options(p)
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
+    p.add_argument("--basis", action="store_true",
+                   help="also write an orthonormal basis of F (F_basis.npy, shape (dim F, V, d))")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     force_option(p)
     solver_options(p)
@@ -35,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
 
     check_solver(args.solver)
-    out = check_output_dir(args.out, "--out", names=OUTPUT_NAMES, overwrite=args.force, inputs=data_inputs(args))
+    names = OUTPUT_NAMES if args.basis else tuple(n for n in OUTPUT_NAMES if n != "F_basis.npy")
+    out = check_output_dir(args.out, "--out", names=names, overwrite=args.force, inputs=data_inputs(args))
     inst = load_data(args)
     rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args))
     summary = rep.to_json()
@@ -43,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     if rep.svm is not None:
         arrays["W_mm.npy"] = rep.svm.W
     dimF = rep.subspace.dim
-    if dimF * inst.V * inst.d <= MAX_BASIS_ENTRIES:
+    if not args.basis:
+        summary["F_basis_skipped"] = "not requested (give --basis)"
+    elif dimF * inst.V * inst.d <= MAX_BASIS_ENTRIES:
         arrays["F_basis.npy"] = rep.subspace.basis()
     else:
         summary["F_basis_skipped"] = f"dim F * V * d = {dimF * inst.V * inst.d} > {MAX_BASIS_ENTRIES}"

@@ -14,7 +14,7 @@ field ``certificate`` is null; with it, the file is written atomically (nothing 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ntpcert.pipeline.float_verdicts import Report, certify
@@ -60,6 +60,8 @@ class ExactReport:
     path : str or None
         Where it was written.
     seconds : float
+    stages : dict
+        Wall seconds of the exact stages (the float stages are in ``float_report.stages``).
     """
 
     float_report: Report
@@ -72,6 +74,7 @@ class ExactReport:
     verdict: Verdict
     path: str | None
     seconds: float
+    stages: dict = field(default_factory=dict)
 
     @property
     def compatible(self) -> bool | None:
@@ -122,6 +125,7 @@ class ExactReport:
         out["certificate_checks"] = list(self.verdict.checks)
         out["probabilities_exact_from_floats"] = bool(self.float_report.instance.probs_exact_from_floats)
         out["seconds"] = self.seconds
+        out["stages"] = {**out.get("stages", {}), **self.stages}
         return out
 
 
@@ -229,24 +233,25 @@ def exact_certify(
     rep = certify(instance, svm=svm, solver=solver, progress=progress)
     stages = Stages(4, progress, desc="exact")
     try:
-        with stages.stage("exact compatibility"):
+        with stages.stage("exact compatibility", key="exact_compatibility"):
             compat = check_compatibility_exact(instance)
             wstar, note = _w_star(instance, compat, w_star)
-        with stages.stage("exact separability"):
+        with stages.stage("exact separability", key="exact_separability"):
             bounder = ExactSVMBounder(instance)
             sep = _separability(instance, rep, bounder)
-        with stages.stage("exact NTP-SVM gap"):
+        with stages.stage("exact NTP-SVM gap", key="exact_svm_gap"):
             bound = None
             if sep.holds and rep.svm is not None:
                 bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
-        with stages.stage("independent check"):
+        with stages.stage("independent check", key="independent_check"):
             cert = build_certificate(instance, compat, sep, bound, wstar)
             verdict = verify_certificate(cert)
             if certificate_out is not None:
                 cf.save(cert, certificate_out)
     finally:
         stages.close()
-    return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0)
+    return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0,
+                       dict(stages.seconds))
 
 
 def _separability(instance: NTPInstance, rep: Report, bounder: ExactSVMBounder) -> ExactSeparability:

@@ -42,6 +42,8 @@ class Report:
     svm_error : str or None
         Why the SVM was not solved, when it was not.
     seconds : float
+    stages : dict
+        Wall seconds of each stage (``kesler``, ``compatibility``, ``separability``, ``svm``).
     """
 
     instance: NTPInstance
@@ -51,6 +53,7 @@ class Report:
     svm: SVMSolution | None
     svm_error: str | None
     seconds: float
+    stages: dict = dataclasses.field(default_factory=dict)
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
@@ -73,6 +76,7 @@ class Report:
                 out["svm_error"] = self.svm_error
         out["exact"] = False
         out["seconds"] = self.seconds
+        out["stages"] = dict(self.stages)
         return out
 
 
@@ -153,17 +157,17 @@ def certify(
     t0 = time.perf_counter()
     stages = Stages(4 if svm else 3, progress, desc="certify")
     try:
-        with stages.stage("Kesler rows"):
+        with stages.stage("Kesler rows", key="kesler"):
             system = KeslerSystem.build(instance)
-        with stages.stage("subspace F and W*"):
+        with stages.stage("subspace F and W*", key="compatibility"):
             subspace = Subspace.build(system)
             comp = settle_compatibility(subspace, check_compatibility(subspace))
-        with stages.stage("separability"):
+        with stages.stage("separability", key="separability"):
             sep = decide_separability(system, time_limit=lp_time_limit)
         sol: SVMSolution | None = None
         err: str | None = None
         if svm:
-            with stages.stage("NTP-SVM"):
+            with stages.stage("NTP-SVM", key="svm"):
                 if sep.holds is False:
                     err = "not separable: the NTP-SVM has no feasible point"
                 else:
@@ -179,7 +183,7 @@ def certify(
                         sep = _from_svm_point(sep, sol, system)
     finally:
         stages.close()
-    return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0)
+    return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0, dict(stages.seconds))
 
 
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:

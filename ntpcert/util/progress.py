@@ -8,6 +8,7 @@ object with the same methods.
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -65,24 +66,30 @@ def iterate(items: Any, enabled: bool | None = None, **options: Any) -> Any:
 
 
 class Stages:
-    """Progress over named stages: one bar step a stage, the stage's name shown beside it.
+    """Progress over named stages: one bar step a stage, the stage's name shown beside it, and the
+    wall time of each stage in ``seconds`` (keyed by ``key``, or the name).
 
     >>> stages = Stages(2, enabled=False)
-    >>> with stages.stage("rows"):
+    >>> with stages.stage("Kesler rows", key="kesler"):
     ...     pass
     >>> stages.close()
+    >>> list(stages.seconds)
+    ['kesler']
     """
 
     def __init__(self, total: int, enabled: bool | None = None, desc: str = "ntpcert") -> None:
         self._bar = progress_bar(enabled, total=total, desc=desc,
                                  bar_format="{desc}: {n}/{total} {postfix} [{elapsed}]")
+        self.seconds: dict[str, float] = {}
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
+    def stage(self, name: str, key: str | None = None) -> Iterator[None]:
         self._bar.set_postfix_str(name)
+        t0 = time.perf_counter()
         try:
             yield
         finally:
+            self.seconds[key or name] = time.perf_counter() - t0
             self._bar.update(1)
 
     def close(self) -> None:
