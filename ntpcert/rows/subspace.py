@@ -25,15 +25,35 @@ hands the near-null directions to :mod:`ntpcert.pipeline.float_witness`, which t
 rational null vectors where it can. The relative residual
 :math:`\rho = \|A_{eq}\mathrm{vec}(W^*) - b\|_2 / \max(1, \|b\|_2)` is reported alongside.
 ``ntpcert certify --exact`` decides compatibility exactly in every case.
+
+**Two paths.** The dense path (``method="eigh"``) above costs :math:`O(r^3)` time and :math:`O(r^2)`
+memory for :math:`r = \sum_j (k_j - 1)` equality rows. Above :data:`DENSE_MAX_ROWS` rows
+(``method="auto"``), or when asked (``method="lsmr"``), the sparse path never forms G: it runs LSMR
+(Fong & Saunders) on the sparse :math:`A_{eq}` (2d non-zeros a row) from :math:`x_0 = 0`. The iterates
+stay in the Krylov space :math:`\mathcal K(A_{eq}^\top A_{eq}, A_{eq}^\top b) \subseteq F`, so the limit
+is the minimum-norm least-squares solution :math:`W^* = A_{eq}^\top G^+ b`, the same W* as above.
+Likewise :math:`P_F(W) = A_{eq}^\top x` with x the LSMR solution of
+:math:`\min_x \|A_{eq}^\top x - \mathrm{vec}(W)\|_2` (the fitted vector is unique whatever x is).
+LSMR stops when :math:`\|r\| \le \texttt{btol}\,\|b\| + \texttt{atol}\,\|A\|\,\|x\|` (consistent
+system) or :math:`\|A^\top r\| \le \texttt{atol}\,\|A\|\,\|r\|` (least squares), with
+``atol = btol =`` :data:`LSMR_TOL`; a solve that hits the iteration limit raises
+:class:`~ntpcert.errors.SolverError`. The sparse path knows neither dim F nor a certified rank, so
+``dim`` is None, ``full_row_rank`` is False and :func:`check_compatibility` answers undetermined:
+the rank of :math:`A_{eq}` is not certified there, and exact witnesses have to settle it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ntpcert.errors import InputError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
+
+if TYPE_CHECKING:  # scipy costs start-up time; only the sparse path needs it
+    from scipy.sparse.linalg import LinearOperator
 
 EIG_RTOL = 64 * np.finfo(np.float64).eps
 #: The float compatibility residual is reported against these two (for orientation only: the
@@ -43,20 +63,126 @@ INCOMPAT_TOL = 1e-5
 #: Safety factor of the certified-rank bound (module doc).
 RANK_ERR_FACTOR = 4.0
 
+#: ``method="auto"`` uses the dense eigh path up to this many equality rows r and LSMR above it.
+#: Measured in ``benchmarks/bench_subspace.py`` (benchmarks/results/subspace.md, build + W*, one BLAS
+#: thread): LSMR breaks even with eigh at r ≈ 250-300, is 2-3x faster at r ≈ 500-700, 5-6x at
+#: r ≈ 1000, 16-120x at r ≈ 1400-2000 and 190-1300x at r ≈ 8000 (where eigh takes 2-3 minutes and
+#: 1.4-1.6 GB). Only the dense path certifies the rank of :math:`A_{eq}` (definite float verdicts,
+#: near-null witnesses for the pipeline), so the switch sits at 2000 rows, where the dense build
+#: still costs at most ~2.5 s and ~100 MB.
+DENSE_MAX_ROWS = 2000
+#: The methods :meth:`Subspace.build` accepts.
+METHODS = ("auto", "eigh", "lsmr")
+#: LSMR's ``atol`` and ``btol`` (module doc); the condition-number stop is off (``conlim = 0``).
+LSMR_TOL = 1e-12
+#: LSMR's iteration limit: ``max(LSMR_MIN_ITER, LSMR_ITER_FACTOR * min(shape of the operator))``.
+LSMR_ITER_FACTOR = 4
+LSMR_MIN_ITER = 100
+#: How the sparse path applies :math:`A_{eq}`: ``"csr"``, the explicit sparse matrix
+#: (:meth:`KeslerSystem.eq_matrix`), or ``"kesler"``, a LinearOperator over ``apply_eq`` and
+#: ``apply_eq_T`` (dense logits). csr measured faster: 3-10x on corpus data, 1.1-4x on Gaussian data
+#: except the smallest, r = 311 (benchmarks/results/subspace.md).
+EQ_OPERATORS = ("csr", "kesler")
+EQ_OPERATOR = "csr"
+#: LSMR's stop reasons by ``istop``; 0, 1, 2, 4 and 5 count as converged.
+LSMR_STOPS = {
+    0: "b = 0: the solution is x = 0",
+    1: "consistent: ||A x - b|| within atol, btol",
+    2: "least squares: ||A^T r|| within atol",
+    3: "condition estimate exceeded conlim",
+    4: "consistent to machine precision",
+    5: "least squares to machine precision",
+    6: "condition estimate too large for machine precision",
+    7: "iteration limit reached",
+}
+LSMR_CONVERGED = (0, 1, 2, 4, 5)
+
+
+def eq_operator(system: KeslerSystem, kind: str = EQ_OPERATOR) -> Any:
+    """:math:`A_{eq}` of shape (r, V·d) as a scipy operator: a csr matrix (``kind="csr"``) or a
+    ``LinearOperator`` over :meth:`KeslerSystem.apply_eq` / :meth:`KeslerSystem.apply_eq_T`
+    (``kind="kesler"``)."""
+    if kind == "csr":
+        return system.eq_matrix()
+    if kind != "kesler":
+        raise InputError(f"operator: unknown value {kind!r} (expected one of {', '.join(EQ_OPERATORS)})")
+    from scipy.sparse.linalg import LinearOperator
+
+    V, d = system.instance.V, system.instance.d
+    return LinearOperator(
+        (system.n_eq, system.n_vars), dtype=np.float64,
+        matvec=lambda x: system.apply_eq(np.ravel(x).reshape(V, d)),
+        rmatvec=lambda y: system.apply_eq_T(np.ravel(y)).ravel(),
+    )
+
+
+def lsmr_solve(A: Any, b: np.ndarray) -> tuple[np.ndarray, dict]:
+    r"""Minimum-norm least-squares solution of :math:`A x = b` by LSMR from :math:`x_0 = 0`.
+
+    Parameters
+    ----------
+    A : sparse matrix or LinearOperator of shape (p, n)
+    b : ndarray of shape (p,)
+
+    Returns
+    -------
+    x : ndarray of shape (n,)
+    info : dict
+        ``iterations``, ``istop``, ``stop_reason``, ``converged``, LSMR's estimates ``norm_A_estimate``
+        and ``cond_estimate``, the settings ``atol``, ``btol``, ``maxiter``, and the residuals recomputed
+        from x: ``residual`` :math:`\|Ax - b\|_2` and ``normal_residual`` :math:`\|A^\top(Ax - b)\|_2`.
+
+    Raises
+    ------
+    SolverError
+        When LSMR stops without converging (``istop`` not in :data:`LSMR_CONVERGED`).
+    """
+    from scipy.sparse.linalg import lsmr
+
+    b = np.asarray(b, dtype=np.float64)
+    maxiter = max(LSMR_MIN_ITER, LSMR_ITER_FACTOR * min(A.shape))
+    x, istop, itn, _, _, normA, condA, _ = lsmr(A, b, atol=LSMR_TOL, btol=LSMR_TOL, conlim=0.0, maxiter=maxiter)
+    res = A @ x - b
+    info = {
+        "iterations": int(itn), "istop": int(istop), "stop_reason": LSMR_STOPS.get(int(istop), "unknown"),
+        "converged": int(istop) in LSMR_CONVERGED,
+        "residual": float(np.linalg.norm(res)), "normal_residual": float(np.linalg.norm(A.T @ res)),
+        "norm_A_estimate": float(normA), "cond_estimate": float(condA),
+        "atol": LSMR_TOL, "btol": LSMR_TOL, "maxiter": int(maxiter),
+    }
+    if not info["converged"]:
+        raise SolverError(f"LSMR on a {A.shape[0]} x {A.shape[1]} system stopped after {itn} iterations without "
+                          f"converging (istop {istop}: {info['stop_reason']}; ||A^T r|| = "
+                          f"{info['normal_residual']:.3g})")
+    return x, info
+
 
 @dataclass(frozen=True, eq=False)
 class Subspace:
-    """The subspace F of an instance, held through the eigen-decomposition of the Gram matrix.
+    """The subspace F of an instance, held through the eigen-decomposition of the Gram matrix
+    (``method="eigh"``) or through LSMR on the sparse :math:`A_{eq}` (``method="lsmr"``); see the
+    module doc.
 
     Attributes
     ----------
     system : KeslerSystem
     eigvecs : ndarray of shape (r, rank)
-        Kept eigenvectors :math:`q_i` of G.
+        Kept eigenvectors :math:`q_i` of G (shape (r, 0) in the lsmr path).
     eigvals : ndarray of shape (rank,)
-        Kept eigenvalues :math:`\\lambda_i > \\tau`.
+        Kept eigenvalues :math:`\\lambda_i > \\tau` (empty in the lsmr path).
     tol : float
-        The threshold :math:`\\tau` used.
+        The threshold :math:`\\tau` used (0 in the lsmr path).
+    rank_bound, certified_rank, near_null
+        The rounding bound :math:`\\delta`, the number of eigenvalues above it and the eigenvectors
+        below it, shape (r, r - certified_rank); 0, 0 and None in the lsmr path.
+    method : {"eigh", "lsmr"}
+    solve_info : dict
+        ``{"method": ...}``; in the lsmr path also the record of the solve of (4) for the system's
+        log-odds done by :meth:`build` (see :func:`lsmr_solve`) and ``operator``.
+    operator : csr matrix or LinearOperator of shape (r, V·d), or None
+        :math:`A_{eq}` as LSMR applies it (lsmr path only).
+    w_log_odds : ndarray of shape (V, d) or None
+        The LSMR solution W* for the system's own log-odds (lsmr path only).
     """
 
     system: KeslerSystem
@@ -66,12 +192,42 @@ class Subspace:
     rank_bound: float = 0.0
     certified_rank: int = 0
     near_null: np.ndarray | None = None
+    method: str = "eigh"
+    solve_info: dict = field(default_factory=lambda: {"method": "eigh"})
+    operator: LinearOperator | Any = None
+    w_log_odds: np.ndarray | None = None
 
     @classmethod
-    def build(cls, system: KeslerSystem) -> "Subspace":
+    def build(cls, system: KeslerSystem, method: str = "auto", *, operator: str = EQ_OPERATOR) -> Subspace:
+        """F of ``system``.
+
+        Parameters
+        ----------
+        system : KeslerSystem
+        method : {"auto", "eigh", "lsmr"}
+            ``"eigh"``: dense eigen-decomposition of G (certified rank, basis, dim F);
+            ``"lsmr"``: LSMR on the sparse :math:`A_{eq}`, solving (4) for the log-odds right away;
+            ``"auto"``: eigh up to :data:`DENSE_MAX_ROWS` equality rows, lsmr above. With no equality
+            rows F = {0} and the (trivial) eigh path is taken whatever the method.
+        operator : {"csr", "kesler"}
+            How the lsmr path applies :math:`A_{eq}` (see :data:`EQ_OPERATOR`).
+
+        Raises
+        ------
+        InputError
+            For an unknown ``method`` or ``operator``.
+        SolverError
+            When LSMR does not converge.
+        """
+        if method not in METHODS:
+            raise InputError(f"method: unknown value {method!r} (expected one of {', '.join(METHODS)})")
+        if operator not in EQ_OPERATORS:
+            raise InputError(f"operator: unknown value {operator!r} (expected one of {', '.join(EQ_OPERATORS)})")
         r = system.n_eq
         if r == 0:
             return cls(system, np.zeros((0, 0)), np.zeros(0), 0.0)
+        if method == "lsmr" or (method == "auto" and r > DENSE_MAX_ROWS):
+            return cls._build_lsmr(system, operator)
         G = system.eq_gram()
         lam, Q = np.linalg.eigh(G)
         lam_max = float(max(lam[-1], 0.0))
@@ -82,14 +238,27 @@ class Subspace:
         sure = lam > bound
         return cls(system, Q[:, keep], lam[keep], tol, bound, int(sure.sum()), Q[:, ~sure])
 
+    @classmethod
+    def _build_lsmr(cls, system: KeslerSystem, operator: str) -> Subspace:
+        A = eq_operator(system, operator)
+        x, info = lsmr_solve(A, system.log_odds())
+        inst = system.instance
+        return cls(system, np.zeros((system.n_eq, 0)), np.zeros(0), 0.0, method="lsmr",
+                   solve_info={"method": "lsmr", "operator": operator, **info}, operator=A,
+                   w_log_odds=x.reshape(inst.V, inst.d))
+
     @property
     def full_row_rank(self) -> bool:
-        r"""Whether :math:`A_{eq}` certainly has full row rank (every eigenvalue above :math:`\delta`)."""
+        r"""Whether :math:`A_{eq}` certainly has full row rank (every eigenvalue above :math:`\delta`);
+        always False in the lsmr path, which certifies nothing (unless r = 0)."""
         return self.certified_rank == self.system.n_eq
 
     @property
-    def dim(self) -> int:
-        """dim F (the numerical rank of :math:`A_{eq}`)."""
+    def dim(self) -> int | None:
+        """dim F (the numerical rank of :math:`A_{eq}`); None in the lsmr path, which does not
+        compute it."""
+        if self.method == "lsmr":
+            return None
         return int(self.eigvals.size)
 
     def _solve_gram(self, y: np.ndarray) -> np.ndarray:
@@ -98,7 +267,12 @@ class Subspace:
         return Q @ ((Q.T @ y) / self.eigvals)
 
     def project(self, W: np.ndarray) -> np.ndarray:
-        """:math:`P_F(W)`, shape (V, d)."""
+        """:math:`P_F(W)`, shape (V, d). The lsmr path solves :math:`\\min_x \\|A_{eq}^\\top x -
+        \\mathrm{vec}(W)\\|` from 0 and returns :math:`A_{eq}^\\top x` (module doc)."""
+        if self.method == "lsmr":
+            W = np.asarray(W, dtype=np.float64)
+            x, _ = lsmr_solve(self.operator.T, W.reshape(-1))
+            return np.asarray(self.operator.T @ x).reshape(W.shape)
         if self.dim == 0:
             return np.zeros_like(np.asarray(W, dtype=np.float64))
         return self.system.apply_eq_T(self._solve_gram(self.system.apply_eq(W)))
@@ -109,7 +283,18 @@ class Subspace:
         return W - self.project(W)
 
     def basis(self) -> np.ndarray:
-        """Orthonormal basis of F as an array of shape (dim F, V, d) (Frobenius inner product)."""
+        """Orthonormal basis of F as an array of shape (dim F, V, d) (Frobenius inner product).
+
+        Raises
+        ------
+        InputError
+            In the lsmr path, which has no basis.
+        """
+        if self.method == "lsmr":
+            raise InputError(f"the orthonormal basis of F needs the dense eigh path, but this subspace was built "
+                             f"with LSMR (r = {self.system.n_eq} equality rows; the automatic limit DENSE_MAX_ROWS is "
+                             f"{DENSE_MAX_ROWS}); build it with Subspace.build(system, method='eigh') (an r x r dense "
+                             "eigen-decomposition)")
         inst = self.system.instance
         out = np.empty((self.dim, inst.V, inst.d))
         for i in range(self.dim):
@@ -118,8 +303,15 @@ class Subspace:
 
     def min_norm_solution(self, b: np.ndarray, *, refine: int = 1) -> np.ndarray:
         """Minimum-Frobenius-norm least-squares solution of :math:`A_{eq}\\mathrm{vec}(W) = b`,
-        with ``refine`` steps of iterative refinement. Shape (V, d)."""
+        with ``refine`` steps of iterative refinement (eigh path; the lsmr path ignores ``refine``
+        and reuses the solve of :meth:`build` when b is the system's log-odds). Shape (V, d)."""
         inst = self.system.instance
+        if self.method == "lsmr":
+            b = np.asarray(b, dtype=np.float64)
+            if self.w_log_odds is not None and np.array_equal(b, self.system.log_odds()):
+                return self.w_log_odds.copy()
+            x, _ = lsmr_solve(self.operator, b)
+            return x.reshape(inst.V, inst.d)
         if self.dim == 0:
             return np.zeros((inst.V, inst.d))
         W = self.system.apply_eq_T(self._solve_gram(b))
@@ -149,21 +341,27 @@ class CompatibilityResult:
     W_star : ndarray of shape (V, d)
         The minimum-norm least-squares solution of (4). It is W* only when ``holds`` is True;
         otherwise it depends on the choice of anchors and carries no meaning of its own.
-    dim_F : int
+    dim_F : int or None
+        None when the lsmr path built F (dim F not computed).
     by : str
         The witness that decided ``holds``, or why it is undetermined.
     tol, incompat_tol : float
         Orientation marks for the residual (not the verdict).
+    solver : dict or None
+        How W* was computed: ``method`` ("eigh" or "lsmr"), ``residual`` and ``normal_residual``
+        :math:`\\|A_{eq}^\\top(A_{eq}\\mathrm{vec}(W^*) - b)\\|_2`, and for lsmr the LSMR record
+        (``iterations``, ``istop``, ...; see :func:`lsmr_solve`). In JSON under ``least_squares``.
     """
 
     holds: bool | None
     residual: float
     relative_residual: float
     W_star: np.ndarray
-    dim_F: int
+    dim_F: int | None
     by: str = ""
     tol: float = COMPAT_TOL
     incompat_tol: float = INCOMPAT_TOL
+    solver: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -176,26 +374,43 @@ class CompatibilityResult:
             "by": self.by,
             "W_star_norm": float(np.linalg.norm(self.W_star)),
             "W_star_is_least_squares_only": self.holds is not True,
+            "least_squares": None if self.solver is None else dict(self.solver),
         }
 
 
 def check_compatibility(subspace: Subspace) -> CompatibilityResult:
     """Solve (4) in the least-squares sense within F; compatible when :math:`A_{eq}` has certified
-    full row rank, undetermined otherwise (see the module doc; the pipeline's witnesses may settle
-    it)."""
+    full row rank, undetermined otherwise, and always undetermined in the lsmr path, which certifies
+    no rank (see the module doc; the pipeline's witnesses may settle it)."""
     system = subspace.system
     b = system.log_odds()
     W = subspace.min_norm_solution(b)
-    res = float(np.linalg.norm(system.apply_eq(W) - b)) if b.size else 0.0
+    solver = dict(subspace.solve_info)
+    if subspace.method == "lsmr":  # residuals of this very W, through the sparse A_eq (lsmr_solve)
+        res = float(solver["residual"])
+    else:
+        r_vec = system.apply_eq(W) - b if b.size else np.zeros(0)
+        res = float(np.linalg.norm(r_vec)) if b.size else 0.0
+        solver.update(residual=res, normal_residual=float(np.linalg.norm(system.apply_eq_T(r_vec))) if b.size else 0.0)
     rel = res / max(1.0, float(np.linalg.norm(b)))
     if system.n_eq == 0:
-        return CompatibilityResult(True, res, rel, W, subspace.dim, "no equations: every support has one token")
+        return CompatibilityResult(True, res, rel, W, subspace.dim, "no equations: every support has one token",
+                                   solver=solver)
+    if subspace.method == "lsmr":
+        why = (f"r = {system.n_eq} equality rows > DENSE_MAX_ROWS = {DENSE_MAX_ROWS}" if system.n_eq > DENSE_MAX_ROWS
+               else "the lsmr path was asked for")
+        return CompatibilityResult(None, res, rel, W, None,
+                                   f"A_eq's rank was not certified by the float path ({why}; W* by LSMR in "
+                                   f"{solver['iterations']} iterations, {solver['stop_reason']}); the log-odds along "
+                                   "its left null space, if any, decide", solver=solver)
     if subspace.full_row_rank:
         lam_min = float(subspace.eigvals.min())
         return CompatibilityResult(True, res, rel, W, subspace.dim,
                                    f"A_eq has full row rank (smallest Gram eigenvalue {lam_min:.3g} > rounding bound "
-                                   f"{subspace.rank_bound:.3g}): (4) is solvable for every right-hand side")
+                                   f"{subspace.rank_bound:.3g}): (4) is solvable for every right-hand side",
+                                   solver=solver)
     k = system.n_eq - subspace.certified_rank
     return CompatibilityResult(None, res, rel, W, subspace.dim,
                                f"A_eq may be rank deficient ({k} Gram eigenvalues within the rounding bound "
-                               f"{subspace.rank_bound:.3g}); the log-odds along its left null space decide")
+                               f"{subspace.rank_bound:.3g}); the log-odds along its left null space decide",
+                               solver=solver)
