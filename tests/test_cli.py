@@ -193,6 +193,7 @@ def test_console_script_exit_codes(tmp_path):
 def test_certify_json_reports_stage_seconds_and_witnesses(capsys):
     code, out, _ = run(["certify", "paper", "--json"], capsys)
     j = json.loads(out)
-    assert code == 0 and set(j["stages"]) == {"kesler", "compatibility", "separability", "svm"}
+    assert code == 0 and set(j["stages"]) == {"kesler", "rank", "compatibility", "separability", "svm"}
     assert all(v >= 0 for v in j["stages"].values())
-    assert "full row rank" in j["compatible"]["by"] and "margin" in j["separable"]["by"]
+    assert j["compatible"]["by"] == "lemma1" and j["separable"]["by"] == "lemma1"
+    assert "full row rank" in j["compatible"]["witness"] and "Lemma 1" in j["separable"]["witness"]

@@ -55,7 +55,8 @@ def certs(tmp_path_factory):
         data = tmp / f"{name}.json"
         write_json(inst, data)
         path = tmp / f"{name}.cert.json"
-        assert main(["certify", str(data), "--exact", "--json", "--certificate-out", str(path)]) == 0
+        extra = ["--no-lemma1"] if name == "sep" else []  # an explicit feasible W to forge
+        assert main(["certify", str(data), "--exact", "--json", "--certificate-out", str(path), *extra]) == 0
         out[name] = (data, path, json.loads(path.read_text()))
     return out
 
@@ -210,6 +211,7 @@ def test_claiming_compatibility_without_the_full_null_space_is_rejected(certs):
     cert = copy.deepcopy(certs["incompat"][2])
     cert["compatibility"]["claim"] = True
     cert["compatibility"]["null_space_basis"] = []
+    cert["compatibility"]["dim_F"] = cert["compatibility"]["n_eq"]  # "full row rank", which it is not
     del cert["compatibility"]["violating_null_vector"]
     cert["claims"]["compatible"] = True
     cert["claims"]["entropy_bound_reachable"] = cert["claims"]["separable"]

@@ -61,7 +61,8 @@ def test_lemma1_instances_give_verified_feasible_certificates(rng, m, d, V):
     assert rep.verdict.valid, rep.verdict.reason
     assert rep.compatible is True and rep.separable is True and rep.entropy_bound_reachable is True
     assert rep.svm_certified and rep.svm.gap >= 0
-    W = rep.separability.point.fractions()
+    assert rep.separability.point is None and rep.separability.modulus is not None  # decided by Lemma 1
+    W = rep.svm.W_fractions()  # the exactly feasible NTP-SVM point
     H = [[Fraction(*float(x).as_integer_ratio()) for x in row] for row in inst.embeddings]
     for j in range(inst.m):
         S = [int(z) for z in inst.support(j)]

@@ -7,7 +7,8 @@ import argparse
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 load_data, progress_enabled, solver_options)
+                                 load_data, progress_enabled, separability_option,
+                                 solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -19,6 +20,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
     force_option(p)
     solver_options(p)
+    separability_option(p)
     p.set_defaults(func=run)
 
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.report.text import float_report_lines
 
     inst = load_data(args)
-    rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args))
+    rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args),
+                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
     if args.json:
         emit_json(rep.to_json())
     else:
@@ -55,6 +58,8 @@ def _run_exact(args: argparse.Namespace) -> int:
         solver=args.solver,
         progress=progress_enabled(args),
         certificate_out=args.certificate_out,
+        separability_solver=args.separability_solver,
+        use_lemma1=not args.no_lemma1,
     )
     if args.json:
         emit_json(rep.to_json())

@@ -8,7 +8,8 @@ import os
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 load_data, progress_enabled, solver_options)
+                                 load_data, progress_enabled, separability_option,
+                                 solver_options)
 
 #: The basis of F is written only when it has at most this many entries (dim F · V · d).
 MAX_BASIS_ENTRIES = 50_000_000
@@ -25,6 +26,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     force_option(p)
     solver_options(p)
+    separability_option(p)
     p.set_defaults(func=run)
 
 
@@ -40,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     names = OUTPUT_NAMES if args.basis else tuple(n for n in OUTPUT_NAMES if n != "F_basis.npy")
     out = check_output_dir(args.out, "--out", names=names, overwrite=args.force, inputs=data_inputs(args))
     inst = load_data(args)
-    rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args))
+    rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args),
+                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
     summary = rep.to_json()
     arrays: dict[str, Any] = {"W_star.npy": rep.compatible.W_star}
     if rep.svm is not None:

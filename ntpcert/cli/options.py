@@ -140,6 +140,16 @@ def solver_options(p: argparse.ArgumentParser) -> None:
     progress_option(p)
 
 
+def separability_option(p: argparse.ArgumentParser) -> None:
+    """``--separability-solver``: the engine that decides separability."""
+    p.add_argument("--separability-solver", choices=("structured", "highs"), default="structured",
+                   help="engine that decides separability (default structured: Lemma 1, then Farkas rays on growing "
+                   "parts of the data, then the structured NTP-SVM solver; highs: the HiGHS LP)")
+    p.add_argument("--no-lemma1", action="store_true",
+                   help="do not decide by Lemma 1 (d >= m, H of full row rank); the verdicts then carry explicit "
+                   "witnesses, e.g. a feasible W in the certificate")
+
+
 def progress_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
 

@@ -160,9 +160,9 @@ class ExactCompatibility:
     seconds : float
     """
 
-    holds: bool
+    holds: bool | None
     n_eq: int
-    rank: int
+    rank: int | None
     primes: tuple[int, ...]
     null_basis: tuple[dict, ...]
     violating: dict | None
@@ -171,17 +171,23 @@ class ExactCompatibility:
     seconds: float
     gram: GramBlocks | None = field(default=None, repr=False)
     E: np.ndarray | None = field(default=None, repr=False)
+    modulus: int | None = None
+    method: str = "null-space"
+    reason: str = ""
+    embeddings_modulus: bool = False
 
     @property
-    def null_dim(self) -> int:
-        return len(self.null_basis)
+    def null_dim(self) -> int | None:
+        return None if self.rank is None else self.n_eq - self.rank
 
     def to_json(self) -> dict:
         out = {
             "holds": self.holds,
-            "method": "left null space of A_eq times the prime-exponent matrix of the count ratios",
+            "method": self.method,
             "n_eq": self.n_eq,
             "dim_F": self.rank,
+            "rank_modulus": self.modulus,
+            "reason": self.reason,
             "null_space_dim": self.null_dim,
             "primes": list(self.primes),
             "probabilities_exact_from_floats": self.probabilities_from_floats,

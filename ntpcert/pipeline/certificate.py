@@ -10,9 +10,12 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
                  "entropy_bound_reachable": bool|null,
                  "svm": {"gap": "p/q", "distance_bound": x, "norm_lower": x, "norm_upper": x} | null},
       "compatibility": {"claim": true, "n_eq": r, "dim_F": k, "primes": [..],
-                        "null_space_basis": [[[j, z, "p/q"], ..], ..], "W_star": {...} (optional)}
-                     | {"claim": false, ..., "violating_null_vector": [[j, z, "p/q"], ..]},
+                        "null_space_basis": [[[j, z, "p/q"], ..], ..], "W_star": {...} (optional),
+                        "rank_modulus": p (optional), "embeddings_rank_modulus": p (optional)}
+                     | {"claim": false, ..., "dim_F": k|null, "violating_null_vector": [[j, z, "p/q"], ..]}
+                     | {"claim": null, "n_eq": r, "primes": [..], "reason": ".."},
       "separability": {"claim": true, "W": [["p/q", ..], ..]}            (V rows of d entries)
+                    | {"claim": true, "embeddings_rank_modulus": p}      (Lemma 1: d >= m, rank H = m)
                     | {"claim": false, "ray": [[v, j, "p/q"], ..]}       (nonzeros of a, shape (V, m))
                     | {"claim": null, "reason": ".."},
       "svm": {"W": [[..]], "a": [[..]], "gap": "p/q", "distance_bound": x,
@@ -112,15 +115,17 @@ SCHEMA: dict[str, dict[str, str]] = {
         "name": "str", "embeddings": "list", "probs": "list", "weights": "list",
         "token_names?": "list", "context_names?": "list",
     },
-    "claims": {"compatible": "bool", "separable": "bool|null", "entropy_bound_reachable": "bool|null",
+    "claims": {"compatible": "bool|null", "separable": "bool|null", "entropy_bound_reachable": "bool|null",
                "svm": "object|null"},
     "claims.svm": {"gap": "rational", "distance_bound": "float", "norm_lower": "float", "norm_upper": "float"},
-    "compatibility/true": {"claim": "bool", "n_eq": "int", "dim_F": "int", "primes": "list",
-                           "null_space_basis": "list", "W_star?": "object"},
-    "compatibility/false": {"claim": "bool", "n_eq": "int", "dim_F": "int", "primes": "list",
+    "compatibility/true": {"claim": "bool|null", "n_eq": "int", "dim_F": "int", "primes": "list",
+                           "null_space_basis": "list", "W_star?": "object", "rank_modulus?": "int",
+                           "embeddings_rank_modulus?": "int"},
+    "compatibility/false": {"claim": "bool|null", "n_eq": "int", "dim_F": "int|null", "primes": "list",
                             "violating_null_vector": "list"},
+    "compatibility/null": {"claim": "bool|null", "n_eq": "int", "primes": "list", "reason": "str"},
     "compatibility.W_star": {"coefficients": "object"},
-    "separability/true": {"claim": "bool|null", "W": "list"},
+    "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int"},
     "separability/false": {"claim": "bool|null", "ray": "list"},
     "separability/null": {"claim": "bool|null", "reason": "str"},
     "svm": {"W": "list", "a": "list", "gap": "rational", "distance_bound": "float", "norm_lower": "float",
@@ -129,6 +134,7 @@ SCHEMA: dict[str, dict[str, str]] = {
 
 _KIND_TEXT = {
     "bool": "true or false", "bool|null": "true, false or null", "int": "a non-negative integer",
+    "int|null": "a non-negative integer or null",
     "size": "a positive integer", "str": "a string", "sha256": "64 lowercase hex digits",
     "float": "a finite JSON float", "rational": "a rational string 'p/q'", "list": "a list",
     "object": "an object", "object|null": "an object or null",
@@ -169,6 +175,8 @@ def check_kind(value: Any, kind: str, field: str) -> None:
         ok = t is bool or value is None
     elif kind in ("int", "size"):
         ok = t is int and (1 if kind == "size" else 0) <= value < MAX_SCHEMA_INT
+    elif kind == "int|null":
+        ok = value is None or (t is int and 0 <= value < MAX_SCHEMA_INT)
     elif kind == "str":
         ok = t is str
     elif kind == "sha256":
@@ -238,10 +246,12 @@ def check_schema(cert: Any) -> None:
         check_section(claims["svm"], "claims.svm", "claims.svm")
 
     comp = cert["compatibility"]
-    claim = _claim(comp, "compatibility", (True, False))
+    claim = _claim(comp, "compatibility", (True, False, None))
     check_section(comp, f"compatibility/{_variant(claim)}", "compatibility")
     _check_primes(comp["primes"])
     if claim is True:
+        if "rank_modulus" in comp and "embeddings_rank_modulus" in comp:
+            raise CertificateError("compatibility: give rank_modulus or embeddings_rank_modulus, not both")
         for k, vec in enumerate(comp["null_space_basis"]):
             _check_sparse(vec, f"compatibility.null_space_basis[{k}]")
         if "W_star" in comp:
@@ -250,14 +260,17 @@ def check_schema(cert: Any) -> None:
                 if not (key.isascii() and key.isdigit() and len(key) <= 40 and key[0] != "0" and int(key) >= 2):
                     raise CertificateError(f"compatibility.W_star.coefficients: key {show(key)} is not a prime written in decimal")
                 _check_sparse(vec, f"compatibility.W_star.coefficients[{key}]")
-    else:
+    elif claim is False:
         _check_sparse(comp["violating_null_vector"], "compatibility.violating_null_vector")
 
     sep = cert["separability"]
     claim = _claim(sep, "separability", (True, False, None))
     check_section(sep, f"separability/{_variant(claim)}", "separability")
     if claim is True:
-        _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string")
+        if ("W" in sep) == ("embeddings_rank_modulus" in sep):
+            raise CertificateError("separability: a true claim needs exactly one of W and embeddings_rank_modulus")
+        if "W" in sep:
+            _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string")
     elif claim is False:
         _check_sparse(sep["ray"], "separability.ray")
 

@@ -17,13 +17,24 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ntpcert.pipeline.float_verdicts import Report, certify
+import numpy as np
+
+from ntpcert.exact.compatibility import (
+    ExactCompatibility,
+    WStarClosedForm,
+    check_compatibility_exact,
+    w_star_closed_form,
+)
+from ntpcert.exact.rational import fraction_str
+from ntpcert.exact.separability import (
+    ExactSeparability,
+    check_separability_exact,
+)
+from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
-from ntpcert.exact.compatibility import ExactCompatibility, WStarClosedForm, check_compatibility_exact, w_star_closed_form
-from ntpcert.exact.rational import fraction_str
-from ntpcert.exact.separability import ExactSeparability, check_ray, check_separability_exact
-from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
+from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_ENGINE
+from ntpcert.pipeline.float_verdicts import Report, certify
 from ntpcert.pipeline.verify import Verdict, verify_certificate
 from ntpcert.solve.svm import DEFAULT_SOLVER
 from ntpcert.util.files import check_output_file
@@ -139,7 +150,7 @@ def _w_star(instance: NTPInstance, compat: ExactCompatibility, mode: str) -> tup
         return None, (f"skipped: r = {compat.n_eq} equality rows and {len(compat.primes)} primes exceed the automatic "
                       f"limit (r <= {W_STAR_MAX_ROWS}, r * primes <= {W_STAR_MAX_WORK}); call "
                       "ntpcert.exact.compatibility.w_star_closed_form(instance)")
-    return w_star_closed_form(instance, compat), ""
+    return w_star_closed_form(instance, compat if compat.gram is not None else None), ""
 
 
 def build_certificate(
@@ -150,20 +161,26 @@ def build_certificate(
     w_star: WStarClosedForm | None = None,
 ) -> dict:
     """Assemble (and seal) the certificate of :mod:`ntpcert.pipeline.certificate`."""
-    comp: dict[str, Any] = {
-        "claim": compat.holds,
-        "n_eq": compat.n_eq,
-        "dim_F": compat.rank,
-        "primes": list(compat.primes),
-    }
-    if compat.holds:
+    comp: dict[str, Any] = {"claim": compat.holds, "n_eq": compat.n_eq}
+    if compat.holds is None:
+        comp["primes"] = list(compat.primes)
+        comp["reason"] = compat.reason or "undetermined"
+    elif compat.holds:
+        comp["dim_F"] = compat.rank
+        comp["primes"] = list(compat.primes)
         comp["null_space_basis"] = [cf.sparse_list(y) for y in compat.null_basis]
+        if compat.modulus is not None:
+            comp["embeddings_rank_modulus" if compat.embeddings_modulus else "rank_modulus"] = compat.modulus
         if w_star is not None:
             comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
     else:
+        comp["dim_F"] = compat.rank
+        comp["primes"] = list(compat.primes)
         comp["violating_null_vector"] = cf.sparse_list(compat.violating)
-    if sep.holds is True:
-        sepsec: dict[str, Any] = {"claim": True, "W": cf.matrix_strings(sep.point.fractions())}
+    if sep.holds is True and sep.point is None:
+        sepsec: dict[str, Any] = {"claim": True, "embeddings_rank_modulus": sep.modulus}
+    elif sep.holds is True:
+        sepsec = {"claim": True, "W": cf.matrix_strings(sep.point.fractions())}
     elif sep.holds is False:
         sepsec = {"claim": False, "ray": cf.sparse_list(sep.ray)}
     else:
@@ -212,6 +229,8 @@ def exact_certify(
     progress: bool | None = None,
     certificate_out: str | None = None,
     w_star: str = "auto",
+    separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
+    use_lemma1: bool = True,
 ) -> ExactReport:
     """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
 
@@ -226,22 +245,28 @@ def exact_certify(
         Write the certificate here (atomically).
     w_star : {"auto", "always", "never"}
         Closed form of W* (``auto``: small systems only, see ``W_STAR_MAX_ROWS``).
+    separability_solver : {"structured", "highs"}
+        The engine that decides separability in the float stage (:mod:`ntpcert.pipeline.decide`).
+    use_lemma1 : bool
+        Decide by Lemma 1 when it applies (default); false: explicit witnesses (a feasible W, null vectors).
     """
     t0 = time.perf_counter()
     if certificate_out is not None:
         check_output_file(certificate_out, "certificate_out")  # fail before the work, not after it
-    rep = certify(instance, svm=svm, solver=solver, progress=progress)
+    rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
+                  use_lemma1=use_lemma1)
     stages = Stages(4, progress, desc="exact")
     try:
         with stages.stage("exact compatibility", key="exact_compatibility"):
-            compat = check_compatibility_exact(instance)
+            compat = _compatibility(instance, rep)
             wstar, note = _w_star(instance, compat, w_star)
+        bounder = None
         with stages.stage("exact separability", key="exact_separability"):
-            bounder = ExactSVMBounder(instance)
-            sep = _separability(instance, rep, bounder)
+            sep, bounder = _separability(instance, rep)
         with stages.stage("exact NTP-SVM gap", key="exact_svm_gap"):
             bound = None
             if sep.holds and rep.svm is not None:
+                bounder = bounder if bounder is not None else ExactSVMBounder(instance)
                 bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
         with stages.stage("independent check", key="independent_check"):
             cert = build_certificate(instance, compat, sep, bound, wstar)
@@ -254,24 +279,88 @@ def exact_certify(
                        dict(stages.seconds))
 
 
-def _separability(instance: NTPInstance, rep: Report, bounder: ExactSVMBounder) -> ExactSeparability:
-    """A feasible point from the NTP-SVM or the LP solution, else a Farkas ray, else undetermined."""
-    if rep.separable.ray:  # the float stage's Farkas ray, checked here again, independently
-        why = check_ray(instance, rep.separable.ray)
+#: The whole-system exact test (fraction-free null space of G) is run only up to this many rows.
+EXACT_FULL_MAX_ROWS = 2500
+
+
+def _compatibility(instance: NTPInstance, rep: Report) -> ExactCompatibility:
+    """The float stage's exact witness (:mod:`ntpcert.pipeline.decide`) as an exact verdict, or the
+    whole-system exact test when the float stage had none and the system is small enough."""
+    from fractions import Fraction
+
+    from ntpcert.exact.compatibility import prime_exponents
+
+    t0 = time.perf_counter()
+    dec = rep.compat_decision
+    r = rep.subspace.system.n_eq
+    if dec is not None and dec.engine in ("no-equations", "lemma1", "gram-rank-mod-p", "null-space", "null-vector",
+                                          "part-null-vector"):
+        primes, E = prime_exponents(instance)
+        common = {"n_eq": r, "primes": primes, "probabilities_from_floats": bool(instance.probs_exact_from_floats),
+                      "method": dec.engine, "E": E}
+        if dec.holds is False:
+            rows = {(int(j), int(z)): i for i, (j, z) in
+                    enumerate(zip(rep.subspace.system.eq_context, rep.subspace.system.eq_token))}
+            yE: dict[int, Fraction] = {}
+            for key, v in dec.violating.items():
+                for pi, p in enumerate(primes):
+                    e = int(E[rows[key], pi])
+                    if e:
+                        yE[p] = yE.get(p, Fraction(0)) + v * e
+            yE = {p: v for p, v in yE.items() if v}
+            return ExactCompatibility(holds=False, rank=dec.rank, null_basis=(),
+                                      violating={k: Fraction(v) for k, v in dec.violating.items()},
+                                      violating_exponents=yE, seconds=time.perf_counter() - t0, **common)
+        basis = tuple({k: Fraction(v) for k, v in y.items()} for y in (dec.null_basis or []))
+        return ExactCompatibility(holds=True, rank=dec.rank, null_basis=basis, violating=None,
+                                  violating_exponents=None, seconds=time.perf_counter() - t0,
+                                  modulus=dec.modulus if dec.engine != "no-equations" else None,
+                                  embeddings_modulus=dec.engine == "lemma1", **common)
+    if r <= EXACT_FULL_MAX_ROWS:
+        return check_compatibility_exact(instance)
+    primes, _ = prime_exponents(instance)
+    why = (dec.witness if dec is not None else "") + f"; the whole-system exact test is limited to r <= " \
+        f"{EXACT_FULL_MAX_ROWS} equality rows (r = {r})"
+    return ExactCompatibility(holds=None, n_eq=r, rank=None, primes=primes, null_basis=(), violating=None,
+                              violating_exponents=None, probabilities_from_floats=bool(instance.probs_exact_from_floats),
+                              seconds=time.perf_counter() - t0, method="undetermined", reason=why)
+
+
+def _separability(instance: NTPInstance, rep: Report) -> tuple[ExactSeparability, ExactSVMBounder | None]:
+    """Lemma 1's rank certificate, the float stage's Farkas ray (checked again here), a feasible point
+    from the NTP-SVM or the float stage made exact, else the HiGHS ray LP on small instances."""
+    from ntpcert.pipeline.decide import check_ray_sparse
+
+    t0 = time.perf_counter()
+    dec = rep.sep_decision
+    if dec is not None and dec.engine == "lemma1":
+        return ExactSeparability(True, None, None, None, "", time.perf_counter() - t0, modulus=dec.modulus), None
+    if dec is not None and dec.engine == "vacuous":
+        return check_separability_exact(instance, np.zeros((instance.V, instance.d)), try_ray=False), None
+    if rep.separable.ray:
+        why = check_ray_sparse(instance, rep.separable.ray)
         if not why:
-            return ExactSeparability(False, None, rep.separable.ray, None, "", 0.0)
+            return ExactSeparability(False, None, rep.separable.ray, None, "", time.perf_counter() - t0), None
     candidates = [W for W in ((rep.svm.W if rep.svm is not None else None), rep.separable.W) if W is not None]
     notes = []
+    bounder = ExactSVMBounder(instance) if candidates else None
     for W in candidates:
         sep = check_separability_exact(instance, W, try_ray=False, bounder=bounder)
         if sep.holds:
-            return sep
+            return sep, bounder
         notes.append(sep.reason)
-    ray = check_separability_exact(instance, None, try_ray=True)
-    if ray.holds is False or not notes:
-        return ray
-    return ExactSeparability(None, None, None, None, "; ".join(notes + [ray.reason]), ray.seconds)
+    if instance.V * instance.m <= RAY_LP_MAX_ENTRIES:
+        ray = check_separability_exact(instance, None, try_ray=True)
+        if ray.holds is False or not notes:
+            return ray, bounder
+        notes.append(ray.reason)
+    else:
+        notes.append(f"{rep.separable.by}; the HiGHS ray LP is not tried on V * m > {RAY_LP_MAX_ENTRIES}")
+    return ExactSeparability(None, None, None, None, "; ".join(notes), time.perf_counter() - t0), bounder
 
+
+#: The HiGHS Farkas-ray LP has V * m variables; it is tried only up to this many.
+RAY_LP_MAX_ENTRIES = 200_000
 
 
 __all__ = ["ExactReport", "build_certificate", "exact_certify"]

@@ -12,19 +12,24 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.instance import NTPInstance
-from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.separability_lp import SeparabilityResult, check_separability
-from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility
-from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
+from ntpcert.pipeline.decide import (
+    DEFAULT_SEPARABILITY_ENGINE,
+    CompatibilityDecision,
+    SeparabilityDecision,
+    decide_compatibility,
+    lemma1,
+    point_recheck,
+)
+from ntpcert.pipeline.decide import decide_separability as _decide_sep
 from ntpcert.pipeline.float_witness import settle_compatibility
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility
+from ntpcert.solve.separability_lp import SeparabilityResult
+from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
-
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +48,11 @@ class Report:
         Why the SVM was not solved, when it was not.
     seconds : float
     stages : dict
-        Wall seconds of each stage (``kesler``, ``compatibility``, ``separability``, ``svm``).
+        Wall seconds of each stage (``kesler``, ``rank``, ``compatibility``, ``separability``, ``svm``).
+    compat_decision, sep_decision : CompatibilityDecision, SeparabilityDecision or None
+        How each verdict was settled (:mod:`ntpcert.pipeline.decide`), with the exact witnesses.
+    lemma1_modulus : int or None
+        The prime certifying that H has full row rank with d >= m (Lemma 1), when it does.
     """
 
     instance: NTPInstance
@@ -54,6 +63,9 @@ class Report:
     svm_error: str | None
     seconds: float
     stages: dict = dataclasses.field(default_factory=dict)
+    compat_decision: CompatibilityDecision | None = None
+    sep_decision: SeparabilityDecision | None = None
+    lemma1_modulus: int | None = None
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
@@ -61,8 +73,19 @@ class Report:
 
     def to_json(self) -> dict:
         out = dict(self.instance.describe())
-        out["compatible"] = self.compatible.to_json()
-        out["separable"] = self.separable.to_json()
+        comp = self.compatible.to_json()
+        comp["witness"] = comp.pop("by")
+        comp["by"] = self.compat_decision.engine if self.compat_decision is not None else None
+        out["compatible"] = comp
+        sep = self.separable.to_json()
+        sep["witness"] = sep.pop("by")
+        sep["by"] = self.separable.status if self.separable.holds is not None else None
+        if self.sep_decision is not None and self.sep_decision.parts:
+            sep["parts"] = list(self.sep_decision.parts)
+        out["separable"] = sep
+        out["lemma1"] = ({"holds": True, "modulus": self.lemma1_modulus} if self.lemma1_modulus is not None
+                         else {"holds": None, "why": "d < m" if self.instance.d < self.instance.m
+                               else "full row rank of H not shown mod p (or H too large to try)"})
         out["entropy_bound_reachable"] = self.entropy_bound_reachable
         out["entropy_attained_at_finite_W"] = bool(self.instance.support_sizes.min() == self.instance.V) and bool(
             self.compatible.holds
@@ -80,60 +103,39 @@ class Report:
         return out
 
 
-#: Epochs the structured solver gets to find a Farkas ray once HiGHS reports infeasibility.
-RAY_SEARCH_EPOCHS = 1000
+def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+                        time_limit: float | None = None, lemma1_modulus: int | None = None) -> SeparabilityResult:
+    """Separability (6) with a witness (:func:`ntpcert.pipeline.decide.decide_separability`), as a
+    :class:`~ntpcert.solve.separability_lp.SeparabilityResult` (``status`` holds the deciding engine)."""
+    t0 = time.perf_counter()
+    dec = _decide_sep(system, engine=engine, lemma1_modulus=lemma1_modulus, time_limit=time_limit)
+    return _sep_result(dec, time.perf_counter() - t0)
 
 
-def decide_separability(system: KeslerSystem, *, time_limit: float | None = None) -> SeparabilityResult:
-    """Separability (6) with a witness: the HiGHS LP's feasible point (margins re-checked), or, when
-    HiGHS reports infeasibility, an exactly checked Farkas ray: from the dual LP, else from the
-    structured solver's diverging iterates (or that solver's feasible point, if it finds one).
-    Anything else is undetermined."""
-    sep = check_separability(system, time_limit=time_limit)
-    if not sep.lp_infeasible:
-        return sep
-    from ntpcert.exact.separability import check_separability_exact
-    from ntpcert.solve.structured.solver import solve as structured
-
-    lp_ray = check_separability_exact(system.instance, None, try_ray=True, time_limit=time_limit)
-    if lp_ray.holds is False:
-        return dataclasses.replace(sep, holds=False, W=None, ray=lp_ray.ray,
-                                   by=f"Farkas ray of the dual LP with {len(lp_ray.ray)} non-zero entries, "
-                                      "verified exactly")
-
-    try:
-        sol = structured(system, certificate="float", time_limit=time_limit, max_epochs=RAY_SEARCH_EPOCHS)
-    except InfeasibleError as e:
-        return _from_infeasible(sep, e)
-    except SolverError as e:
-        return dataclasses.replace(sep, by=f"HiGHS reports the LP infeasible, and the structured solver found no "
-                                           f"Farkas ray ({e}); run 'ntpcert certify DATA --exact'")
-    return _from_svm_point(sep, sol, system, "HiGHS reported the LP infeasible, but")
+def _sep_result(dec: SeparabilityDecision, seconds: float) -> SeparabilityResult:
+    return SeparabilityResult(dec.holds, dec.W, dec.min_margin, dec.eq_violation, dec.engine or "undetermined",
+                              seconds, by=dec.witness, ray=dec.ray)
 
 
 def _from_infeasible(sep: SeparabilityResult, err: InfeasibleError) -> SeparabilityResult:
     """False with an exactly checked Farkas ray carried by ``err``; otherwise undetermined."""
     cert = getattr(err, "certificate", None)
     if cert is not None and getattr(cert, "exact", False):
-        return dataclasses.replace(sep, holds=False, W=None, ray=cert.entries,
+        return dataclasses.replace(sep, holds=False, W=None, ray=cert.entries, status="structured-farkas",
                                    by=f"Farkas ray with {cert.support} non-zero entries, verified exactly")
     return dataclasses.replace(sep, holds=None, by=f"a solver reports infeasibility ({err}), but no Farkas ray was "
                                                    "checked; run 'ntpcert certify DATA --exact'")
 
 
-def _from_svm_point(sep: SeparabilityResult, sol: SVMSolution, system: KeslerSystem,
-                    prefix: str = "") -> SeparabilityResult:
-    """True when the NTP-SVM point passes the LP's own re-check (margins >= 1 - SEP_TOL, small (6a))."""
+def _from_svm_point(sep: SeparabilityResult, sol: SVMSolution, system: KeslerSystem) -> SeparabilityResult:
+    """True when the NTP-SVM point passes the re-check (margins >= 1 - SEP_TOL, small (6a))."""
     from ntpcert.solve.separability_lp import SEP_TOL
 
-    inst = system.instance
-    eqv = float(np.abs(system.apply_eq(sol.W)).max()) if system.n_eq else 0.0
-    scale = max(1.0, float(np.abs(sol.W).max()) * float(np.abs(inst.embeddings).sum(axis=1).max()))
-    margin = float(sol.min_margin)
-    if margin >= 1.0 - SEP_TOL and eqv <= SEP_TOL * scale:
-        lead = f"{prefix} the " if prefix else "the "
+    ok, margin, eqv = point_recheck(system, sol.W)
+    if ok:
         return dataclasses.replace(sep, holds=True, W=sol.W, min_margin=margin, eq_violation=eqv,
-                                   by=f"{lead}NTP-SVM point ({sol.solver}) has smallest margin {margin:.6g} >= "
+                                   status=f"svm-point:{sol.solver}",
+                                   by=f"the NTP-SVM point ({sol.solver}) has smallest margin {margin:.6g} >= "
                                       f"1 - {SEP_TOL:g} and (6a) violation {eqv:.2e}")
     return sep
 
@@ -145,32 +147,53 @@ def certify(
     solver: str = DEFAULT_SOLVER,
     progress: bool | None = None,
     lp_time_limit: float | None = None,
+    separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
+    use_lemma1: bool = True,
 ) -> Report:
-    """Run the float pipeline on ``instance``: F and W* (compatibility), separability, and, unless
-    ``svm`` is false or the data are not separable, the NTP-SVM with ``solver``.
+    """Run the float pipeline on ``instance``: Lemma 1's rank test, F and W* (compatibility),
+    separability, and, unless ``svm`` is false or the data are not separable, the NTP-SVM with
+    ``solver``.
 
-    Every definite verdict carries its witness in ``by`` (see :mod:`ntpcert.pipeline.float_witness`):
-    compatibility from a certified full row rank or exact left null vectors, separability from a
-    re-checked feasible point or an exactly checked Farkas ray. An NTP-SVM that fails or cannot be
-    certified is reported in ``svm_error``; the verdicts stand.
+    Every definite verdict carries its witness (see :mod:`ntpcert.pipeline.decide`): compatibility
+    from a rank certified mod a prime or exact left null vectors, separability from Lemma 1, a
+    re-checked feasible point or an exactly checked Farkas ray. The structured solver decides
+    separability (``separability_solver="highs"`` for the HiGHS LP); when it also solves the
+    NTP-SVM (``solver`` auto, structured or structured-float) that one solve serves both. With
+    ``use_lemma1`` false, Lemma 1 is not used, so the verdicts carry explicit witnesses. An NTP-SVM
+    that fails or cannot be certified is reported in ``svm_error``; the verdicts stand.
     """
     t0 = time.perf_counter()
-    stages = Stages(4 if svm else 3, progress, desc="certify")
+    stages = Stages(5 if svm else 4, progress, desc="certify")
     try:
         with stages.stage("Kesler rows", key="kesler"):
             system = KeslerSystem.build(instance)
+        with stages.stage("rank of H (Lemma 1)", key="rank"):
+            p = lemma1(instance) if use_lemma1 else None
         with stages.stage("subspace F and W*", key="compatibility"):
             subspace = Subspace.build(system)
-            comp = settle_compatibility(subspace, check_compatibility(subspace))
+            comp = check_compatibility(subspace)
+            cdec = decide_compatibility(system, lemma1_modulus=p)
+            if cdec.holds is not None:
+                comp = dataclasses.replace(comp, holds=cdec.holds, by=cdec.witness)
+            elif comp.holds is None:
+                comp = settle_compatibility(subspace, dataclasses.replace(comp, by=comp.by + "; " + cdec.witness))
+                if comp.holds is not None:
+                    cdec = CompatibilityDecision(comp.holds, "float-null-vectors", comp.by)
+            else:
+                cdec = CompatibilityDecision(comp.holds, "float-rank", comp.by)
         with stages.stage("separability", key="separability"):
-            sep = decide_separability(system, time_limit=lp_time_limit)
-        sol: SVMSolution | None = None
-        err: str | None = None
+            ts = time.perf_counter()
+            sdec = _decide_sep(system, engine=separability_solver, lemma1_modulus=p,
+                               svm_solver=solver if svm else None, time_limit=lp_time_limit,
+                               progress=progress)
+            sep = _sep_result(sdec, time.perf_counter() - ts)
+        sol: SVMSolution | None = sdec.svm
+        err: str | None = sdec.svm_error if sol is None else None
         if svm:
             with stages.stage("NTP-SVM", key="svm"):
                 if sep.holds is False:
                     err = "not separable: the NTP-SVM has no feasible point"
-                else:
+                elif sol is None:
                     try:
                         sol = solve_svm(system, solver=solver)
                     except InfeasibleError as e:
@@ -183,7 +206,8 @@ def certify(
                         sep = _from_svm_point(sep, sol, system)
     finally:
         stages.close()
-    return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0, dict(stages.seconds))
+    return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0, dict(stages.seconds),
+                  cdec, sdec, p)
 
 
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:

@@ -15,14 +15,20 @@ exact arithmetic. What it checks:
   the same ``name``, ``token_names`` and ``context_names``; the header ``m``, ``d``, ``V`` and
   ``probabilities_exact_from_floats`` are those of the instance checked against. The verdict says
   which one that is (:attr:`Verdict.instance_source`).
-* **compatibility, header**: ``n_eq`` is the number r of equality rows, ``primes`` the primes of the
-  count ratios and ``dim_F`` = :math:`\mathrm{rank}\,G`, all recomputed, whatever the claim.
-* **compatibility, claim true**: the listed vectors lie in :math:`\mathrm{null}(G)`,
-  :math:`G = A_{eq}A_{eq}^\top` (equivalently :math:`A_{eq}^\top y = 0`), are independent, and with
-  :math:`\mathrm{rank}\,G` account for all of it; and :math:`Y^\top E = 0` for the prime-exponent
-  matrix E recomputed from the exact probabilities. Optional ``W_star``: :math:`G g_p = E_{:,p}` for every prime.
-* **compatibility, claim false**: :math:`G y = 0` and :math:`y^\top E \ne 0`, so :math:`y^\top b \ne 0`.
-* **separability, claim true**: the rational W satisfies (6a) and every margin of (6b) is :math:`\ge 1`.
+* **compatibility, header**: ``n_eq`` is the number r of equality rows and ``primes`` the primes of
+  the count ratios, both recomputed, whatever the claim.
+* **compatibility, claim true**: the listed vectors y satisfy :math:`A_{eq}^\top y = 0` exactly
+  (checked token by token on the contexts they touch), are independent, and with ``dim_F``
+  account for all of :math:`\mathrm{null}(A_{eq}^\top)`; and :math:`Y^\top E = 0` for the prime-exponent
+  matrix E recomputed from the exact probabilities. ``dim_F`` is checked as the exact rank of
+  :math:`G = A_{eq}A_{eq}^\top`, or, with ``rank_modulus`` p, as the rank of G mod p (a lower bound on
+  rank G, while the independent null vectors bound it above, so both are exact). With
+  ``embeddings_rank_modulus`` p (Lemma 1): :math:`d \ge m` and H has rank m mod p, so H and hence
+  :math:`A_{eq}` have full row rank. Optional ``W_star``: :math:`G g_p = E_{:,p}` for every prime.
+* **compatibility, claim false**: :math:`A_{eq}^\top y = 0` and :math:`y^\top E \ne 0`, so
+  :math:`y^\top b \ne 0`; ``dim_F``, when given, is checked as rank G.
+* **separability, claim true**: the rational W satisfies (6a) and every margin of (6b) is :math:`\ge 1`;
+  or, with ``embeddings_rank_modulus`` p, :math:`d \ge m` and H has rank m mod p (Lemma 1).
 * **separability, claim false**: the Farkas conditions of :mod:`ntpcert.exact.separability`.
 * **svm**: W primal feasible, a dual feasible, the gap :math:`\tfrac12\|W\|^2 - D(a) \ge 0` equals
   the claimed one, and each float bound is its exact quantity rounded outward:
@@ -198,6 +204,65 @@ class _Exact:
                     primes.update(factorise(c))
         return sorted(primes)
 
+    # -------------------------------------------------------------- ranks mod p and sparse null vectors
+    def _H_mod(self, p: int) -> flint.nmod_mat:
+        return flint.nmod_mat(self.m, self.d, [int(x) % p for x in self.Hint.entries()], p)
+
+    def rank_H_mod(self, p: int) -> int:
+        """Rank of the integer embeddings mod p (a lower bound on their rank)."""
+        return int(self._H_mod(p).rank())
+
+    def rank_G_mod(self, p: int) -> int:
+        """Rank of :math:`G \\cdot 2^{2s}` mod p (a lower bound on rank G = rank A_eq)."""
+        Hp = self._H_mod(p)
+        K = Hp * Hp.transpose()
+        r = len(self.rows)
+        ctx = [j for j, _ in self.rows]
+        z = [t for _, t in self.rows]
+        a = [self.anchor[j] for j, _ in self.rows]
+        Kint = [[int(K[i, k]) for k in range(self.m)] for i in range(self.m)]
+        vals = []
+        for i in range(r):
+            Ki = Kint[ctx[i]]
+            zi, ai = z[i], a[i]
+            for k in range(r):
+                t = (zi == z[k]) - (zi == a[k]) - (ai == z[k]) + (ai == a[k])
+                vals.append(t * Ki[ctx[k]] % p if t else 0)
+        return int(flint.nmod_mat(r, r, vals, p).rank())
+
+    def rank_vectors_mod(self, ys: list[dict[tuple[int, int], int]], p: int | None) -> int:
+        """Rank of the vectors over the equality rows (mod p, or exactly when p is None)."""
+        cols = sorted({key for y in ys for key in y})
+        pos = {key: i for i, key in enumerate(cols)}
+        vals = [0] * (len(ys) * len(cols))
+        for k, y in enumerate(ys):
+            for key, v in y.items():
+                vals[k * len(cols) + pos[key]] = v if p is None else v % p
+        if p is None:
+            return int(flint.fmpz_mat(len(ys), len(cols), vals).rank())
+        return int(flint.nmod_mat(len(ys), len(cols), vals, p).rank())
+
+    def left_null(self, y: dict[tuple[int, int], int]) -> bool:
+        r""":math:`A_{eq}^\top y = 0` exactly: for every token, the combination of the embeddings of the
+        contexts whose rows name it vanishes (only the rows of y are touched)."""
+        acc: dict[int, dict[int, int]] = {}
+        for (j, z), c in y.items():
+            _need(0 <= j < self.m and z in self.in_S[j] and z != self.anchor[j], f"({j}, {z}) is not an equality row")
+            for tok, sign in ((z, 1), (self.anchor[j], -1)):
+                row = acc.setdefault(tok, {})
+                row[j] = row.get(j, 0) + sign * c
+        for coeffs in acc.values():
+            total = [0] * self.d
+            for j, c in coeffs.items():
+                if c:
+                    for i in range(self.d):
+                        h = self.Hint[j, i]
+                        if h != 0:
+                            total[i] += c * int(h)
+            if any(total):
+                return False
+        return True
+
     # -------------------------------------------------------------- logits and feasibility
     def rows_int(self, W: list[list[Fraction]]) -> tuple[flint.fmpz_mat, list[int]]:
         """``(N, D)``: row v of W is ``N[v] / D[v]`` with integers (one denominator per row)."""
@@ -311,50 +376,87 @@ def _integer_column(items: Any, name: str, ex: _Exact) -> tuple[flint.fmpz_mat, 
     return col, den
 
 
-def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool:
-    claim = sec["claim"]  # a bool: the schema chose this section's variant by it
+def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool | None:
+    claim = sec["claim"]  # True, False or None: the schema chose this section's variant by it
     primes, Erows = ex.E()
     r = len(ex.rows)
     _need(sec["n_eq"] == r, f"compatibility.n_eq: claims {cf.show(sec['n_eq'])}, the instance has r = {r} equality rows")
     ratio_primes = ex.ratio_primes()
     _need(sec["primes"] == ratio_primes,
           f"compatibility.primes: claims {_list_text(sec['primes'])}, the count ratios have {_list_text(ratio_primes)}")
-    G = ex.G
-    rank = G.rank() if r else 0
-    _need(sec["dim_F"] == rank, f"compatibility.dim_F: claims {cf.show(sec['dim_F'])}, rank A_eq is {rank}")
+    if claim is None:
+        checks.append("compatibility undetermined (nothing to check)")
+        return None
 
-    def as_column(items: Any, name: str) -> flint.fmpz_mat:
-        return _integer_column(items, name, ex)[0]
-
-    def yE(col: flint.fmpz_mat) -> dict[int, int]:
+    def yE(y: dict[tuple[int, int], int]) -> dict[int, int]:
         out: dict[int, int] = {}
-        for i, key in enumerate(ex.rows):
-            c = int(col[i, 0])
-            if c:
-                for p, e in Erows[key].items():
-                    out[p] = out.get(p, 0) + c * e
+        for key, c in y.items():
+            for p, e in Erows[key].items():
+                out[p] = out.get(p, 0) + c * e
         return {p: v for p, v in out.items() if v}
 
     if claim is False:
-        col = as_column(sec["violating_null_vector"], "compatibility.violating_null_vector")
-        _need((G * col).is_zero(), "compatibility.violating_null_vector: not in the left null space of A_eq")
-        viol = yE(col)
+        y = _integer_vector(sec["violating_null_vector"], "compatibility.violating_null_vector", ex)
+        _need(ex.left_null(y), "compatibility.violating_null_vector: not in the left null space of A_eq")
+        if sec["dim_F"] is not None:
+            rank = ex.G.rank() if r else 0
+            _need(sec["dim_F"] == rank, f"compatibility.dim_F: claims {cf.show(sec['dim_F'])}, rank A_eq is {rank}")
+        viol = yE(y)
         _need(bool(viol), "compatibility.violating_null_vector: y^T E = 0, so it shows nothing")
         checks.append(f"incompatible: y in null(A_eq^T) with y^T b = {' + '.join(f'{v}*log({p})' for p, v in sorted(viol.items()))} != 0")
         return False
     basis = sec["null_space_basis"]
-    cols = [as_column(b, f"compatibility.null_space_basis[{k}]") for k, b in enumerate(basis)]
-    _need(rank + len(cols) == r, f"compatibility: rank A_eq = {rank} and {len(cols)} basis vectors do not add up to r = {r}")
-    if cols:
-        Y = flint.fmpz_mat(r, len(cols), [int(c[i, 0]) for i in range(r) for c in cols])
-        _need((G * Y).is_zero(), "compatibility.null_space_basis: a vector is not in the left null space of A_eq")
-        _need(Y.rank() == len(cols), "compatibility.null_space_basis: the vectors are dependent")
-        for k, c in enumerate(cols):
-            _need(not yE(c), f"compatibility.null_space_basis[{k}]: y^T E != 0, contradicting the claim")
-    checks.append(f"compatible: null(A_eq^T) has dimension {len(cols)} and Y^T E = 0 (rank A_eq = {rank})")
+    ys = [_integer_vector(b, f"compatibility.null_space_basis[{k}]", ex) for k, b in enumerate(basis)]
+    dim_F = sec["dim_F"]
+    _need(dim_F + len(ys) == r, f"compatibility.dim_F: {cf.show(dim_F)} and {len(ys)} null-space basis vectors do "
+          f"not add up to r = {r}")
+    if "embeddings_rank_modulus" in sec:
+        p = sec["embeddings_rank_modulus"]
+        _need(_is_prime(p), f"compatibility.embeddings_rank_modulus: {cf.show(p)} is not a prime")
+        _need(ex.m <= ex.d and ex.rank_H_mod(p) == ex.m,
+              f"compatibility.embeddings_rank_modulus: H does not have rank m = {ex.m} mod {p}")
+        _need(not ys, "compatibility.null_space_basis: A_eq has full row rank, its left null space is 0")
+        checks.append(f"compatible: H has full row rank (rank m = {ex.m} mod {p}, d >= m), so A_eq has full row "
+                      f"rank r = {r} and (4) is solvable (Lemma 1)")
+        return True
+    for k, y in enumerate(ys):
+        _need(ex.left_null(y), f"compatibility.null_space_basis[{k}]: not in the left null space of A_eq")
+        _need(not yE(y), f"compatibility.null_space_basis[{k}]: y^T E != 0, contradicting the claim")
+    if "rank_modulus" in sec:
+        p = sec["rank_modulus"]
+        _need(_is_prime(p), f"compatibility.rank_modulus: {cf.show(p)} is not a prime")
+        rank_p = ex.rank_G_mod(p) if r else 0
+        _need(rank_p == dim_F, f"compatibility.rank_modulus: rank of G mod {p} is {rank_p}, not dim_F = {dim_F}")
+        if ys:
+            _need(ex.rank_vectors_mod(ys, p) == len(ys), "compatibility.null_space_basis: the vectors are dependent "
+                  f"mod {p}")
+        how = f"rank G mod {p} = {dim_F} <= rank A_eq <= r - {len(ys)} independent exact null vectors"
+    else:
+        rank = ex.G.rank() if r else 0
+        _need(dim_F == rank, f"compatibility.dim_F: claims {cf.show(dim_F)}, rank A_eq is {rank}")
+        if ys:
+            _need(ex.rank_vectors_mod(ys, None) == len(ys), "compatibility.null_space_basis: the vectors are dependent")
+        how = f"rank A_eq = {rank}"
+    checks.append(f"compatible: null(A_eq^T) has dimension {len(ys)} and Y^T E = 0 ({how})")
     if "W_star" in sec:
+        G = ex.G
         _check_w_star(sec["W_star"], ex, G, primes, Erows, checks)
     return True
+
+
+def _is_prime(p: int) -> bool:
+    return p >= 2 and bool(flint.fmpz(p).is_prime())
+
+
+def _integer_vector(items: Any, name: str, ex: _Exact) -> dict[tuple[int, int], int]:
+    """A sparse rational vector over the equality rows, scaled by the lcm of its denominators."""
+    y = cf.sparse_dict(items, name)
+    den = lcm_all(v.denominator for v in y.values())
+    out = {}
+    for key, v in y.items():
+        _need(key in ex.row_index, f"{name}: ({key[0]}, {key[1]}) is not an equality row")
+        out[key] = int(v * den)
+    return out
 
 
 def _check_w_star(ws: dict, ex: _Exact, G: flint.fmpz_mat, primes: list[int], Erows: dict, checks: list[str]) -> None:
@@ -375,7 +477,14 @@ def _check_w_star(ws: dict, ex: _Exact, G: flint.fmpz_mat, primes: list[int], Er
 
 def _check_separability(sec: dict, ex: _Exact, checks: list[str]) -> bool | None:
     claim = sec["claim"]  # True, False or None: the schema chose this section's variant by it
-    if claim is True:
+    if claim is True and "embeddings_rank_modulus" in sec:
+        p = sec["embeddings_rank_modulus"]
+        _need(_is_prime(p), f"separability.embeddings_rank_modulus: {cf.show(p)} is not a prime")
+        _need(ex.m <= ex.d and ex.rank_H_mod(p) == ex.m,
+              f"separability.embeddings_rank_modulus: H does not have rank m = {ex.m} mod {p}")
+        checks.append(f"separable: H has full row rank (rank m = {ex.m} mod {p}, d >= m), so every logit matrix "
+                      "is reachable (Lemma 1)")
+    elif claim is True:
         W = cf.matrix_fractions(sec["W"], (ex.V, ex.d), "separability.W")
         ex.check_primal(W, "separability.W")
         checks.append("separable: W satisfies (6a) exactly and every margin is >= 1")
@@ -434,7 +543,7 @@ def _check_svm(sec: dict | None, ex: _Exact, checks: list[str]) -> dict | None:
     return {"gap": sec["gap"], "distance_bound": dist, "norm_lower": lo, "norm_upper": hi}
 
 
-def _check_claims(claims: dict, compat: bool, sep: bool | None, svm: dict | None) -> None:
+def _check_claims(claims: dict, compat: bool | None, sep: bool | None, svm: dict | None) -> None:
     """The summary claims equal the checked sections, type-exactly (``is``, never ``==``)."""
     _need(claims["compatible"] is compat,
           f"claims.compatible: {cf.show(claims['compatible'])} disagrees with the witness ({_json(compat)})")

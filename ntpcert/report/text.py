@@ -25,9 +25,10 @@ def float_report_lines(rep: Any) -> list[str]:
         f"  entropy lower bound H      = {j['entropy']:.10g} nats",
     ]
     c, s = j["compatible"], j["separable"]
-    lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  ({c['by']}; least-squares residual "
-                 f"{c['relative_residual']:.3e} relative; dim F = {c['dim_F']})")
-    lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  ({s['by']})")
+    dim = "unknown" if c["dim_F"] is None else c["dim_F"]
+    lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  [{c['by'] or 'undetermined'}] ({c['witness']}; "
+                 f"least-squares residual {c['relative_residual']:.3e} relative; dim F = {dim})")
+    lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  [{s['by'] or 'undetermined'}] ({s['witness']})")
     lines.append(f"  entropy bound reachable    : {fmt(j['entropy_bound_reachable'])}")
     if j["svm"]:
         v = j["svm"]
@@ -53,9 +54,15 @@ def exact_report_lines(r: Any) -> list[str]:
     w(f"  entropy lower bound H      = {inst.entropy() + 0.0:.10g} nats")
     if inst.probs_exact_from_floats:
         w("  note: probabilities were given as floats; they are taken as the exact (dyadic) rationals they are")
-    if c.holds:
+    if c.holds is None:
+        w(f"  NTP-compatible (4)         : undetermined  ({c.reason})")
+    elif c.holds and c.embeddings_modulus:
+        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: d >= m and rank H = m mod {c.modulus}; "
+          "Lemma 1)")
+    elif c.holds:
+        how = f"rank mod {c.modulus}" if c.modulus is not None else "exact rank"
         w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null(A_eq^T) has dimension {c.null_dim}, "
-          f"Y^T E = 0 over {len(c.primes)} primes; dim F = {c.rank})")
+          f"Y^T E = 0 over {len(c.primes)} primes; dim F = {c.rank}, {how})")
     else:
         viol = " + ".join(f"{v}*log({p})" for p, v in (c.violating_exponents or {}).items())
         w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null vector y with y^T b = {viol} != 0)")
@@ -66,7 +73,10 @@ def exact_report_lines(r: Any) -> list[str]:
           f"||W*||_F = {r.w_star.norm(20)}")
     elif c.holds:
         w(f"  W* closed form             : {r.w_star_note}")
-    if s.holds is True:
+    if s.holds is True and s.point is None:
+        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact: d >= m and rank H = m mod {s.modulus}; "
+          "Lemma 1)")
+    elif s.holds is True:
         w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact feasible point, margins >= 1)")
     elif s.holds is False:
         w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact Farkas ray with {len(s.ray)} nonzeros)")

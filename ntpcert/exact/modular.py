@@ -1,0 +1,101 @@
+r"""Ranks certified by arithmetic modulo a prime.
+
+For an integer matrix :math:`N` and a prime :math:`p`, :math:`\mathrm{rank}_{\mathbb F_p}(N \bmod p) \le
+\mathrm{rank}_{\mathbb Q}(N)`: a minor that vanishes over :math:`\mathbb Q` vanishes mod p. So a matrix
+with m rows whose reduction mod p has rank m has **full row rank, exactly** — a certificate anyone
+can re-check by reducing the same integers mod the same prime. The converse can fail only when p
+divides every non-zero maximal minor, so a rank drop mod p is never taken as proof of anything: the
+caller tries another prime or says "not certified".
+
+Dyadic floats :math:`x = M\,2^{E}` (:math:`|M| < 2^{53}`) are scaled by one common power of two
+:math:`2^{s}` to integers :math:`M\,2^{E+s}`; their residues are :math:`(M \bmod p)(2^{E+s} \bmod p)
+\bmod p`, formed with int64 arithmetic because :math:`p < 2^{31}`. The scale does not change the rank.
+
+Costs (python-flint ``nmod_mat``, measured on the project's machine): a 1000 x 1024 matrix takes
+about 0.75 s to build from residues and 0.6 s for its rank; 4000 x 4000 takes 30 s, so callers cap
+the sizes they try.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Primes below 2**31 (2**31 - 1 and the two next primes below it), tried in turn.
+PRIMES = (2147483647, 2147483629, 2147483587)
+
+
+def residues(A: np.ndarray, p: int) -> np.ndarray:
+    r"""The integers :math:`A\,2^{s}` modulo ``p`` (int64, same shape), for a float array A of dyadic
+    rationals (every float is one) and the smallest common :math:`s` making them all integers."""
+    A = np.asarray(A, dtype=np.float64)
+    if not np.all(np.isfinite(A)):
+        raise ValueError("residues: the matrix has a non-finite entry")
+    frac, expo = np.frexp(A)  # A = frac * 2**expo, |frac| in [0.5, 1)
+    mant = (frac * 2.0 ** 53).astype(np.int64)  # exact: 53-bit integers
+    e = expo.astype(np.int64) - 53
+    nz = mant != 0
+    if not nz.any():
+        return np.zeros(A.shape, dtype=np.int64)
+    # strip trailing zero bits so the common scale stays small
+    tz = np.zeros_like(mant)
+    m = np.where(nz, mant, 1)
+    for b in (32, 16, 8, 4, 2, 1):
+        mask = (m & ((1 << b) - 1)) == 0
+        m = np.where(mask, m >> b, m)
+        tz += np.where(mask, b, 0)
+    e = e + tz
+    s = -int(e[nz].min())
+    shift = np.where(nz, e + s, 0)
+    out = np.zeros(A.shape, dtype=np.int64)
+    uniq = np.unique(shift[nz])
+    table = np.array([pow(2, int(k), p) for k in uniq], dtype=np.int64)
+    pow_arr = table[np.searchsorted(uniq, shift[nz])]
+    out[nz] = ((np.abs(m[nz]) % p) * pow_arr) % p
+    neg = nz & (m < 0)
+    out[neg] = (p - out[neg]) % p
+    return out
+
+
+def rank_mod(R: np.ndarray, p: int) -> int:
+    """Rank over the integers mod ``p`` of an int64 matrix of residues in [0, p)."""
+    import flint
+
+    R = np.asarray(R, dtype=np.int64)
+    if R.size == 0:
+        return 0
+    n, k = R.shape
+    return int(flint.nmod_mat(n, k, R.ravel().tolist(), p).rank())
+
+
+def certify_full_row_rank(A: np.ndarray, *, primes: tuple[int, ...] = PRIMES[:2]) -> int | None:
+    """A prime p with rank(A·2^s mod p) equal to the number of rows of ``A`` (a float array of shape
+    (n, k)): proof that A has full row rank over the rationals. None when no prime in ``primes``
+    shows it (the rank may still be full; nothing is claimed)."""
+    A = np.asarray(A, dtype=np.float64)
+    n, k = A.shape
+    if n > k:
+        return None
+    for p in primes:
+        if rank_mod(residues(A, p), p) == n:
+            return p
+    return None
+
+
+def gram_residues(H: np.ndarray, eq_context: np.ndarray, eq_token: np.ndarray, eq_anchor: np.ndarray,
+                  p: int) -> np.ndarray:
+    r"""The equality Gram matrix :math:`G = A_{eq}A_{eq}^\top` (times :math:`2^{2s}`) modulo p, shape
+    (r, r), from the residues of H (:math:`G_{ik} = T_{ik} K_{j_i j_k}` with :math:`K = HH^\top` and
+    :math:`T_{ik} = \langle e_{z_i} - e_{a_i}, e_{z_k} - e_{a_k}\rangle \in \{-2, \dots, 2\}`)."""
+    import flint
+
+    Rh = residues(H, p)
+    m, d = Rh.shape
+    Hm = flint.nmod_mat(m, d, Rh.ravel().tolist(), p)
+    K = np.array((Hm * Hm.transpose()).entries(), dtype=object).astype(np.int64).reshape(m, m)
+    z, a, c = eq_token, eq_anchor, eq_context
+    T = ((z[:, None] == z[None, :]).astype(np.int64) - (z[:, None] == a[None, :])
+         - (a[:, None] == z[None, :]) + (a[:, None] == a[None, :]))
+    return (T * K[np.ix_(c, c)]) % p
+
+
+__all__ = ["PRIMES", "certify_full_row_rank", "gram_residues", "rank_mod", "residues"]
