@@ -121,6 +121,8 @@ def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) 
     """A vertex of the normalised Farkas system in float64 (shape (V, m)), or None when HiGHS finds none."""
     from scipy.optimize import linprog
 
+    from ntpcert.util.interrupt import interruptible
+
     V, m = instance.V, instance.m
     H = instance.embeddings
     off = ~instance.support_mask().T  # (V, m)
@@ -139,7 +141,9 @@ def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) 
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
     try:
-        res = linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=bounds, method="highs-ds", options=options)
+        # off the main thread, so that Ctrl-C stops HiGHS at once (ntpcert.util.interrupt)
+        res = interruptible(linprog, size=A.nnz)(np.zeros(n), A_eq=A, b_eq=b, bounds=bounds, method="highs-ds",
+                                                 options=options)
     except (ValueError, MemoryError) as err:
         raise SolverError(f"Farkas LP: HiGHS failed ({err})") from err
     if res.status != 0 or res.x is None:
