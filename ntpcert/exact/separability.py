@@ -85,6 +85,8 @@ class ExactSeparability:
     reason : str
         What was tried and why it failed, when ``holds`` is None.
     seconds : float
+    modulus : int or None
+        With ``holds`` True and no point: the prime showing rank H = m with d >= m (Lemma 1).
     """
 
     holds: bool | None
@@ -93,11 +95,14 @@ class ExactSeparability:
     min_margin_lower: float | None
     reason: str
     seconds: float
+    modulus: int | None = None
 
     def to_json(self) -> dict:
+        witness = (("feasible point" if self.point is not None else f"Lemma 1: rank H = m mod {self.modulus}")
+                   if self.holds else ("Farkas ray" if self.holds is False else None))
         return {
             "holds": self.holds,
-            "witness": "feasible point" if self.holds else ("Farkas ray" if self.holds is False else None),
+            "witness": witness,
             "ray_support": None if self.ray is None else len(self.ray),
             "reason": self.reason,
             "seconds": self.seconds,
