@@ -171,9 +171,12 @@ def test_bad_arguments_are_rejected():
         Subspace.build(sy, method="lsmr", operator="dense")
 
 
-def test_lsmr_that_does_not_converge_raises(monkeypatch):
+def test_lsmr_that_does_not_converge_raises_or_reports_it(monkeypatch):
     sy = KeslerSystem.build(CASES["gauss-d-below-rows"](0))
     monkeypatch.setattr(S, "LSMR_ITER_FACTOR", 0)
     monkeypatch.setattr(S, "LSMR_MIN_ITER", 2)
     with pytest.raises(SolverError, match="istop 7"):
-        Subspace.build(sy, method="lsmr")
+        S.lsmr_solve(S.eq_operator(sy, "csr"), sy.log_odds())
+    sub = Subspace.build(sy, method="lsmr")  # W* is kept, flagged as not converged, with its residuals
+    assert sub.solve_info["converged"] is False and sub.solve_info["iterations"] == 2
+    assert check_compatibility(sub).to_json()["least_squares"]["converged"] is False

@@ -51,10 +51,17 @@ def run(args: argparse.Namespace) -> int:
     dimF = rep.subspace.dim
     if not args.basis:
         summary["F_basis_skipped"] = "not requested (give --basis)"
-    elif dimF * inst.V * inst.d <= MAX_BASIS_ENTRIES:
-        arrays["F_basis.npy"] = rep.subspace.basis()
     else:
-        summary["F_basis_skipped"] = f"dim F * V * d = {dimF * inst.V * inst.d} > {MAX_BASIS_ENTRIES}"
+        sub = rep.subspace
+        if dimF is None:  # the sparse (LSMR) path: F is known through projections only
+            from ntpcert.rows.subspace import Subspace
+
+            sub = Subspace.build(sub.system, method="eigh")
+            dimF = sub.dim
+        if dimF * inst.V * inst.d <= MAX_BASIS_ENTRIES:
+            arrays["F_basis.npy"] = sub.basis()
+        else:
+            summary["F_basis_skipped"] = f"dim F * V * d = {dimF * inst.V * inst.d} > {MAX_BASIS_ENTRIES}"
     summary["files"] = {name: list(np.shape(arr)) for name, arr in arrays.items()}
     summary["W_star_shape_note"] = "W has shape (V, d); F_basis has shape (dim F, V, d)"
     with staged_directory(out, "--out") as stage:

@@ -41,6 +41,9 @@ MAX_DENOMINATOR = 10**6
 #: Largest integer (after clearing denominators) kept exactly in float64.
 MAX_EXACT_INT = 2**52
 
+#: Largest ray LP (non-zeros of its equality rows, support x d) that :func:`find_ray` builds.
+MAX_RAY_LP_NONZEROS = 50_000_000
+
 #: Largest ray support (entries per token) solved exactly in rationals.
 EXACT_MAX_SUPPORT = 3000
 
@@ -107,6 +110,8 @@ def find_ray(classes: TokenClasses, H: np.ndarray, drift: np.ndarray, *,
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
+    from ntpcert.util.interrupt import interruptible
+
     mask = classes.mask
     n = classes.sizes
     big = float(np.abs(drift).max()) if drift.size else 0.0
@@ -120,6 +125,8 @@ def find_ray(classes: TokenClasses, H: np.ndarray, drift: np.ndarray, *,
     jj, cc = np.nonzero(keep)
     nvar = jj.size
     m, d = H.shape
+    if nvar * d > MAX_RAY_LP_NONZEROS:
+        return None  # the LP would not fit in memory (the caller reports no ray)
     # class equations: for class c and coordinate i, sum_j X_jc h_ji = 0
     cls_ids, cls_pos = np.unique(cc, return_inverse=True)
     r1 = (cls_pos[:, None] * d + np.arange(d)[None, :]).ravel()
@@ -143,7 +150,8 @@ def find_ray(classes: TokenClasses, H: np.ndarray, drift: np.ndarray, *,
     if time_limit is not None:
         options["time_limit"] = float(max(time_limit, 0.1))
     try:
-        res = linprog(np.zeros(nvar), A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs", options=options)
+        res = interruptible(linprog, size=A_eq.nnz)(np.zeros(nvar), A_eq=A_eq, b_eq=b_eq, bounds=bounds,
+                                                    method="highs", options=options)
     except (ValueError, MemoryError):
         return None
     if res.status != 0 or res.x is None:
