@@ -73,7 +73,9 @@ def verdicts(r: dict) -> str:
     j = r.get("json")
     if not j:
         return r.get("error", "") or " ".join(r.get("stdout", []))
-    c, s = j.get("compatible", {}), j.get("separable", {})
+    c, s = j.get("compatible"), j.get("separable")
+    if not isinstance(c, dict) or not isinstance(s, dict):  # ntpcert svm
+        return f"separable {j.get('separable')}, norm {j.get('norm', float('nan')):.6g}"
     bits = [f"compatible {c.get('holds')} [{c.get('by')}]", f"separable {s.get('holds')} [{s.get('by')}]"]
     if "certificate_valid" in j:
         bits.append("certificate " + ("VALID" if j["certificate_valid"] else "INVALID"))

@@ -232,7 +232,10 @@ class Subspace:
         if method == "lsmr" or (method == "auto" and r > DENSE_MAX_ROWS):
             return cls._build_lsmr(system, operator)
         G = system.eq_gram()
-        lam, Q = np.linalg.eigh(G)
+        from ntpcert.util.numbers import blas_threads
+
+        with blas_threads(1):  # r <= DENSE_MAX_ROWS: one thread is fastest, and immune to a loaded machine
+            lam, Q = np.linalg.eigh(G)
         lam_max = float(max(lam[-1], 0.0))
         tol = EIG_RTOL * r * lam_max
         keep = lam > tol
