@@ -162,7 +162,8 @@ def test_structured_solver_decides_when_forced(monkeypatch):
     for family in FAMILIES:
         _agreement(family, range(1000, 1020), tally)
     und, n = _undetermined(tally)
-    assert tally["highs-point"] == 0, dict(tally)  # a point comes from the structured solver only
+    # a HiGHS point only as the fallback after the structured solver's epoch cap (near the threshold)
+    assert tally["highs-point"] <= 0.1 * n, dict(tally)
     assert tally["structured-point"] >= 5 and tally["structured-farkas"] >= 10, dict(tally)
     assert und <= 0.15 * n, f"undetermined on {und} of {n}: {dict(tally)}"
 
@@ -219,16 +220,14 @@ def test_default_engine_agrees_with_highs_many(family, monkeypatch):
     _agreement(family, range(20_000, 20_060), forced)
     und, n = _undetermined(forced)
     # near the threshold, separable instances with tiny margins need far more than
-    # SEPARABILITY_MAX_EPOCHS, and the fallback after the structured solver looks for a ray only
-    # (12 of 60 gauss-threshold instances when this was written)
+    # SEPARABILITY_MAX_EPOCHS; the HiGHS fallback settles those up to HIGHS_FALLBACK_VARS
     assert und <= 0.25 * n, f"{family}: undetermined on {und} of {n}: {dict(forced)}"
 
 
-@pytest.mark.xfail(raises=TypeError, strict=True,
-                   reason="structured/polish.py: np.bincount of no contributions is int64, the next += of floats fails")
 def test_structured_solver_on_a_small_integer_instance(monkeypatch):
-    """Found by the slow agreement run (integer seed 20012), shrunk: HiGHS finds a point, the
-    structured solver raises numpy's UFuncTypeError (a TypeError) from its polish step."""
+    """Found by the slow agreement run (integer seed 20012), shrunk: HiGHS finds a point, and the
+    structured solver raised numpy's UFuncTypeError from its polish step (np.bincount of no
+    contributions is int64, and the next += of floats failed)."""
     H = [[4.0, -6.0, 2.0, 4.0, -4.0], [0.0, 6.0, -4.0, -4.0, 2.0], [-4.0, -3.0, 3.0, 0.0, 5.0],
          [-4.0, 0.0, -1.0, -1.0, -2.0], [0.0, 2.0, 1.0, 0.0, 2.0]]
     inst = NTPInstance.from_counts(np.array(H), [[1, 1, 0], [0, 1, 1], [0, 0, 1], [0, 0, 1], [1, 1, 0]])

@@ -35,6 +35,7 @@ What none of these settles is reported undetermined, with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -64,6 +65,12 @@ PART_MAX_EPOCHS = 3000
 #: (V·d + V·m) go to HiGHS first: it answers them in milliseconds, the structured solver's ray
 #: detection needs its patience epochs.
 SMALL_LP_VARS = 4000
+#: Separability LPs with at most this many variables (V·d) go to HiGHS when the structured solver
+#: gives no answer (instances near the threshold, whose margins are too thin for its epoch cap).
+HIGHS_FALLBACK_VARS = 20_000
+#: Seconds of the structured solver's feasibility solve on the whole instance when the caller gives no
+#: limit (then the verdict is undetermined, saying so).
+SEPARABILITY_TIME_LIMIT = 120.0
 #: Epochs of the structured solver's feasibility solve before it gives up (then the HiGHS ray LP).
 SEPARABILITY_MAX_EPOCHS = 2000
 #: Relative gap that ends a structured solve used only for feasibility.
@@ -329,8 +336,9 @@ def _structured(system, svm_solver, time_limit, log, progress) -> SeparabilityDe
     from ntpcert.solve.structured.solver import solve as structured
     from ntpcert.solve.svm import solve_svm
 
+    limit = SEPARABILITY_TIME_LIMIT if time_limit is None else time_limit
     try:
-        sol = structured(system, certificate="float", tol=FEASIBILITY_TOL, time_limit=time_limit,
+        sol = structured(system, certificate="float", tol=FEASIBILITY_TOL, time_limit=limit,
                          max_epochs=SEPARABILITY_MAX_EPOCHS, progress=bool(progress))
     except InfeasibleError as e:
         ray = _ray_from(e)
@@ -342,7 +350,12 @@ def _structured(system, svm_solver, time_limit, log, progress) -> SeparabilityDe
         return _highs_ray(system, time_limit, log, f"the structured solver reports infeasibility ({e}) but its ray "
                                                    "is not exact")
     except SolverError as e:
-        return _highs_ray(system, time_limit, log, f"the structured solver gave no answer ({e})", svm_error=str(e))
+        why = f"the structured solver gave no answer ({e})"
+        if system.n_vars <= HIGHS_FALLBACK_VARS:  # near the threshold: margins too thin for 2000 epochs
+            dec = _highs(system, time_limit)
+            if dec.holds is not None:
+                return dataclasses.replace(dec, parts=log, witness=f"{why}; {dec.witness}")
+        return _highs_ray(system, time_limit, log, why, svm_error=str(e))
     ok, margin, eqv = point_recheck(system, sol.W)
     if not ok:
         return SeparabilityDecision(None, None, f"the structured solver's point fails the re-check (smallest margin "

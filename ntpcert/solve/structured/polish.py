@@ -141,7 +141,8 @@ class ActiveSetSystem:
                 parts = [self._contribution(c) for c in range(C) if self.inv[c] is not None]
                 idx = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
                 val = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-                self.M = np.bincount(idx, weights=val, minlength=m * m)
+                # float64 always: numpy returns int64 for an empty input even with weights
+                self.M = np.bincount(idx, weights=val, minlength=m * m).astype(np.float64)
             else:  # replace the contributions of the classes whose pinned set changed
                 for c in range(C):
                     if self.inv[c] is old_inv[c]:
