@@ -42,7 +42,7 @@ MAX_DENOMINATOR = 10**6
 MAX_EXACT_INT = 2**52
 
 #: Largest ray LP (non-zeros of its equality rows, support x d) that :func:`find_ray` builds.
-MAX_RAY_LP_NONZEROS = 50_000_000
+MAX_RAY_LP_NONZEROS = 5_000_000
 
 #: Largest ray support (entries per token) solved exactly in rationals.
 EXACT_MAX_SUPPORT = 3000
