@@ -197,3 +197,20 @@ def test_certify_json_reports_stage_seconds_and_witnesses(capsys):
     assert all(v >= 0 for v in j["stages"].values())
     assert j["compatible"]["by"] == "lemma1" and j["separable"]["by"] == "lemma1"
     assert "full row rank" in j["compatible"]["witness"] and "Lemma 1" in j["separable"]["witness"]
+
+
+def test_limits_basis_on_the_sparse_path_matches_the_dense_one(tmp_path, capsys, monkeypatch):
+    """Above DENSE_MAX_ROWS W* comes from LSMR and dim F is unknown; --basis still writes the basis,
+    and W* agrees with the dense path's."""
+    from ntpcert.rows import subspace
+
+    code, _, _ = run(["limits", "dyck", "--out", str(tmp_path / "dense"), "--basis"], capsys)
+    assert code == 0
+    monkeypatch.setattr(subspace, "DENSE_MAX_ROWS", 0)
+    code, out, _ = run(["limits", "dyck", "--out", str(tmp_path / "sparse"), "--basis", "--json"], capsys)
+    j = json.loads(out)
+    assert code == 0 and j["compatible"]["dim_F"] is None and j["compatible"]["least_squares"]["method"] == "lsmr"
+    B0, B1 = (np.load(tmp_path / d / "F_basis.npy") for d in ("dense", "sparse"))
+    assert B0.shape == B1.shape and B0.shape[0] > 0
+    W0, W1 = (np.load(tmp_path / d / "W_star.npy") for d in ("dense", "sparse"))
+    assert np.linalg.norm(W0 - W1) <= 1e-7 * max(1.0, np.linalg.norm(W0))
