@@ -55,12 +55,17 @@ the field and shows the offending value.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
 import re
+import sys
+from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain, repeat
+from operator import contains
 from typing import Any
 
 import flint
@@ -270,15 +275,15 @@ def check_schema(cert: Any) -> None:
         if ("W" in sep) == ("embeddings_rank_modulus" in sep):
             raise CertificateError("separability: a true claim needs exactly one of W and embeddings_rank_modulus")
         if "W" in sep:
-            _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string")
+            _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string", _all_str)
     elif claim is False:
         _check_sparse(sep["ray"], "separability.ray")
 
     svm = cert["svm"]
     if svm is not None:
         check_section(svm, "svm", "svm")
-        _check_entries(svm["W"], V, d, "svm.W", _is_str, "a rational string")
-        _check_entries(svm["a"], V, m, "svm.a", _is_str, "a rational string")
+        _check_entries(svm["W"], V, d, "svm.W", _is_str, "a rational string", _all_str)
+        _check_entries(svm["a"], V, m, "svm.a", _is_str, "a rational string", _all_str)
 
 
 def _variant(claim: bool | None) -> str:
@@ -316,9 +321,14 @@ def _check_shape(rows: list, nrows: int, ncols: int, field: str) -> None:
             raise CertificateError(f"{field}[{i}]: has {what}, expected a list of {ncols} entries")
 
 
-def _check_entries(rows: list, nrows: int, ncols: int, field: str, ok, expected: str) -> None:
+def _check_entries(rows: list, nrows: int, ncols: int, field: str, ok, expected: str, whole=None) -> None:
+    """Every entry passes ``ok``; ``whole(row)``, when given, is a quicker test of a whole row that
+    implies ``ok`` for each of its entries (a row it does not pass is checked entry by entry, so the
+    first failing entry is named either way)."""
     _check_shape(rows, nrows, ncols, field)
     for i, row in enumerate(rows):
+        if whole is not None and whole(row):
+            continue
         for k, x in enumerate(row):
             if not ok(x):
                 raise CertificateError(f"{field}[{i}][{k}]: expected {expected}, got {_type_name(x)} {show(x)}")
@@ -331,6 +341,26 @@ def _is_number(x: Any) -> bool:
 
 def _is_str(x: Any) -> bool:
     return type(x) is str
+
+
+# whole-row forms of the entry tests (type-exact: ``set(map(type, row))`` holds the exact types)
+def _all_str(row: list) -> bool:
+    return set(map(type, row)) <= {str}
+
+
+def _all_counts(row: list) -> bool:
+    return set(map(type, row)) <= {int} and (not row or (min(row) >= 0 and max(row) < MAX_SCHEMA_INT))
+
+
+def _all_finite_floats(row: list) -> bool:
+    """Every entry a float and all finite (an infinite or NaN entry makes the exact sum non-finite
+    or raises; an overflowing sum of finite entries only sends the row to the entry-by-entry test)."""
+    if not set(map(type, row)) <= {float}:
+        return False
+    try:
+        return math.isfinite(math.fsum(row))
+    except (OverflowError, ValueError):
+        return False
 
 
 def _check_sparse(items: Any, field: str) -> None:
@@ -367,18 +397,20 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
     for key, header in (("m", m), ("d", d), ("V", V)):
         if sizes[key] is not None and sizes[key] != header:
             raise CertificateError(f"instance.{key}: claims {header}, the embedded instance has {key} = {sizes[key]}")
-    _check_entries(rec["embeddings"], m, d, "instance.embedded.embeddings", _is_number, "a finite number")
+    _check_entries(rec["embeddings"], m, d, "instance.embedded.embeddings", _is_number, "a finite number",
+                   _all_finite_floats)
     if variant == "counts":
         if from_floats:
             raise CertificateError("probabilities_exact_from_floats: true, but the embedded instance has counts")
-        _check_entries(rec["counts"], m, V, "instance.embedded.counts", _is_count, "a non-negative integer")
+        _check_entries(rec["counts"], m, V, "instance.embedded.counts", _is_count, "a non-negative integer",
+                       _all_counts)
     else:
         if from_floats:
             _check_entries(rec["probs"], m, V, "instance.embedded.probs", lambda x: type(x) is float and math.isfinite(x),
-                           "a float (probabilities_exact_from_floats is true)")
+                           "a float (probabilities_exact_from_floats is true)", _all_finite_floats)
         else:
             _check_entries(rec["probs"], m, V, "instance.embedded.probs", lambda x: type(x) is str,
-                           "a rational string (probabilities_exact_from_floats is false)")
+                           "a rational string (probabilities_exact_from_floats is false)", _all_str)
         weights = rec["weights"]
         if len(weights) != m:
             raise CertificateError(f"instance.embedded.weights: has {len(weights)} entries, expected {m}")
@@ -433,6 +465,11 @@ def parse_rational(text: Any, field: str) -> Fraction:
     digit strings, so Python's int-string limit does not apply)."""
     if type(text) is not str:
         raise CertificateError(f"{field}: expected a rational string 'p/q', got {_type_name(text)} {show(text)}")
+    if len(text) > _FLINT_DIGITS:
+        got = _long_rational(text)
+        if type(got) is str:
+            raise CertificateError(f"{field}: {show(text)} {got}")
+        return got
     match = RATIONAL_RE.fullmatch(text)
     if match is None or text == "-0":
         raise CertificateError(f"{field}: {show(text)} is not a canonical rational 'p/q'")
@@ -442,6 +479,22 @@ def parse_rational(text: Any, field: str) -> Fraction:
     q = _digits_to_int(match.group(2))
     if q == 1 or math.gcd(p, q) != 1:
         raise CertificateError(f"{field}: {show(text)} is not in lowest terms")
+    return Fraction(p, q)
+
+
+@functools.lru_cache(maxsize=16)
+def _long_rational(text: str) -> Fraction | str:
+    """:func:`parse_rational` of a long string (the value, or what is wrong with it), remembered: a
+    certificate spells its gap twice, and a checker reads each spelling more than once."""
+    match = RATIONAL_RE.fullmatch(text)
+    if match is None or text == "-0":
+        return "is not a canonical rational 'p/q'"
+    p = _digits_to_int(match.group(1))
+    if match.group(2) is None:
+        return Fraction(p)
+    q = _digits_to_int(match.group(2))
+    if q == 1 or flint.fmpz(p).gcd(q) != 1:
+        return "is not in lowest terms"
     return Fraction(p, q)
 
 
@@ -460,6 +513,172 @@ def matrix_fractions(rows: Any, shape: tuple[int, int], field: str) -> list[list
         raise CertificateError(f"{field}: expected a list of {shape[0]} rows, got {_type_name(rows)} {show(rows)}")
     _check_shape(rows, shape[0], shape[1], field)
     return [[parse_rational(x, f"{field}[{i}][{k}]") for k, x in enumerate(row)] for i, row in enumerate(rows)]
+
+
+#: Characters of a canonical rational string; :func:`matrix_rationals` deletes them to find any other.
+_RATIONAL_CHARS = str.maketrans("", "", "0123456789-/")
+#: Numerators and denominators of at most this many characters fit an int64 (below 10^18 < 2^60).
+_SHORT_NUM = 18
+#: 1, 10, ..., 10^18: the number of decimal digits of 0 < x < 10^19 is how many of them are <= x.
+_POWERS_OF_TEN = np.array([10**k for k in range(19)], dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class RationalMatrix:
+    """A matrix of canonical rationals read by :func:`matrix_rationals`, exactly.
+
+    Entry ``(i, k)`` is ``num[i, k] / den[i, k]`` (int64 arrays; ``|num| < 10^18``,
+    ``1 <= den < 10^18``, lowest terms), except for the entries listed in ``big``:
+    ``big[(i, k)] = (p, q)`` (Python ints, ``q >= 1``, lowest terms) where a numerator or
+    denominator is longer; ``num`` is 0 and ``den`` 1 there.
+    """
+
+    num: np.ndarray
+    den: np.ndarray
+    big: dict[tuple[int, int], tuple[int, int]]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.num.shape
+
+    def pair(self, i: int, k: int) -> tuple[int, int]:
+        """Entry ``(i, k)`` as ``(p, q)``."""
+        got = self.big.get((i, k))
+        return got if got is not None else (int(self.num[i, k]), int(self.den[i, k]))
+
+    def fractions(self) -> list[list[Fraction]]:
+        """Every entry as a Fraction (what :func:`matrix_fractions` returns)."""
+        out = [[Fraction(p, q) for p, q in zip(nr, dr)] for nr, dr in zip(self.num.tolist(), self.den.tolist())]
+        for (i, k), (p, q) in self.big.items():
+            out[i][k] = Fraction(p, q)
+        return out
+
+    def nonzero(self) -> dict[tuple[int, int], Fraction]:
+        """The nonzero entries ``{(i, k): Fraction}``, in row-major order."""
+        rows, cols = np.nonzero((self.num != 0) | self._big_mask())
+        return {(i, k): Fraction(*self.pair(i, k)) for i, k in zip(rows.tolist(), cols.tolist())}
+
+    def _big_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num.shape, dtype=bool)
+        for i, k in self.big:
+            mask[i, k] = True
+        return mask
+
+
+def matrix_rationals(rows: Any, shape: tuple[int, int], field: str) -> RationalMatrix:
+    """Parse rows of canonical rational strings, checking the shape: the same checks, the same
+    first error and the same values as :func:`matrix_fractions`, without a Fraction per entry.
+
+    Whole rows are read at once: every entry a string; ``"0"`` entries set aside; the others made
+    only of ``0-9``, ``-`` and ``/``, split at their first ``/``, with no numerator starting with ``0``
+    or ``-0`` (a nonzero numerator has no leading zero) and no denominator starting with ``0``; the
+    parts read by ``int`` (which refuses a ``-`` anywhere but first, an empty part, a second ``/``),
+    every denominator above 1, every pair coprime. Parts too long for int64 are read one by one
+    like :func:`parse_rational`. Whatever fails any of this is read again entry by entry by
+    :func:`parse_rational`, which raises on the first bad entry in row-major order, naming it."""
+    if type(rows) is not list:
+        raise CertificateError(f"{field}: expected a list of {shape[0]} rows, got {_type_name(rows)} {show(rows)}")
+    _check_shape(rows, shape[0], shape[1], field)
+    flat = list(chain.from_iterable(rows))
+    got = _read_rationals(flat)
+    if got is None:
+        return _rationals_one_by_one(rows, shape, field)
+    num, den, big = got
+    ncols = shape[1]
+    return RationalMatrix(num.reshape(shape), den.reshape(shape), {divmod(i, ncols): pq for i, pq in big.items()})
+
+
+def _read_rationals(flat: list) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[int, int]]] | None:
+    """``(num, den, big)`` of a flat list of canonical rational strings, or None when any entry is
+    not one (or is unusual enough that the entry-by-entry reading should decide)."""
+    n = len(flat)
+    num = np.zeros(n, dtype=np.int64)
+    den = np.ones(n, dtype=np.int64)
+    big: dict[int, tuple[int, int]] = {}
+    if n == 0:
+        return num, den, big
+    if set(map(type, flat)) != {str}:
+        return None
+    entries = np.array(flat, dtype=object)
+    where = np.flatnonzero(entries != "0")
+    if where.size == 0:
+        return num, den, big
+    texts = entries[where].tolist()
+    slash = np.fromiter(map(contains, texts, repeat("/")), dtype=bool, count=len(texts))
+    body = "/".join(texts)  # every numerator and denominator, one "/" apart
+    if body.translate(_RATIONAL_CHARS) or body.count("/") != len(texts) - 1 + int(slash.sum()):
+        return None  # a character that no canonical rational has, or an entry with two "/"
+    parts = body.split("/")
+    try:
+        ints = list(map(int, parts))  # int refuses "", "-", "1-2", "--1" (and digit strings past its limit)
+    except ValueError:
+        return None
+    first = np.arange(len(texts)) + np.cumsum(slash) - slash  # where each entry's numerator is in parts
+    lens = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    long = lens > _SHORT_NUM
+    if long.any():  # entries with a part too long for int64: read one by one
+        owner = np.repeat(np.arange(len(texts)), 1 + slash)
+        for t in np.unique(owner[long]).tolist():
+            pq = _rational_pair(texts[t])
+            if pq is None:
+                return None
+            big[int(where[t])] = pq
+            ints[first[t]] = 0
+            if slash[t]:
+                ints[first[t] + 1] = 2
+        long = np.zeros(len(texts), dtype=bool)
+        long[np.unique(owner[lens > _SHORT_NUM])] = True
+    else:
+        long = np.zeros(len(texts), dtype=bool)
+    values = np.array(ints, dtype=np.int64)
+    # canonical spelling: each part as long as the decimal digits of its value, and a sign (no
+    # leading zero, no "-0"; a zero numerator, never canonical in a nonzero entry, has no digits)
+    digits = np.searchsorted(_POWERS_OF_TEN, np.abs(values), side="right")
+    spelled = digits + (values < 0)
+    spelled[lens > _SHORT_NUM] = lens[lens > _SHORT_NUM]
+    if (spelled != lens).any():
+        return None
+    p = values[first]
+    q = np.ones(p.size, dtype=np.int64)
+    frac = slash & ~long
+    if frac.any():
+        q[frac] = values[first[frac] + 1]
+        if (q[frac] <= 1).any() or (np.gcd(p[frac], q[frac]) != 1).any():
+            return None
+    p[long], q[long] = 0, 1
+    num[where] = p
+    den[where] = q
+    return num, den, big
+
+
+def _rational_pair(text: str) -> tuple[int, int] | None:
+    """``(p, q)`` of a canonical rational string (the rules of :func:`parse_rational`), or None."""
+    match = RATIONAL_RE.fullmatch(text)
+    if match is None or text == "-0":
+        return None
+    p = _digits_to_int(match.group(1))
+    if match.group(2) is None:
+        return p, 1
+    q = _digits_to_int(match.group(2))
+    if q == 1 or math.gcd(p, q) != 1:
+        return None
+    return p, q
+
+
+def _rationals_one_by_one(rows: list, shape: tuple[int, int], field: str) -> RationalMatrix:
+    """The slow reading of :func:`matrix_rationals`: :func:`parse_rational` entry by entry."""
+    num = np.zeros(shape, dtype=np.int64)
+    den = np.ones(shape, dtype=np.int64)
+    big: dict[tuple[int, int], tuple[int, int]] = {}
+    limit = 10**_SHORT_NUM  # what the quick reading keeps in int64
+    for i, row in enumerate(rows):
+        for k, x in enumerate(row):
+            f = parse_rational(x, f"{field}[{i}][{k}]")
+            if abs(f.numerator) < limit and f.denominator < limit:
+                num[i, k], den[i, k] = f.numerator, f.denominator
+            else:
+                big[(i, k)] = (f.numerator, f.denominator)
+    return RationalMatrix(num, den, big)
 
 
 def sparse_list(vec: dict) -> list[list]:
@@ -549,6 +768,11 @@ def _size_error(size: int, what: str) -> CertificateError:
                             f"({MAX_CERTIFICATE_BYTES / 2**20:g} MiB, MAX_CERTIFICATE_BYTES)")
 
 
+def _parse_json(text: str, parse_int) -> Any:
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float,
+                      parse_int=parse_int)
+
+
 def loads(text: str) -> dict:
     """Parse certificate text; raises :class:`CertificateError` (over the size cap, truncated, not
     JSON, a repeated key, a non-finite number, an oversized integer literal, wrong format or version).
@@ -556,8 +780,18 @@ def loads(text: str) -> dict:
     if len(text) > MAX_CERTIFICATE_BYTES:  # every character is at least one byte
         raise _size_error(len(text), "the certificate text")
     try:
-        obj = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant,
-                         parse_float=_finite_float, parse_int=_bounded_int)
+        if 0 < sys.get_int_max_str_digits() <= MAX_JSON_INTEGER_DIGITS:
+            # the interpreter's own int-string limit refuses every literal that _bounded_int refuses
+            # (a ValueError): read without calling it on each integer, and again with it on a refusal,
+            # so that the refusal is named as it would have been
+            try:
+                obj = _parse_json(text, None)
+            except ValueError as err:
+                if isinstance(err, json.JSONDecodeError):
+                    raise
+                obj = _parse_json(text, _bounded_int)
+        else:
+            obj = _parse_json(text, _bounded_int)
     except json.JSONDecodeError as err:
         raise CertificateError(f"not valid JSON (truncated or corrupted?): {err.msg} at line {err.lineno} column {err.colno}") from None
     except RecursionError:

@@ -51,8 +51,10 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 import os
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -79,6 +81,13 @@ INSTANCE_SOURCE_TEXT = {INSTANCE_EMBEDDED: "the embedded data (no DATA given)", 
 BOUND_RELATIVE_SLACK = Fraction(1, 2**40)
 #: The absolute slack :math:`\delta` on the squares (covers subnormal quantities).
 BOUND_ABSOLUTE_SLACK = Fraction(1, 2**1000)
+
+#: Bits of the integer screen of the margins (6b): before a margin is settled exactly, it is known
+#: to within :math:`2^{-\text{FILTER\_BITS}}` (the margin asked for is 1), and it is proven when its
+#: lower bound is already at least 1 (:meth:`_Exact.check_primal`).
+FILTER_BITS = 52
+#: Bytes of int64 limbs the blocked exact products hold at once.
+_BLOCK_BYTES = 1 << 28
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,134 @@ def _need(cond: bool, why: str) -> None:
         raise _Invalid(why)
 
 
+class _Mismatch(Exception):
+    """The exact spot checks disagree with the blocked integer product: the checker falls back to
+    its direct exact computation (never expected; a guard against a faulty BLAS)."""
+
+
+# ---------------------------------------------------------------------------- exact integer products
+# An integer matrix product computed exactly with float64 BLAS. Each factor is split into limbs of c
+# bits (sign and magnitude: every limb an integer below 2^c in magnitude), so that every product of
+# two limbs is below 2^(2c) and every partial sum over the inner dimension n below n 2^(2c) <= 2^52:
+# integers that float64 holds exactly, so each limb product is exact whatever the order of the
+# sums, fused or not. The limb products are then summed in int64, and compared or squared in limbs.
+def _limb_width(inner: int) -> int:
+    """Bits c of the limbs of an exact product over an inner dimension ``inner <= 2^b``: limbs below
+    2^c make products below 2^(2c) and sums of ``inner`` of them below 2^(2c+b) <= 2^52."""
+    c = (52 - (max(inner, 1) - 1).bit_length()) // 2
+    if c < 1:  # pragma: no cover - an inner dimension of 2^50
+        raise ValueError(f"an inner dimension of {inner} is too large for exact limb products")
+    return c
+
+
+def _bit_lengths(x: np.ndarray) -> np.ndarray:
+    """Bit lengths of non-negative int64 entries below 2^53 (exact: they convert to float64 exactly)."""
+    return np.frexp(x.astype(np.float64))[1].astype(np.int64)
+
+
+def _int_limbs(x: np.ndarray, c: int, n: int) -> list[np.ndarray]:
+    r"""Limbs of int64 ``x`` with :math:`|x| < 2^{cn}`: float64 arrays :math:`L_t`, :math:`|L_t| < 2^c`,
+    :math:`x = \sum_t L_t 2^{ct}`."""
+    sign, ax, mask = np.sign(x), np.abs(x), (1 << c) - 1
+    return [(sign * ((ax >> (c * t)) & mask)).astype(np.float64) for t in range(n)]
+
+
+def _limb_product(X: list[np.ndarray], Y: list[np.ndarray]) -> list[np.ndarray]:
+    r""":math:`Q_u = \sum_{s+t=u} X_s Y_t` (int64) for limbs of two factors; :math:`XY = \sum_u Q_u 2^{cu}`."""
+    Q: list[np.ndarray | None] = [None] * (len(X) + len(Y) - 1)
+    for s_, Xs in enumerate(X):
+        if not Xs.any():
+            continue
+        for t, Yt in enumerate(Y):
+            P = (Xs @ Yt).astype(np.int64)
+            Q[s_ + t] = P if Q[s_ + t] is None else Q[s_ + t] + P
+    shape = (X[0].shape[0], Y[0].shape[1])
+    return [np.zeros(shape, dtype=np.int64) if q is None else q for q in Q]
+
+
+def _normalise(Z: list[np.ndarray], c: int) -> None:
+    r"""Carry int64 limbs (value :math:`\sum_u Z_u 2^{cu}`) in place: every limb but the last then lies
+    in :math:`[0, 2^c)`, so the value is :math:`\ge 0` exactly when the last limb is, and 0 exactly
+    when every limb is."""
+    mask = (1 << c) - 1
+    for u in range(len(Z) - 1):
+        carry = Z[u] >> c  # floor division by 2^c (numpy shifts signed integers arithmetically)
+        Z[u] &= mask
+        Z[u + 1] += carry
+
+
+def _limbs_needed(bits: int, c: int) -> int:
+    return max(1, -(-bits // c))
+
+
+def _int_of_limbs(values: list[int], c: int) -> int:
+    return sum(v << (c * u) for u, v in enumerate(values))
+
+
+def _add_shifted(acc: list[np.ndarray], v: np.ndarray, pos: int, bits: int, c: int) -> bool:
+    """``acc += v 2^pos`` in c-bit limbs for int64 ``0 <= v < 2^bits`` (limbs may exceed c bits until
+    normalised); False when ``v`` reaches past the last limb."""
+    t, off = divmod(pos, c)
+    while bits > 0:
+        if t >= len(acc):
+            return not v.any()
+        take = c - off
+        acc[t] += (v & ((1 << take) - 1)) << off
+        v = v >> take
+        bits -= take
+        t, off = t + 1, 0
+    return True
+
+
+def _fixed_point_limbs(ap: np.ndarray, q: np.ndarray, K: int, c: int, n: int) -> list[np.ndarray] | None:
+    r"""c-bit limbs (int64, in :math:`[0, 2^c)`) of :math:`\lfloor ap\,2^K / q\rfloor` for int64
+    ``0 <= ap < 2^62`` and ``1 <= q < 2^61``, by long division, or None when it needs more than n limbs."""
+    acc = [np.zeros(ap.shape, dtype=np.int64) for _ in range(n + 1)]
+    whole = ap // q
+    rem = ap - whole * q
+    ok = _add_shifted(acc, whole, K, 62, c)
+    step_max = 62 - int(q.max()).bit_length()  # rem < q, so rem 2^step < 2^62
+    pos = K
+    while ok and pos > 0:
+        step = min(step_max, pos)
+        pos -= step
+        rem <<= step
+        digit = rem // q
+        rem -= digit * q
+        ok = _add_shifted(acc, digit, pos, step, c)
+    if not ok:
+        return None
+    _normalise(acc, c)
+    return None if acc[n].any() else acc[:n]
+
+
+def _sum_of_products(x: np.ndarray, y: np.ndarray, c: int) -> int:
+    r""":math:`\sum x_i y_i` exactly, for int64 arrays with entries at most :math:`2^c` in magnitude."""
+    x, y = x.ravel(), y.ravel()
+    step = 1 << max(0, 61 - 2 * c)  # step 2^(2c) <= 2^61: no int64 overflow within a chunk
+    return sum(int(np.dot(x[i:i + step], y[i:i + step])) for i in range(0, x.size, step))
+
+
+def _sum_fractions(terms: list[tuple[int, int]]) -> Fraction:
+    r""":math:`\sum a/b` of ``(a, b)`` pairs (b > 0), by a balanced tree in python-flint integers
+    (each node over the lcm of its denominators), reduced once at the end."""
+    items = [(flint.fmpz(a), flint.fmpz(b)) for a, b in terms]
+    if not items:
+        return Fraction(0)
+    while len(items) > 1:
+        nxt = []
+        for i in range(0, len(items) - 1, 2):
+            (a, b), (c, e) = items[i], items[i + 1]
+            g = b.gcd(e)
+            nxt.append((a * (e // g) + c * (b // g), b * (e // g)))
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    a, b = items[0]
+    g = a.gcd(b)
+    return Fraction(int(a // g), int(b // g))
+
+
 # ---------------------------------------------------------------------------- exact data of the instance
 class _Exact:
     """Exact integer forms of the instance, derived here from its data only."""
@@ -134,25 +271,97 @@ class _Exact:
         self.S = [sorted(int(z) for z in inst.support(j)) for j in range(m)]
         self.anchor = [s[0] for s in self.S]
         self.in_S = [set(s) for s in self.S]
-        # H = Hint / 2^s exactly, one s for all entries
-        ratios = [[float(x).as_integer_ratio() for x in row] for row in inst.embeddings.tolist()]
-        den = 1
-        for row in ratios:
-            for _, q in row:
-                den = max(den, q)  # powers of two
-        self.hden = den
-        self.Hint = flint.fmpz_mat(m, d, [p * (den // q) for row in ratios for p, q in row])
+        # H = Hint / 2^s exactly, one s for all entries: entry x = M 2^e (M odd, or 0) is M 2^(e+s) / 2^s,
+        # with 2^s the largest reduced denominator of an entry (that of float(x).as_integer_ratio())
+        emb = np.asarray(inst.embeddings, dtype=np.float64).reshape(m, d)
+        if not np.isfinite(emb).all():
+            float(emb[~np.isfinite(emb)][0]).as_integer_ratio()  # raises, as converting it would
+        frac, expo = np.frexp(emb)  # emb = frac 2^expo, 0.5 <= |frac| < 1 (or 0)
+        M = (frac * 2.0**53).astype(np.int64)  # exact: |M| < 2^53
+        e = expo.astype(np.int64) - 53
+        nz = M != 0
+        aM = np.abs(M)
+        tz = np.where(nz, _bit_lengths(aM & -aM) - 1, 0)  # trailing zero bits
+        M, e = M >> tz, e + tz
+        s = max(0, int(-e[nz].min())) if nz.any() else 0
+        self.hden = 1 << s
+        self._hm = M  # Hint = M << _hk, _hk >= 0
+        self._hk = np.where(nz, e + s, 0)
+        self._hint_ints: list[int] | None = None
+        self._hint_rows: dict[int, list[int]] = {}
+        self._hint_l1: list[int] | None = None
+        self._Hint: flint.fmpz_mat | None = None
+        self._hint_limbs: dict[int, list[np.ndarray]] = {}
+        self._H_rank: dict[int, int] = {}
+        self._support_mask: np.ndarray | None = None
         self.rows = [(j, z) for j in range(m) for z in self.S[j][1:]]
         self.row_index = {rz: i for i, rz in enumerate(self.rows)}
         self._G = None
         self._E = None
 
-    def probs(self, j: int) -> list[Fraction]:
+    # -------------------------------------------------------------- the integer embeddings
+    @property
+    def hint_ints(self) -> list[int]:
+        """Hint row by row, as Python ints."""
+        if self._hint_ints is None:
+            self._hint_ints = list(map(operator.lshift, self._hm.ravel().tolist(), self._hk.ravel().tolist()))
+        return self._hint_ints
+
+    def hint_row(self, j: int) -> list[int]:
+        """Row j of Hint, as Python ints."""
+        if self._hint_ints is not None:
+            return self._hint_ints[j * self.d:(j + 1) * self.d]
+        if j not in self._hint_rows:
+            self._hint_rows[j] = list(map(operator.lshift, self._hm[j].tolist(), self._hk[j].tolist()))
+        return self._hint_rows[j]
+
+    @property
+    def hint_l1(self) -> list[int]:
+        r""":math:`\|\mathrm{Hint}_j\|_1` of every row j (exact, from the limbs: their row sums fit int64)."""
+        if self._hint_l1 is None:
+            c = _limb_width(self.d)
+            sums = [np.abs(x).sum(axis=1).astype(np.int64).tolist() for x in self.hint_limbs(c)]
+            self._hint_l1 = [_int_of_limbs(list(col), c) for col in zip(*sums)]
+        return self._hint_l1
+
+    @property
+    def Hint(self) -> flint.fmpz_mat:
+        r"""Hint as an integer matrix: :math:`H = \text{Hint} / 2^s`, ``hden`` :math:`= 2^s`."""
+        if self._Hint is None:
+            self._Hint = flint.fmpz_mat(self.m, self.d, self.hint_ints)
+        return self._Hint
+
+    def hint_limbs(self, c: int) -> list[np.ndarray]:
+        """c-bit limbs of Hint (m x d float64 arrays, sign and magnitude)."""
+        if c not in self._hint_limbs:
+            am, k, sign = np.abs(self._hm), self._hk, np.sign(self._hm)
+            bits = int((_bit_lengths(am) + k).max())
+            mask = (1 << c) - 1
+            limbs = []
+            for t in range(_limbs_needed(bits, c)):
+                sh = k - c * t  # limb t of am 2^k: (am << sh) & mask, or (am >> -sh) & mask
+                left, right = np.clip(sh, 0, c), np.clip(-sh, 0, 63)
+                piece = np.where(sh >= 0, (am & ((1 << (c - left)) - 1)) << left, (am >> right) & mask)
+                limbs.append((sign * piece).astype(np.float64))
+            self._hint_limbs[c] = limbs
+        return self._hint_limbs[c]
+
+    @property
+    def support_mask(self) -> np.ndarray:
+        """``(V, m)`` booleans: token v is in :math:`S_j`."""
+        if self._support_mask is None:
+            mask = np.zeros((self.V, self.m), dtype=bool)
+            for j, sj in enumerate(self.S):
+                mask[sj, j] = True
+            self._support_mask = mask
+        return self._support_mask
+
+    def _prob_ratio(self, j: int, z: int, a: int) -> Fraction:
+        """:math:`p_{j,z} / p_{j,a}` (with counts, the ratio of the counts: the total cancels)."""
         if self.inst.counts is not None:
-            c = [int(x) for x in self.inst.counts[j]]
-            t = sum(c)
-            return [Fraction(x, t) for x in c]
-        return list(self.inst.exact_probs[j])
+            return Fraction(int(self.inst.counts[j, z]), int(self.inst.counts[j, a]))
+        p = self.inst.exact_probs[j]
+        return p[z] / p[a]
 
     @property
     def G(self) -> flint.fmpz_mat:
@@ -177,10 +386,9 @@ class _Exact:
             rows: dict[tuple[int, int], dict[int, int]] = {}
             primes: set[int] = set()
             for j in range(self.m):
-                p = self.probs(j)
                 a = self.anchor[j]
                 for z in self.S[j][1:]:
-                    ratio = p[z] / p[a]
+                    ratio = self._prob_ratio(j, z, a)
                     ex: dict[int, int] = {}
                     for q, e in factorise(ratio.numerator).items():
                         ex[q] = ex.get(q, 0) + e
@@ -206,11 +414,19 @@ class _Exact:
 
     # -------------------------------------------------------------- ranks mod p and sparse null vectors
     def _H_mod(self, p: int) -> flint.nmod_mat:
-        return flint.nmod_mat(self.m, self.d, [int(x) % p for x in self.Hint.entries()], p)
+        if p < 1 << 31:  # residues in int64: (M mod p) (2^k mod p) < 2^62
+            k = self._hk
+            pow2 = np.array([pow(2, t, p) for t in range(int(k.max()) + 1)], dtype=np.int64)
+            r = (np.abs(self._hm) % p) * pow2[k] % p
+            r = np.where(self._hm < 0, (p - r) % p, r)
+            return flint.nmod_mat(self.m, self.d, r.ravel().tolist(), p)
+        return flint.nmod_mat(self.Hint, p)
 
     def rank_H_mod(self, p: int) -> int:
         """Rank of the integer embeddings mod p (a lower bound on their rank)."""
-        return int(self._H_mod(p).rank())
+        if p not in self._H_rank:
+            self._H_rank[p] = int(self._H_mod(p).rank())
+        return self._H_rank[p]
 
     def rank_G_mod(self, p: int) -> int:
         """Rank of :math:`G \\cdot 2^{2s}` mod p (a lower bound on rank G = rank A_eq)."""
@@ -255,10 +471,9 @@ class _Exact:
             total = [0] * self.d
             for j, c in coeffs.items():
                 if c:
-                    for i in range(self.d):
-                        h = self.Hint[j, i]
-                        if h != 0:
-                            total[i] += c * int(h)
+                    for i, h in enumerate(self.hint_row(j)):
+                        if h:
+                            total[i] += c * h
             if any(total):
                 return False
         return True
@@ -275,8 +490,119 @@ class _Exact:
             ints.extend(x.numerator * (den // x.denominator) for x in row)
         return flint.fmpz_mat(len(W), self.d, ints), dens
 
-    def check_primal(self, W: list[list[Fraction]], field_name: str) -> Fraction:
-        r"""Check (6a) and (6b) exactly; return :math:`\tfrac12\|W\|_F^2`."""
+    def check_primal(self, W: cf.RationalMatrix, field_name: str) -> Fraction:
+        r"""Check (6a) and (6b) exactly; return :math:`\tfrac12\|W\|_F^2`.
+
+        Every margin of (6b) is first bounded below with integers: with :math:`F = \mathrm{trunc}(2^K W)`
+        (entrywise, so :math:`2^K W = F + E`, :math:`|E| < 1`) and the exact integer product
+        :math:`X = F\,\mathrm{Hint}^\top`, the scaled margin :math:`2^K (w_{a_j} - w_v)^\top \mathrm{Hint}_j`
+        is at least :math:`X_{a_j j} - X_{vj} - 2\|\mathrm{Hint}_j\|_1`. Where that bound already
+        reaches :math:`2^K 2^s` the margin is at least 1, proven. Every other entry, and every equality
+        of (6a), is then settled exactly in Python integers, in the order of the direct check
+        (:meth:`check_primal_exact`, context by context, token by token), so the first failure is
+        the one it reports. K makes the bound tight to :math:`2^{-\text{FILTER\_BITS}}`."""
+        try:
+            return self._check_primal_screened(W, field_name)
+        except _Mismatch:
+            return self.check_primal_exact(W.fractions(), field_name)
+
+    def _check_primal_screened(self, W: cf.RationalMatrix, field_name: str) -> Fraction:
+        V, m, d = self.V, self.m, self.d
+        num, den = W.num, W.den
+        big_rows: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        for (v, i), (p, q) in W.big.items():
+            big_rows[v].append((i, p, q))
+        nzrow = num.any(axis=1)
+        nzrow[list(big_rows)] = True
+        rows = np.flatnonzero(nzrow)
+        norms = self.hint_l1
+        s = self.hden.bit_length() - 1
+        c = _limb_width(d)
+
+        # F = trunc(2^K W) in c-bit limbs, on the nonzero rows; |W| < 2^eW
+        F: list[np.ndarray] = []
+        K = 0
+        if rows.size:
+            ap, q = np.abs(num[rows]), den[rows]
+            r = float((ap / q).max())
+            eW = max([math.frexp(r)[1] + 1 if r > 0 else -(1 << 30)]
+                     + [abs(p).bit_length() - q.bit_length() + 1 for _, p, q in
+                        (t for ts in big_rows.values() for t in ts)])
+            K0 = max(0, FILTER_BITS + max(norms).bit_length() - s)
+            nF = _limbs_needed(K0 + eW, c)
+            while True:
+                K = max(0, c * nF - eW)
+                mags = _fixed_point_limbs(ap, q, K, c, nF)
+                if mags is not None:
+                    mags = self._big_fixed_point(mags, big_rows, rows, K, c)
+                if mags is not None:
+                    break
+                nF += 1
+            sign = np.sign(num[rows])
+            for (v, i), (p, q) in W.big.items():
+                sign[np.searchsorted(rows, v), i] = 1 if p > 0 else -1
+            F = [(sign * x).astype(np.float64) for x in mags]
+
+        H = self.hint_limbs(c)
+        nQ = len(F) + len(H) - 1 if F else 1
+        T = [2 * n + (self.hden << K) for n in norms]  # a proven margin has X_a - X_v >= T_j
+        U = max(nQ, _limbs_needed(max(T).bit_length(), c)) + _limbs_needed(d.bit_length(), c) + 2
+        mask = (1 << c) - 1
+        T_limbs = [np.array([(t >> (c * u)) & mask for t in T], dtype=np.int64) for u in range(U)]
+        anchors = np.array(self.anchor, dtype=np.int64)
+        on = self.support_mask
+        exact = _ExactLogits(self, W, big_rows, K, norms)
+        block = max(1, _BLOCK_BYTES // (8 * V * (nQ + U)))
+        for j0 in range(0, m, block):
+            J = np.arange(j0, min(m, j0 + block))
+            if F:
+                Qr = _limb_product(F, [Ht[J].T for Ht in H])
+                Q = [np.zeros((V, J.size), dtype=np.int64) for _ in Qr]
+                for u, q in enumerate(Qr):
+                    Q[u][rows] = q
+            else:
+                Q = [np.zeros((V, J.size), dtype=np.int64)]
+            cols = np.arange(J.size)
+            anc = anchors[J]
+            Z = [(Q[u][anc, cols] - T_limbs[u][J])[None, :] - Q[u] if u < len(Q)
+                 else np.broadcast_to(-T_limbs[u][J], (V, J.size)).copy() for u in range(U)]
+            _normalise(Z, c)
+            need = (on[:, J] | (Z[-1] < 0)).T  # (6a) everywhere on the support, (6b) where not proven
+            need[cols, anc] = False  # the anchor against itself
+            jj, vv = np.nonzero(need)  # context by context, token by token
+            exact.prepare(vv.tolist() + anc[np.unique(jj)].tolist())
+            Xv = [Q[u][vv, jj].tolist() for u in range(len(Q))]
+            Xa = [Q[u][anc, cols].tolist() for u in range(len(Q))]
+            for n_, (jl, v) in enumerate(zip(jj.tolist(), vv.tolist())):
+                j = int(J[jl])
+                a = self.anchor[j]
+                la, da = exact.logit(a, j, _int_of_limbs([x[jl] for x in Xa], c), c)
+                lv, dv = exact.logit(v, j, _int_of_limbs([x[n_] for x in Xv], c), c)
+                if on[v, j]:
+                    _need(la * dv == lv * da, f"{field_name}: (6a) fails, logits of tokens {a} and {v} differ in context {j}")
+                else:
+                    _need(la * dv - lv * da >= da * dv * self.hden,
+                          f"{field_name}: (6b) fails, margin of token {v} in context {j} is below 1")
+        return _sq_norm(W) / 2
+
+    def _big_fixed_point(self, mags: list[np.ndarray], big_rows: dict, rows: np.ndarray, K: int, c: int
+                         ) -> list[np.ndarray] | None:
+        r"""Put :math:`\lfloor |p| 2^K / q\rfloor` of the entries too long for int64 into the limbs."""
+        mask, n = (1 << c) - 1, len(mags)
+        for v, ts in big_rows.items():
+            r = int(np.searchsorted(rows, v))
+            for i, p, q in ts:
+                f = (abs(p) << K) // q
+                if f >> (c * n):
+                    return None
+                for t in range(n):
+                    mags[t][r, i] = (f >> (c * t)) & mask
+        return mags
+
+    def check_primal_exact(self, W: list[list[Fraction]], field_name: str) -> Fraction:
+        r"""Check (6a) and (6b) exactly, directly (every logit in exact integers); return
+        :math:`\tfrac12\|W\|_F^2`. The reference of :meth:`check_primal`, which reaches the same
+        verdict and message faster."""
         N, D = self.rows_int(W)
         L = N * self.Hint.transpose()  # row v: logits * D[v] * hden
         for j in range(self.m):
@@ -293,6 +619,59 @@ class _Exact:
         for v in range(self.V):
             sq += Fraction(sum(int(N[v, i]) ** 2 for i in range(self.d)), D[v] ** 2)
         return sq / 2
+
+    def dual_terms(self, A: cf.RationalMatrix, field_name: str) -> tuple[Fraction, Fraction]:
+        """:meth:`aH_zero_and_sums` of a dense dual point (``require_zero_aH=False``): the same checks
+        and values, in integer arrays when its entries have a common denominator below 2^62 (their
+        product with Hint in exact limbs); any failure, or anything else, goes through
+        :meth:`aH_zero_and_sums` itself, which names the first failing entry."""
+        got = self._dual_terms_arrays(A)
+        return got if got is not None else self.aH_zero_and_sums(A.nonzero(), field_name, require_zero_aH=False)
+
+    def _dual_terms_arrays(self, A: cf.RationalMatrix) -> tuple[Fraction, Fraction] | None:
+        num, den = A.num, A.den
+        if A.big:
+            return None
+        nz = num != 0
+        if not nz.any():
+            return Fraction(0), Fraction(0)
+        dens = np.unique(den[nz]).tolist()
+        D = math.lcm(*dens)
+        amax = int(np.abs(num).max())
+        if D >= 1 << 62 or amax * (D // dens[0]) >= 1 << 62:
+            return None
+        Aint = num * np.where(nz, D // den, 0)  # a D, exact
+        off = ~self.support_mask
+        if (Aint[off] > 0).any():
+            return None
+        big = amax * (D // dens[0])
+        if self.V * big < 1 << 63:
+            colsum_zero = not Aint.sum(axis=0).any()
+        else:
+            colsum_zero = not any(sum(col) for col in Aint.T.tolist())
+        if not colsum_zero:
+            return None
+        mass = -sum(Aint[off & nz].tolist())
+        # ||a Hint||^2 in limbs: P = Aint Hint (V, d), row blocks
+        c = _limb_width(self.m)
+        Al = _int_limbs(Aint, c, _limbs_needed(big.bit_length(), c))
+        H = self.hint_limbs(c)
+        U = len(Al) + len(H) + _limbs_needed(self.m.bit_length(), c) + 1
+        rows = np.flatnonzero(nz.any(axis=1))
+        block = max(1, _BLOCK_BYTES // (8 * self.d * U))
+        total = 0
+        for r0 in range(0, rows.size, block):
+            R = rows[r0:r0 + block]
+            Q = _limb_product([x[R] for x in Al], H)
+            Q += [np.zeros_like(Q[0]) for _ in range(U - len(Q))]
+            _normalise(Q, c)
+            if np.abs(Q[-1]).max() > 1:  # pragma: no cover - U leaves room for every value
+                return None
+            for u in range(U):
+                total += _sum_of_products(Q[u], Q[u], c) << (2 * c * u)
+                for u2 in range(u + 1, U):
+                    total += _sum_of_products(Q[u], Q[u2], c) << (c * (u + u2) + 1)
+        return Fraction(mass, D), Fraction(total, (D * self.hden) ** 2)
 
     def aH_zero_and_sums(self, a: dict[tuple[int, int], Fraction], field_name: str, *, require_zero_aH: bool) -> tuple[Fraction, Fraction]:
         """Check :math:`1^\\top a_j = 0` and off-support signs; return (sum of -a off support, ||aH||^2)."""
@@ -318,6 +697,103 @@ class _Exact:
             return mass, Fraction(0)
         sq = sum(int(x) ** 2 for x in P.entries())
         return mass, Fraction(sq, (den * self.hden) ** 2)
+
+
+#: Entries of a row of W that share a denominator, below which :class:`_ExactLogits` scales them apart.
+_GROUP_MIN = 16
+
+
+class _ExactLogits:
+    r"""Exact logits of single entries for :meth:`_Exact.check_primal`: row v of W as
+    :math:`\sum_g N_g / q_g` over its distinct denominators, :math:`D_v = \mathrm{lcm}_g q_g`, and
+    :math:`l_{vj} = D_v\, w_v^\top \mathrm{Hint}_j = \sum_g (D_v/q_g)\, N_g^\top \mathrm{Hint}_{j,g}` (integers),
+    each checked against its screened value X (:math:`|2^K l_{vj} - X D_v| \le \|\mathrm{Hint}_j\|_1 D_v`)."""
+
+    def __init__(self, ex: _Exact, W: cf.RationalMatrix, big_rows: dict, K: int, norms: list[int]) -> None:
+        self.ex, self.W, self.big_rows, self.K, self.norms = ex, W, big_rows, K, norms
+        self.rows: dict[int, tuple[list[tuple[int, Any, list[int]]], int]] = {}
+        self.done: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def prepare(self, rows: list[int]) -> None:
+        """Split the given rows of W by denominator, all at once: groups ``(D_v / q, columns,
+        numerators)`` of the denominators shared by at least ``_GROUP_MIN`` entries, and one group
+        of the rest with their numerators times ``D_v / q``."""
+        R = np.array(sorted(set(rows) - self.rows.keys()), dtype=np.int64)
+        if not R.size:
+            return
+        num, den = self.W.num[R], self.W.den[R]
+        r, col = np.nonzero(num)
+        q = den[r, col]
+        order = np.lexsort((q, r))
+        r, col, q = r[order], col[order], q[order]
+        p = num[r, col].tolist()
+        starts = np.flatnonzero((np.diff(r, prepend=-1) != 0) | (np.diff(q, prepend=0) != 0))
+        spans: dict[int, list[tuple[int, int, int]]] = {v: [] for v in R.tolist()}
+        for v, qg, a, b in zip(R[r[starts]].tolist(), q[starts].tolist(), starts.tolist(),
+                               starts[1:].tolist() + [r.size]):
+            spans[v].append((qg, a, b))
+        col = col.tolist()
+        for v, parts in spans.items():
+            bigs = self.big_rows.get(v, ())
+            D = math.lcm(*(qg for qg, _, _ in parts), *(qb for _, _, qb in bigs))
+            groups, rest_cols, rest_nums = [], [], []
+            for qg, a, b in parts:
+                mult = D // qg
+                if b - a >= _GROUP_MIN:
+                    groups.append((mult, operator.itemgetter(*col[a:b]), p[a:b]))
+                else:
+                    rest_cols += col[a:b]
+                    rest_nums += [x * mult for x in p[a:b]]
+            for i, pb, qb in bigs:
+                rest_cols.append(i)
+                rest_nums.append(pb * (D // qb))
+            if rest_cols:
+                groups.append((1, lambda h, cols=rest_cols: [h[i] for i in cols], rest_nums))
+            self.rows[v] = (groups, D)
+
+    def logit(self, v: int, j: int, X: int, c: int) -> tuple[int, int]:
+        """``(l_vj, D_v)``, checked against the screened ``X``."""
+        key = (v, j)
+        if key not in self.done:
+            if v not in self.rows:
+                self.prepare([v])
+            groups, D = self.rows[v]
+            h = self.ex.hint_row(j)
+            lv = sum(mult * sum(map(operator.mul, ps, gather(h))) for mult, gather, ps in groups)
+            if abs((lv << self.K) - X * D) > self.norms[j] * D:
+                raise _Mismatch(f"logit ({v}, {j})")
+            self.done[key] = (lv, D)
+        return self.done[key]
+
+
+def _sq_norm(W: cf.RationalMatrix) -> Fraction:
+    r""":math:`\|W\|_F^2` exactly: the squares of the numerators summed per denominator (in 20-bit limbs
+    of int64, whose products summed over fewer than 2^22 entries stay below 2^62)."""
+    nz = W.num != 0
+    p, q = W.num[nz], W.den[nz]
+    sums: dict[int, int] = {}
+    if p.size:
+        order = np.argsort(q, kind="stable")
+        p, q = np.abs(p[order]), q[order]
+        starts = np.flatnonzero(np.diff(q, prepend=0))
+        dens = q[starts].tolist()
+        if p.size < 1 << 22:
+            c = 20
+            limbs = [(p >> (c * t)) & ((1 << c) - 1) for t in range(3)]  # |p| < 2^60
+            totals = [0] * len(dens)
+            for t in range(3):
+                for t2 in range(t, 3):
+                    part = np.add.reduceat(limbs[t] * limbs[t2], starts).tolist()
+                    w = c * (t + t2) + (t != t2)
+                    totals = [x + (y << w) for x, y in zip(totals, part)]
+        else:
+            ps = p.tolist()
+            ends = starts.tolist()[1:] + [p.size]
+            totals = [sum(map(operator.mul, ps[a:b], ps[a:b])) for a, b in zip(starts.tolist(), ends)]
+        sums = dict(zip(dens, totals))
+    for pb, qb in W.big.values():
+        sums[qb] = sums.get(qb, 0) + pb * pb
+    return _sum_fractions([(total, g * g) for g, total in sums.items()])
 
 
 # ---------------------------------------------------------------------------- sections
@@ -485,7 +961,7 @@ def _check_separability(sec: dict, ex: _Exact, checks: list[str]) -> bool | None
         checks.append(f"separable: H has full row rank (rank m = {ex.m} mod {p}, d >= m), so every logit matrix "
                       "is reachable (Lemma 1)")
     elif claim is True:
-        W = cf.matrix_fractions(sec["W"], (ex.V, ex.d), "separability.W")
+        W = cf.matrix_rationals(sec["W"], (ex.V, ex.d), "separability.W")
         ex.check_primal(W, "separability.W")
         checks.append("separable: W satisfies (6a) exactly and every margin is >= 1")
     elif claim is False:
@@ -524,11 +1000,10 @@ def _check_svm(sec: dict | None, ex: _Exact, checks: list[str]) -> dict | None:
     :math:`\sqrt{2P} \le` norm_upper (each within the slack of its quantity)."""
     if sec is None:
         return None
-    W = cf.matrix_fractions(sec["W"], (ex.V, ex.d), "svm.W")
+    W = cf.matrix_rationals(sec["W"], (ex.V, ex.d), "svm.W")
     primal = ex.check_primal(W, "svm.W")
-    arows = cf.matrix_fractions(sec["a"], (ex.V, ex.m), "svm.a")
-    a = {(v, j): x for v, row in enumerate(arows) for j, x in enumerate(row) if x}
-    mass, sq = ex.aH_zero_and_sums(a, "svm.a", require_zero_aH=False)
+    A = cf.matrix_rationals(sec["a"], (ex.V, ex.m), "svm.a")
+    mass, sq = ex.dual_terms(A, "svm.a")
     dual = mass - sq / 2
     gap = primal - dual
     claimed = cf.parse_rational(sec["gap"], "svm.gap")
