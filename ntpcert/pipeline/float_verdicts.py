@@ -193,6 +193,9 @@ def certify(
             with stages.stage("NTP-SVM", key="svm"):
                 if sep.holds is False:
                     err = "not separable: the NTP-SVM has no feasible point"
+                elif sep.holds is None and sdec.svm_error:
+                    err = (f"not attempted: the structured solver gave no answer on the separability question "
+                           f"({sdec.svm_error}), and the NTP-SVM is the same solve run longer")
                 elif sol is None:
                     try:
                         sol = solve_svm(system, solver=solver)
