@@ -569,12 +569,12 @@ def matrix_rationals(rows: Any, shape: tuple[int, int], field: str) -> RationalM
     """Parse rows of canonical rational strings, checking the shape: the same checks, the same
     first error and the same values as :func:`matrix_fractions`, without a Fraction per entry.
 
-    Whole rows are read at once: every entry a string; ``"0"`` entries set aside; the others made
-    only of ``0-9``, ``-`` and ``/``, split at their first ``/``, with no numerator starting with ``0``
-    or ``-0`` (a nonzero numerator has no leading zero) and no denominator starting with ``0``; the
-    parts read by ``int`` (which refuses a ``-`` anywhere but first, an empty part, a second ``/``),
-    every denominator above 1, every pair coprime. Parts too long for int64 are read one by one
-    like :func:`parse_rational`. Whatever fails any of this is read again entry by entry by
+    The whole matrix is read at once: every entry a string; ``"0"`` entries set aside; the others
+    made only of ``0-9``, ``-`` and ``/``, with at most one ``/``; the numerators and denominators
+    read by ``int`` (which refuses an empty part and a ``-`` anywhere but first), each exactly as
+    long as the decimal spelling of its value (no leading zero, no ``-0``, no zero numerator), every
+    denominator above 1, every pair coprime. Parts too long for int64 are read one by one like
+    :func:`parse_rational`. Whatever fails any of this is read again entry by entry by
     :func:`parse_rational`, which raises on the first bad entry in row-major order, naming it."""
     if type(rows) is not list:
         raise CertificateError(f"{field}: expected a list of {shape[0]} rows, got {_type_name(rows)} {show(rows)}")
@@ -608,47 +608,58 @@ def _read_rationals(flat: list) -> tuple[np.ndarray, np.ndarray, dict[int, tuple
     body = "/".join(texts)  # every numerator and denominator, one "/" apart
     if body.translate(_RATIONAL_CHARS) or body.count("/") != len(texts) - 1 + int(slash.sum()):
         return None  # a character that no canonical rational has, or an entry with two "/"
-    parts = body.split("/")
-    try:
-        ints = list(map(int, parts))  # int refuses "", "-", "1-2", "--1" (and digit strings past its limit)
+    parts = np.array(body.split("/"), dtype=object)
+    first = np.arange(len(texts)) + np.cumsum(slash) - slash  # where each entry's numerator is in parts
+    nums = parts[first].tolist()
+    dens = parts[first[slash] + 1].tolist()
+    try:  # int refuses "", "-", "1-2", "--1" (and digit strings past its limit)
+        pv = list(map(int, nums))
+        dmap = {t: int(t) for t in set(dens)}  # few distinct denominators, each read once
     except ValueError:
         return None
-    first = np.arange(len(texts)) + np.cumsum(slash) - slash  # where each entry's numerator is in parts
-    lens = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    long = lens > _SHORT_NUM
+    # canonical spelling: each part exactly str() of its value (no leading zero, no "-0"; a zero
+    # numerator, never canonical in a nonzero entry, has no digits); denominators above 1
+    if any(v <= 1 or len(t) != len(str(v)) for t, v in dmap.items()):
+        return None
+    for t in dmap:
+        if len(t) > _SHORT_NUM:
+            dmap[t] = 0  # too long for int64: its entries are read one by one
+    q = np.ones(len(nums), dtype=np.int64)
+    q[slash] = np.array(list(map(dmap.__getitem__, dens)), dtype=np.int64)
+    lens = np.fromiter(map(len, nums), dtype=np.int64, count=len(nums))
+    long = (lens > _SHORT_NUM) | (q == 0)
     if long.any():  # entries with a part too long for int64: read one by one
-        owner = np.repeat(np.arange(len(texts)), 1 + slash)
-        for t in np.unique(owner[long]).tolist():
+        for t in np.flatnonzero(long).tolist():
             pq = _rational_pair(texts[t])
             if pq is None:
                 return None
             big[int(where[t])] = pq
-            ints[first[t]] = 0
-            if slash[t]:
-                ints[first[t] + 1] = 2
-        long = np.zeros(len(texts), dtype=bool)
-        long[np.unique(owner[lens > _SHORT_NUM])] = True
-    else:
-        long = np.zeros(len(texts), dtype=bool)
-    values = np.array(ints, dtype=np.int64)
-    # canonical spelling: each part as long as the decimal digits of its value, and a sign (no
-    # leading zero, no "-0"; a zero numerator, never canonical in a nonzero entry, has no digits)
-    digits = np.searchsorted(_POWERS_OF_TEN, np.abs(values), side="right")
-    spelled = digits + (values < 0)
-    spelled[lens > _SHORT_NUM] = lens[lens > _SHORT_NUM]
-    if (spelled != lens).any():
+            pv[t] = 0
+    p = np.array(pv, dtype=np.int64)
+    digits = np.searchsorted(_POWERS_OF_TEN, np.abs(p), side="right")
+    if ((digits + (p < 0) != lens) & ~long).any():
         return None
-    p = values[first]
-    q = np.ones(p.size, dtype=np.int64)
     frac = slash & ~long
-    if frac.any():
-        q[frac] = values[first[frac] + 1]
-        if (q[frac] <= 1).any() or (np.gcd(p[frac], q[frac]) != 1).any():
-            return None
+    if frac.any() and not _coprime(p[frac], q[frac]):
+        return None
     p[long], q[long] = 0, 1
     num[where] = p
     den[where] = q
     return num, den, big
+
+
+def _coprime(p: np.ndarray, q: np.ndarray) -> bool:
+    """Every ``gcd(p_i, q_i) == 1`` (int64 arrays, q > 1): by the primes of each distinct q when
+    there are few of them, else by ``np.gcd``."""
+    dq, inv = np.unique(q, return_inverse=True)
+    if dq.size > 64:
+        return not (np.gcd(p, q) != 1).any()
+    for g, qd in enumerate(dq.tolist()):
+        pg = p[inv == g]
+        for r, _ in flint.fmpz(qd).factor():
+            if not (pg % int(r)).all():
+                return False
+    return True
 
 
 def _rational_pair(text: str) -> tuple[int, int] | None:
