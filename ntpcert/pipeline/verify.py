@@ -3,7 +3,10 @@ r"""The independent checker of certificate files.
 It re-derives every claim from the instance and the certificate alone, in exact integer and
 rational arithmetic (python-flint), with no tolerance, and imports nothing that produced the
 certificate (no solver, no LP, no float pipeline): only the data model, the file format and
-exact arithmetic. What it checks:
+exact arithmetic. Large integer matrix products are computed exactly with float64 BLAS on limbs
+small enough that every product and partial sum is an integer below :math:`2^{52}` (so no
+rounding can occur); they only screen the margins (6b), each of which is then proven from an
+exact integer lower bound or settled in Python integers. What it checks:
 
 * **schema** (first, before anything else): :func:`ntpcert.pipeline.certificate.check_schema`,
   every key of every section known and present, every value of its kind *type-exactly* (``1`` is
