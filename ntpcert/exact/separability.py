@@ -28,9 +28,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ntpcert.errors import SolverError
-from ntpcert.instance import NTPInstance
 from ntpcert.exact.rational import frac
 from ntpcert.exact.svm_gap import DEFAULT_BITS, ExactSVMBounder
+from ntpcert.instance import NTPInstance
 
 #: Entries of the float ray with magnitude at most this (relative to the largest) are taken as 0.
 RAY_SUPPORT_TOL = 1e-9
@@ -223,7 +223,8 @@ def exact_ray(instance: NTPInstance, a: np.ndarray) -> dict | None:
 
 
 def check_ray(instance: NTPInstance, ray: dict) -> str:
-    """Exact check of the Farkas conditions; returns ``""`` or the first failure."""
+    """Exact check of the Farkas conditions, touching only the contexts in the ray; returns ``""`` or
+    the first failure."""
     d = instance.d
     off = ~instance.support_mask().T
     colsum: dict[int, Fraction] = {}
@@ -238,7 +239,7 @@ def check_ray(instance: NTPInstance, ray: dict) -> str:
         return "a column of the ray does not sum to 0"
     if total <= 0:
         return "the ray has no mass off the supports"
-    Hq = [[frac(x) for x in row] for row in instance.embeddings]
+    Hq = {j: [frac(x) for x in instance.embeddings[j]] for j in colsum}  # only the ray's contexts
     by_v: dict[int, list] = {}
     for (v, j), val in ray.items():
         by_v.setdefault(v, []).append((j, val))

@@ -203,38 +203,14 @@ class SeparabilityDecision:
 
 def check_ray_sparse(instance: NTPInstance, ray: dict) -> str:
     r"""Exact check of the Farkas conditions of a sparse ray ``{(v, j): Fraction}`` on the whole
-    instance, touching only the contexts in the ray; returns ``""`` or the first failure."""
-    from fractions import Fraction
+    instance (:func:`ntpcert.exact.separability.check_ray`, which touches only the ray's contexts),
+    with indices range-checked first; returns ``""`` or the first failure."""
+    from ntpcert.exact.separability import check_ray
 
-    from ntpcert.exact.rational import frac
-
-    mask = instance.support_mask()
-    colsum: dict[int, Fraction] = {}
-    total = Fraction(0)
-    for (v, j), val in ray.items():
+    for v, j in ray:
         if not (0 <= v < instance.V and 0 <= j < instance.m):
             return f"index ({v}, {j}) out of range"
-        colsum[j] = colsum.get(j, Fraction(0)) + val
-        if not mask[j, v]:
-            if val > 0:
-                return f"a[{v}, {j}] = {val} > 0 off the support"
-            total -= val
-    if any(s != 0 for s in colsum.values()):
-        return "a column of the ray does not sum to 0"
-    if total <= 0:
-        return "the ray has no mass off the supports"
-    rows = {j: [frac(x) for x in instance.embeddings[j]] for j in colsum}
-    acc: dict[int, list] = {}
-    for (v, j), val in ray.items():
-        row = acc.setdefault(v, [Fraction(0)] * instance.d)
-        h = rows[j]
-        for i, x in enumerate(h):
-            if x:
-                row[i] += val * x
-    for v, row in acc.items():
-        if any(x != 0 for x in row):
-            return f"(a H)[{v}, :] is not 0"
-    return ""
+    return check_ray(instance, ray)
 
 
 def _ray_from(err: InfeasibleError) -> dict | None:
