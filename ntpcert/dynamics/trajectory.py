@@ -252,11 +252,14 @@ class Trajectory:
     metrics : dict of str to ndarray of shape (n,)
         One array per metric name (see the module doc).
     W_final : ndarray of shape (V, d)
-    snapshots : ndarray of shape (n, V, d) or None
-        The iterates at ``steps`` when asked for.
+    snapshots : ndarray of shape (s, V, d) or None
+        The iterates at ``snapshot_steps`` when asked for.
     seconds : float
         Wall time of the optimiser steps alone (metrics excluded).
     instance_name, fingerprint : str
+    snapshot_steps : ndarray of shape (s,) or None
+        The steps of ``snapshots``: every logged step (``run(..., snapshots=True)``) or the ones
+        asked for (``run(..., snapshots=[...])``, e.g. :func:`decade_steps`).
     """
 
     optimizer: str
@@ -268,6 +271,7 @@ class Trajectory:
     seconds: float
     instance_name: str
     fingerprint: str
+    snapshot_steps: np.ndarray | None = None
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.metrics[name]
@@ -276,6 +280,16 @@ class Trajectory:
     def steps_per_second(self) -> float:
         n = int(self.steps[-1])
         return n / self.seconds if self.seconds > 0 else float("inf")
+
+    def snapshot(self, step: int) -> np.ndarray:
+        """The iterate at ``step``, shape (V, d).
+
+        Raises InputError when no snapshot was kept at that step."""
+        if self.snapshots is not None and self.snapshot_steps is not None:
+            hit = np.flatnonzero(self.snapshot_steps == step)
+            if hit.size:
+                return self.snapshots[int(hit[0])]
+        raise InputError(f"step: no snapshot at step {step!r} (run with snapshots=[...] naming it)")
 
     def final(self) -> dict[str, float]:
         """The metrics at the last logged step."""
@@ -315,7 +329,7 @@ def run(
     W0: np.ndarray | None = None,
     grid: Sequence[int] | None = None,
     per_decade: int = POINTS_PER_DECADE,
-    snapshots: bool = False,
+    snapshots: bool | Sequence[int] = False,
     progress: bool = False,
     max_steps: int | None = MAX_STEPS,
 ) -> Trajectory:
@@ -333,8 +347,10 @@ def run(
     grid : sequence of int, optional
         Steps at which to log (``steps`` is always added); default :func:`geometric_grid`
         (``steps``, ``per_decade``).
-    snapshots : bool
-        Keep the iterate at every logged step.
+    snapshots : bool or sequence of int
+        True: keep the iterate at every logged step. A sequence of steps in [0, ``steps``]: keep
+        the iterate at those steps only (they are added to the logged grid), e.g.
+        :func:`decade_steps` for the checks of :mod:`ntpcert.dynamics.checks`.
     progress : bool
         A progress bar on stderr.
     max_steps : int or None
@@ -353,6 +369,12 @@ def run(
         if max_steps is not None and isinstance(steps, (int, np.integer)) and steps > max_steps:
             raise InputError(f"steps: value {steps!r} is above the limit of {max_steps:,} steps")
         pts = _check_grid(grid, steps)
+    keep: np.ndarray | None = None
+    if not isinstance(snapshots, (bool, np.bool_)):
+        keep = _check_grid(snapshots, int(pts[-1]), field="snapshots", add_end=False)
+        pts = np.union1d(pts, keep).astype(np.int64)
+    elif snapshots:
+        keep = pts
     opt = optimizer.resolve(instance)
     lim = limits if limits is not None else Limits.compute(instance)
     if lim.instance is not instance and lim.instance.fingerprint() != instance.fingerprint():
@@ -361,7 +383,8 @@ def run(
     W = stepper.W
     names = metric_names(lim)
     cols = {n: np.empty(pts.size) for n in names}
-    snaps = np.empty((pts.size, *W.shape)) if snapshots else None
+    snaps = None if keep is None else np.empty((keep.size, *W.shape))
+    slot = {int(k): i for i, k in enumerate(keep)} if keep is not None else {}
     bar = progress_bar(bool(progress), total=int(pts[-1]), desc=opt.name, unit="step")
     seconds = 0.0
     try:
@@ -370,8 +393,8 @@ def run(
             row = metrics(W, lim)
             for n in names:
                 cols[n][i] = row[n]
-            if snaps is not None:
-                snaps[i] = W
+            if snaps is not None and int(target) in slot:
+                snaps[slot[int(target)]] = W
             if bar is not None:
                 bar.update(int(target) - bar.n)
     finally:
@@ -379,7 +402,8 @@ def run(
             bar.close()
     hp = opt.hyperparams()
     hp.update({"steps": int(pts[-1]), "start": "zeros" if W0 is None else "given"})
-    return Trajectory(opt.name, hp, pts, cols, W.copy(), snaps, seconds, instance.name, instance.fingerprint())
+    return Trajectory(opt.name, hp, pts, cols, W.copy(), snaps, seconds, instance.name, instance.fingerprint(),
+                      keep)
 
 
 class Stepper:
@@ -432,14 +456,28 @@ class Stepper:
         return seconds
 
 
-def _check_grid(grid: Sequence[int], steps: int) -> np.ndarray:
+def _check_grid(grid: Sequence[int], steps: int, *, field: str = "grid", add_end: bool = True) -> np.ndarray:
     g = np.asarray(grid)
     if g.ndim != 1 or g.size == 0 or g.dtype.kind not in "iu":
-        raise InputError(f"grid: expected a non-empty 1-d sequence of integers, got {grid!r}")
+        raise InputError(f"{field}: expected a non-empty 1-d sequence of integers, got {grid!r}")
     g = np.unique(g.astype(np.int64))
     if g[0] < 0 or g[-1] > steps:
-        raise InputError(f"grid: values must lie in [0, steps = {steps}], got range [{g[0]}, {g[-1]}]")
-    return np.unique(np.concatenate([g, [steps]])).astype(np.int64)
+        raise InputError(f"{field}: values must lie in [0, steps = {steps}], got range [{g[0]}, {g[-1]}]")
+    return np.unique(np.concatenate([g, [steps]] if add_end else [g])).astype(np.int64)
 
 
-__all__ = ["BASE_METRICS", "MAX_GRID_POINTS", "MAX_STEPS", "Limits", "Stepper", "Trajectory", "geometric_grid", "metric_names", "metrics", "run"]
+def decade_steps(steps: int) -> np.ndarray:
+    r"""The steps :math:`1, 10, 100, \dots, 10^{\lfloor\log_{10}\text{steps}\rfloor}`, shape (n,), int64
+    (empty for ``steps`` = 0): where :mod:`ntpcert.dynamics.checks` compares iterates decade by decade."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise InputError(f"steps: value {steps!r} is not a non-negative integer")
+    out = []
+    k = 1
+    while k <= steps:
+        out.append(k)
+        k *= 10
+    return np.asarray(out, dtype=np.int64)
+
+
+__all__ = ["BASE_METRICS", "MAX_GRID_POINTS", "MAX_STEPS", "Limits", "Stepper", "Trajectory", "decade_steps", "geometric_grid",
+           "metric_names", "metrics", "run"]
