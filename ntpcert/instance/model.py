@@ -602,9 +602,15 @@ class NTPInstance:
             h.update(",".join(f"{f.numerator}/{f.denominator}" for f in self.exact_weights).encode())
         return h.hexdigest()
 
-    def describe(self) -> dict[str, Any]:
-        """A JSON-ready summary: sizes, support sizes, n and ℋ."""
+    def describe(self, *, embedding_rank: int | None = None) -> dict[str, Any]:
+        """A JSON-ready summary: sizes, support sizes, n and ℋ.
+
+        ``embedding_rank`` is the rank of H when the caller already knows it (for example certified
+        mod a prime); otherwise a float SVD rank is computed when H has at most 4,000,000 entries.
+        """
         k = self.support_sizes
+        if embedding_rank is None and self.m * self.d <= 4_000_000:
+            embedding_rank = int(np.linalg.matrix_rank(self.embeddings))
         return {
             "name": self.name,
             "m": self.m,
@@ -615,7 +621,7 @@ class NTPInstance:
             "support_size_max": int(k.max()),
             "support_size_mean": float(k.mean()),
             "entropy": self.entropy(),
-            "embedding_rank": int(np.linalg.matrix_rank(self.embeddings)) if self.m * self.d <= 4_000_000 else None,
+            "embedding_rank": embedding_rank,
         }
 
     def __repr__(self) -> str:

@@ -72,7 +72,8 @@ class Report:
         return and3(self.compatible.holds, self.separable.holds)
 
     def to_json(self) -> dict:
-        out = dict(self.instance.describe())
+        # Lemma 1's certificate is H's full row rank mod p, hence over Q: rank m, without an SVD
+        out = dict(self.instance.describe(embedding_rank=self.instance.m if self.lemma1_modulus is not None else None))
         comp = self.compatible.to_json()
         comp["witness"] = comp.pop("by")
         comp["by"] = self.compat_decision.engine if self.compat_decision is not None else None
