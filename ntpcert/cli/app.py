@@ -19,6 +19,7 @@ from ntpcert.cli.options import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, Usag
 COMMANDS = {
     "info": "ntpcert.cli.info",
     "certify": "ntpcert.cli.certify",
+    "explain": "ntpcert.cli.explain",
     "svm": "ntpcert.cli.svm",
     "limits": "ntpcert.cli.limits",
     "verify": "ntpcert.cli.verify",

@@ -1,0 +1,44 @@
+"""``ntpcert explain DATA [--json] [--exact]``: when the entropy bound is out of reach, which contexts are
+to blame (an irreducible non-separable set, an irreducible cycle of log-odds)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, float_in, load_data
+
+
+def register(subparsers: Any, name: str) -> None:
+    p = subparsers.add_parser(
+        name,
+        help="explain a negative verdict: an irreducible non-separable set of contexts, a cycle of log-odds",
+        description="Decide compatibility and separability, and shrink the exact witness of each negative "
+        "verdict to an irreducible culprit: contexts that no linear decoder separates (each one-context "
+        "deletion certified separable), and a cycle of log-odds equations no W satisfies, with its mismatch "
+        "in nats.",
+    )
+    data_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--exact", action="store_true",
+                   help="take the verdicts from 'certify --exact' (a certificate checked by the independent checker)")
+    p.add_argument("--separability-solver", choices=("structured", "highs"), default="structured",
+                   help="engine for separability and for every sub-problem of the shrinking (default structured)")
+    p.add_argument("--time-budget", type=float_in(0.0, 86_400.0), default=None, metavar="S",
+                   help="seconds for each shrinking (default 60); when spent the culprit is reported unshrunk")
+    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ntpcert.pipeline.explain import EXPLAIN_BUDGET, explain
+    from ntpcert.report.explain import explanation_lines
+
+    inst = load_data(args)
+    exp = explain(inst, engine=args.separability_solver, exact=args.exact,
+                  time_budget=EXPLAIN_BUDGET if args.time_budget is None else args.time_budget)
+    if args.json:
+        emit_json(exp.to_json())
+    else:
+        emit_lines(explanation_lines(exp))
+    return EXIT_OK

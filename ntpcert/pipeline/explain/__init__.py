@@ -1,0 +1,220 @@
+r"""Why the entropy bound is out of reach: the contexts to blame (``ntpcert explain``).
+
+The entropy bound is reached iff the data are NTP-compatible (4) and NTP-separable (6). When a verdict
+is negative, its exact witness names a culprit, which is shrunk here to an irreducible one:
+
+* :mod:`.separability`: the support of a Farkas ray, shrunk by a deletion filter to a set of contexts
+  that is not separable while every one-context deletion is (each certified by an exact point);
+* :mod:`.compatibility`: a violating left null vector, shrunk to a cycle of log-odds equations whose
+  every proper subset is consistent, with its mismatch in nats.
+
+:func:`explain` decides both verdicts with the decision engine (:mod:`ntpcert.pipeline.decide`) and
+explains the negative ones; :func:`why_not` explains the verdicts of a ``certify`` run, within limits
+that keep it cheap (:data:`CERTIFY_MAX_CONTEXTS`, :data:`CERTIFY_MAX_EQUATIONS`, :data:`CERTIFY_BUDGET`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ntpcert.instance import NTPInstance
+from ntpcert.pipeline.decide import (
+    DEFAULT_SEPARABILITY_ENGINE,
+    decide_compatibility,
+    decide_separability,
+    lemma1,
+)
+from ntpcert.pipeline.explain.compatibility import LogOddsTerm, WhyNotCompatible, why_not_compatible
+from ntpcert.pipeline.explain.separability import Deletion, WhyNotSeparable, why_not_separable
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.util.logic import and3
+
+#: ``certify --json`` explains a negative separability verdict only when its ray touches at most this
+#: many contexts, and a negative compatibility verdict only when its null vector has at most this many
+#: non-zeros; both within :data:`CERTIFY_BUDGET` seconds each. ``ntpcert explain`` has no such caps.
+CERTIFY_MAX_CONTEXTS = 64
+CERTIFY_MAX_EQUATIONS = 200
+CERTIFY_BUDGET = 5.0
+#: Seconds for each shrinking in ``ntpcert explain``.
+EXPLAIN_BUDGET = 60.0
+
+
+@dataclass(frozen=True, eq=False)
+class Explanation:
+    """Both verdicts with their culprits.
+
+    Attributes
+    ----------
+    instance : NTPInstance
+    compatible, separable : bool or None
+    compatible_by, separable_by : str or None
+        The engine that decided (:mod:`ntpcert.pipeline.decide`).
+    compatible_witness, separable_witness : str
+    why_not_compatible : WhyNotCompatible or None
+    why_not_separable : WhyNotSeparable or None
+    notes : dict
+        Why a negative verdict has no explanation, per key.
+    seconds : float
+    stages : dict
+        Wall seconds of each stage.
+    """
+
+    instance: NTPInstance
+    compatible: bool | None
+    compatible_by: str | None
+    compatible_witness: str
+    separable: bool | None
+    separable_by: str | None
+    separable_witness: str
+    why_not_compatible: WhyNotCompatible | None
+    why_not_separable: WhyNotSeparable | None
+    notes: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    stages: dict = field(default_factory=dict)
+
+    @property
+    def entropy_bound_reachable(self) -> bool | None:
+        return and3(self.compatible, self.separable)
+
+    def to_json(self) -> dict:
+        inst = self.instance
+        out = {
+            "name": inst.name, "m": inst.m, "d": inst.d, "V": inst.V, "entropy": inst.entropy(),
+            "compatible": {"holds": self.compatible, "by": self.compatible_by, "witness": self.compatible_witness},
+            "separable": {"holds": self.separable, "by": self.separable_by, "witness": self.separable_witness},
+            "entropy_bound_reachable": self.entropy_bound_reachable,
+        }
+        out.update(_keys(self.compatible, self.why_not_compatible, self.separable, self.why_not_separable, self.notes))
+        out["seconds"] = self.seconds
+        out["stages"] = dict(self.stages)
+        return out
+
+
+def _keys(compatible, wnc, separable, wns, notes) -> dict:
+    out = {}
+    if separable is False:
+        out["why_not_separable"] = wns.to_json() if wns is not None else {"skipped": notes.get("why_not_separable", "")}
+    if compatible is False:
+        out["why_not_compatible"] = wnc.to_json() if wnc is not None else {"skipped": notes.get("why_not_compatible", "")}
+    return out
+
+
+def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+            time_budget: float = EXPLAIN_BUDGET, time_limit: float | None = None) -> Explanation:
+    """Decide (4) and (6) and explain each negative verdict by an irreducible culprit.
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    exact : bool
+        Take the verdicts and witnesses from :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`
+        (a certificate checked by the independent checker) instead of the decision engine alone. The
+        culprits are checked in exact arithmetic either way.
+    engine : {"structured", "highs"}
+        Separability engine, for the whole instance and for every sub-problem of the filter.
+    time_budget : float
+        Seconds for each shrinking (the result says when it ran out).
+    time_limit : float, optional
+        Seconds for the separability decision on the whole instance (without ``exact``).
+    """
+    t0 = time.perf_counter()
+    stages: dict[str, float] = {}
+
+    def lap(key: str, since: float) -> float:
+        now = time.perf_counter()
+        stages[key] = now - since
+        return now
+
+    ts = time.perf_counter()
+    system = KeslerSystem.build(instance)
+    if exact:
+        v = _exact_verdicts(instance, engine)
+        ts = lap("certify_exact", ts)
+    else:
+        p = lemma1(instance)
+        ts = lap("rows_and_lemma1", ts)
+        cdec = decide_compatibility(system, lemma1_modulus=p)
+        ts = lap("compatibility", ts)
+        sdec = decide_separability(system, engine=engine, lemma1_modulus=p, time_limit=time_limit)
+        ts = lap("separability", ts)
+        v = (cdec.holds, cdec.engine, cdec.witness, cdec.violating, sdec.holds, sdec.engine, sdec.witness, sdec.ray)
+    compatible, cby, cwit, violating, separable, sby, swit, ray = v
+    notes: dict[str, str] = {}
+    wns = wnc = None
+    if separable is False:
+        wns = why_not_separable(instance, ray, engine=engine, time_budget=time_budget) if ray else None
+        if wns is None:
+            notes["why_not_separable"] = "no Farkas ray that passes its exact re-check"
+    ts = lap("why_not_separable", ts)
+    if compatible is False:
+        wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget) if violating else None
+        if wnc is None:
+            notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
+    lap("why_not_compatible", ts)
+    return Explanation(instance, compatible, cby, cwit, separable, sby, swit, wnc, wns, notes,
+                       time.perf_counter() - t0, stages)
+
+
+def _exact_verdicts(instance: NTPInstance, engine: str) -> tuple:
+    """The checked verdicts of ``certify --exact`` (no NTP-SVM) and their witnesses."""
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+
+    rep = exact_certify(instance, svm=False, separability_solver=engine)
+    valid = "checked by the independent checker" if rep.verdict.valid else f"certificate invalid: {rep.verdict.reason}"
+    comp, sep = rep.compatibility, rep.separability
+    cwit = comp.reason or f"exact ({comp.method}); {valid}"
+    swit = sep.reason or f"exact ({sep.to_json()['witness']}); {valid}"
+    return (rep.compatible, f"exact:{comp.method}", cwit, comp.violating if rep.compatible is False else None,
+            rep.separable, "exact:" + str(rep.float_report.separable.status), swit,
+            sep.ray if rep.separable is False else None)
+
+
+def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict | None, separable: bool | None,
+            ray: dict | None, system: KeslerSystem | None = None, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+            max_contexts: int = CERTIFY_MAX_CONTEXTS, max_equations: int = CERTIFY_MAX_EQUATIONS,
+            time_budget: float = CERTIFY_BUDGET) -> dict:
+    """The keys ``why_not_separable`` / ``why_not_compatible`` for a report whose verdicts and exact
+    witnesses are given: present only for a negative verdict; ``{"skipped": why}`` when the witness is
+    larger than the caps (then ``ntpcert explain`` gives it)."""
+    notes: dict[str, str] = {}
+    wns = wnc = None
+    if separable is False:
+        n = len({j for (_, j) in ray}) if ray else 0
+        if not ray:
+            notes["why_not_separable"] = "no Farkas ray to start from"
+        elif n > max_contexts:
+            notes["why_not_separable"] = (f"the Farkas ray touches {n} contexts, more than the {max_contexts} explained "
+                                          "here; run 'ntpcert explain DATA'")
+        else:
+            wns = why_not_separable(instance, ray, engine=engine, time_budget=time_budget)
+            if wns is None:
+                notes["why_not_separable"] = "the Farkas ray failed its exact re-check"
+    if compatible is False:
+        n = sum(1 for v in (violating or {}).values() if v)
+        if not violating:
+            notes["why_not_compatible"] = "no violating null vector to start from"
+        elif n > max_equations:
+            notes["why_not_compatible"] = (f"the violating null vector has {n} non-zeros, more than the {max_equations} "
+                                           "explained here; run 'ntpcert explain DATA'")
+        else:
+            wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget)
+            if wnc is None:
+                notes["why_not_compatible"] = "the violating null vector failed its exact re-check"
+    return _keys(compatible, wnc, separable, wns, notes)
+
+
+__all__ = [
+    "CERTIFY_BUDGET",
+    "CERTIFY_MAX_CONTEXTS",
+    "CERTIFY_MAX_EQUATIONS",
+    "Deletion",
+    "Explanation",
+    "LogOddsTerm",
+    "WhyNotCompatible",
+    "WhyNotSeparable",
+    "explain",
+    "why_not",
+    "why_not_compatible",
+    "why_not_separable",
+]
