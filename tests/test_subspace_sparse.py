@@ -108,6 +108,8 @@ def test_auto_switches_at_dense_max_rows(monkeypatch):
     monkeypatch.setattr(S, "DENSE_MAX_ROWS", r)
     assert Subspace.build(sy).method == "eigh"
     monkeypatch.setattr(S, "DENSE_MAX_ROWS", r - 1)
+    assert Subspace.build(sy).method == "eigh"  # r^3 is small next to V d: eigh is still cheaper
+    monkeypatch.setattr(S, "DENSE_MAX_ROWS_WIDE", r - 1)
     L = Subspace.build(sy)
     assert L.method == "lsmr"
     assert L.dim is None and L.full_row_rank is False and L.certified_rank == 0 and L.near_null is None
@@ -180,3 +182,16 @@ def test_lsmr_that_does_not_converge_raises_or_reports_it(monkeypatch):
     sub = Subspace.build(sy, method="lsmr")  # W* is kept, flagged as not converged, with its residuals
     assert sub.solve_info["converged"] is False and sub.solve_info["iterations"] == 2
     assert check_compatibility(sub).to_json()["least_squares"]["converged"] is False
+
+
+def test_auto_weighs_eigh_against_lsmr_iterations(monkeypatch):
+    """Above DENSE_MAX_ROWS, ``auto`` keeps eigh while r^3 <= DENSE_WORK_FACTOR (2 d r + V d), the
+    work of that many LSMR iterations, and r <= DENSE_MAX_ROWS_WIDE."""
+    sy = KeslerSystem.build(CASES["gauss-full-rank"](0))
+    inst, r = sy.instance, sy.n_eq
+    monkeypatch.setattr(S, "DENSE_MAX_ROWS", 0)
+    work = 2 * inst.d * r + inst.V * inst.d
+    monkeypatch.setattr(S, "DENSE_WORK_FACTOR", r ** 3 / work)  # exactly at the limit: eigh
+    assert S.dense_preferred(sy) and Subspace.build(sy).method == "eigh"
+    monkeypatch.setattr(S, "DENSE_WORK_FACTOR", 0.999 * r ** 3 / work)
+    assert not S.dense_preferred(sy) and Subspace.build(sy).method == "lsmr"

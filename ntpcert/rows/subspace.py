@@ -71,6 +71,14 @@ RANK_ERR_FACTOR = 4.0
 #: prime and null vectors lifted exactly (:mod:`ntpcert.pipeline.decide`), so the switch sits where
 #: LSMR is clearly ahead, at 500 rows.
 DENSE_MAX_ROWS = 500
+#: ... and above it while eigh is still the cheaper of the two: LSMR's iterations cost
+#: :math:`O(\mathrm{nnz}(A_{eq}) + V d)` each, which dominates when V·d is large next to r (on
+#: V = 2000, m = 1000, d = 1024, r = 1040: LSMR 3.1-3.6 s, eigh 0.9 s with W\*). ``auto`` takes eigh
+#: when :math:`r^3 \le` ``DENSE_WORK_FACTOR`` :math:`\cdot (\mathrm{nnz}(A_{eq}) + V d)` and
+#: :math:`r \le` ``DENSE_MAX_ROWS_WIDE``; on corpora (V·d small) that rule gives the same switch near
+#: 300-500 rows as the measurement above.
+DENSE_WORK_FACTOR = 400
+DENSE_MAX_ROWS_WIDE = 3000
 #: The methods :meth:`Subspace.build` accepts.
 METHODS = ("auto", "eigh", "lsmr")
 #: LSMR's ``atol`` and ``btol`` (module doc); the condition-number stop is off (``conlim = 0``).
@@ -116,6 +124,18 @@ def eq_operator(system: KeslerSystem, kind: str = EQ_OPERATOR) -> Any:
         matvec=lambda x: system.apply_eq(np.ravel(x).reshape(V, d)),
         rmatvec=lambda y: system.apply_eq_T(np.ravel(y)).ravel(),
     )
+
+
+def dense_preferred(system: KeslerSystem) -> bool:
+    """Whether ``method="auto"`` takes the dense eigh path: r up to :data:`DENSE_MAX_ROWS`, or up to
+    :data:`DENSE_MAX_ROWS_WIDE` when :math:`r^3 \le` :data:`DENSE_WORK_FACTOR` times the work of one
+    LSMR iteration, :math:`\mathrm{nnz}(A_{eq}) + V d` with :math:`\mathrm{nnz}(A_{eq}) = 2 d r`."""
+    r = system.n_eq
+    if r <= DENSE_MAX_ROWS:
+        return True
+    inst = system.instance
+    per_iteration = 2 * inst.d * r + inst.V * inst.d
+    return r <= DENSE_MAX_ROWS_WIDE and r ** 3 <= DENSE_WORK_FACTOR * per_iteration
 
 
 def lsmr_solve(A: Any, b: np.ndarray, *, strict: bool = True) -> tuple[np.ndarray, dict]:
@@ -210,7 +230,7 @@ class Subspace:
         method : {"auto", "eigh", "lsmr"}
             ``"eigh"``: dense eigen-decomposition of G (certified rank, basis, dim F);
             ``"lsmr"``: LSMR on the sparse :math:`A_{eq}`, solving (4) for the log-odds right away;
-            ``"auto"``: eigh up to :data:`DENSE_MAX_ROWS` equality rows, lsmr above. With no equality
+            ``"auto"``: eigh where :func:`dense_preferred` says so, lsmr otherwise. With no equality
             rows F = {0} and the (trivial) eigh path is taken whatever the method.
         operator : {"csr", "kesler"}
             How the lsmr path applies :math:`A_{eq}` (see :data:`EQ_OPERATOR`).
@@ -229,7 +249,7 @@ class Subspace:
         r = system.n_eq
         if r == 0:
             return cls(system, np.zeros((0, 0)), np.zeros(0), 0.0)
-        if method == "lsmr" or (method == "auto" and r > DENSE_MAX_ROWS):
+        if method == "lsmr" or (method == "auto" and not dense_preferred(system)):
             return cls._build_lsmr(system, operator)
         G = system.eq_gram()
         from ntpcert.util.numbers import blas_threads
