@@ -262,3 +262,52 @@ def test_probabilities_from_floats_are_flagged_in_output_and_certificate(tmp_pat
     assert main(["certify", str(data), "--exact"]) == 0
     assert "taken as the exact" in capsys.readouterr().out
     assert main(["verify", str(cert)]) == 0
+
+
+# ---------------------------------------------------------------------------- fast writers
+def _dyadic_matrix(rng: np.random.Generator, shape=(30, 20)) -> np.ndarray:
+    A = rng.standard_normal(shape) * np.exp2(rng.integers(-70, 70, shape))
+    A[rng.random(shape) < 0.2] = 0.0
+    A[0, :4] = [3.0, -(2.0 ** 60), 5e-324, -1.0]  # an integer, a large power of two, a subnormal
+    return A
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_to_strings_dyadic_matches_fraction_str(seed):
+    A = _dyadic_matrix(np.random.default_rng(seed))
+    assert cf.to_strings_dyadic(A) == [[fraction_str(Fraction(float(x))) for x in row] for row in A]
+
+
+@pytest.mark.parametrize("scale", [Fraction(1), Fraction(3, 7), Fraction(2**40, 3**20), Fraction(9, 5 * 2**30),
+                                   Fraction(1, 2**53 - 1), Fraction(12345678901, 8), Fraction(1, 3 * 2**70)])
+def test_scaled_dyadic_strings_matches_fractions(scale):
+    """scale * (B + Delta) in lowest terms, repeated corrections adding up, as Fractions would write it."""
+    B = _dyadic_matrix(np.random.default_rng(7))
+    delta = [(1, 2, Fraction(1, 3)), (1, 2, Fraction(-1, 5)), (4, 4, Fraction(7, 2**80)), (0, 0, Fraction(-3))]
+    exact = [[Fraction(float(x)) for x in row] for row in B]
+    for i, k, dl in delta:
+        exact[i][k] += dl
+    want = [[fraction_str(x * scale) for x in row] for row in exact]
+    got = cf.scaled_dyadic_strings(B, scale, delta)
+    assert got == want
+    # and what the reader takes back is the same matrix
+    assert cf.matrix_fractions(got, B.shape, "W") == [[x * scale for x in row] for row in exact]
+
+
+def test_scaled_dyadic_strings_refuses_a_non_positive_scale():
+    with pytest.raises(Exception, match="not positive"):
+        cf.scaled_dyadic_strings(np.ones((1, 1)), Fraction(0))
+
+
+def test_large_certificates_are_written_compact_and_read_the_same(monkeypatch):
+    inst = random_instance(np.random.default_rng(3), m=6, d=4, V=5)
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+
+    cert = exact_certify(inst, progress=False).certificate
+    pretty = cf.dumps(cert)
+    monkeypatch.setattr(cf, "PRETTY_MAX_ENTRIES", 0)
+    compact = cf.dumps(cert)
+    assert "\n " in pretty and compact.count("\n") == 1
+    assert cf.loads(compact) == cf.loads(pretty) == cf.seal(cert)
+    assert verify_text(compact).valid
+    assert cf.dumps(cert, reseal=False) == compact  # a sealed certificate keeps its checksum

@@ -189,7 +189,7 @@ def build_certificate(
     claims_svm = None
     if svm is not None and svm.primal_feasible and sep.holds is True:
         svmsec = {
-            "W": cf.matrix_strings(svm.W_fractions()),
+            "W": cf.scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta),
             "a": cf.to_strings_dyadic(svm.a),
             "gap": fraction_str(svm.gap),
             "distance_bound": svm.distance_bound,
@@ -266,13 +266,15 @@ def exact_certify(
         with stages.stage("exact NTP-SVM gap", key="exact_svm_gap"):
             bound = None
             if sep.holds and rep.svm is not None:
-                bounder = bounder if bounder is not None else ExactSVMBounder(instance)
-                bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
+                bound = rep.svm.exact_bound  # the structured solver's own exact bound, if it made one
+                if bound is None or not bound.primal_feasible:
+                    bounder = bounder if bounder is not None else ExactSVMBounder(instance)
+                    bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
         with stages.stage("independent check", key="independent_check"):
             cert = build_certificate(instance, compat, sep, bound, wstar)
             verdict = verify_certificate(cert)
-            if certificate_out is not None:
-                cf.save(cert, certificate_out)
+            if certificate_out is not None:  # sealed by build_certificate, its checksum checked just now
+                cf.save(cert, certificate_out, reseal=False)
     finally:
         stages.close()
     return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0,

@@ -18,6 +18,7 @@ Every number below is recomputed from ``(W, a)`` and the instance, never taken f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,11 @@ class SVMSolution:
     seconds : float
         Wall time of the solve.
     iterations : int or None
+    info : dict
+        Solver-specific records (JSON-ready).
+    exact_bound : object or None
+        The exact gap bound (:class:`ntpcert.exact.svm_gap.SVMBound`) this pair was certified with,
+        when the solver computed one; later exact stages reuse it instead of repeating it.
     """
 
     W: np.ndarray
@@ -65,6 +71,7 @@ class SVMSolution:
     seconds: float
     iterations: int | None = None
     info: dict = field(default_factory=dict)
+    exact_bound: Any = None
 
     @classmethod
     def from_primal_dual(

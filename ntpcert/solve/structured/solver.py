@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from fractions import Fraction
 
@@ -201,6 +202,8 @@ class _Solver:
         if self.certificate != "exact":
             rel = sol.relative_gap
             cert.update(relative_gap=rel, gap=sol.gap)
+        else:
+            sol = dataclasses.replace(sol, exact_bound=bound)
         sol.info["certificate"] = cert
         return sol, rel
 
