@@ -232,3 +232,18 @@ def test_bad_input_exits_2(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
+
+
+def test_certify_json_carries_the_culprits(tmp_path, capsys):
+    from ntpcert.instance.io import write_npz
+
+    path = tmp_path / "toy.npz"
+    write_npz(two_context_toy(), path)
+    for extra in ([], ["--exact"]):
+        assert main(["certify", str(path), "--json", "--no-svm", *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["separable"]["holds"] is False
+        w = out["why_not_separable"]
+        assert w["irreducible"] is True and [c["index"] for c in w["contexts"]] == [0, 1]
+        assert [c["text"] for c in w["contexts"]] == ["x", "x'"]
+        assert "why_not_compatible" not in out  # compatible: nothing to explain

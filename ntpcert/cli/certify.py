@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args),
                   separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
     if args.json:
-        emit_json(rep.to_json())
+        emit_json(_with_why_not(rep, args))
     else:
         emit_lines(float_report_lines(rep))
     return EXIT_OK
@@ -62,7 +62,17 @@ def _run_exact(args: argparse.Namespace) -> int:
         use_lemma1=not args.no_lemma1,
     )
     if args.json:
-        emit_json(rep.to_json())
+        emit_json(_with_why_not(rep, args))
     else:
         emit_lines(exact_report_lines(rep))
     return EXIT_OK
+
+
+def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:
+    """The report's JSON with ``why_not_separable`` / ``why_not_compatible`` for negative verdicts
+    (small witnesses only: ``ntpcert.pipeline.explain.CERTIFY_MAX_CONTEXTS`` and friends)."""
+    from ntpcert.pipeline.explain import why_not_of_report
+
+    out = rep.to_json()
+    out.update(why_not_of_report(rep, engine=args.separability_solver))
+    return out

@@ -204,6 +204,20 @@ def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict |
     return _keys(compatible, wnc, separable, wns, notes)
 
 
+def why_not_of_report(rep, *, engine: str = DEFAULT_SEPARABILITY_ENGINE) -> dict:
+    """:func:`why_not` on the verdicts and exact witnesses of a ``certify`` report (a float
+    :class:`~ntpcert.pipeline.float_verdicts.Report` or an
+    :class:`~ntpcert.pipeline.exact_verdicts.ExactReport`, whose checked verdicts are used)."""
+    if hasattr(rep, "float_report"):
+        comp = rep.compatibility
+        return why_not(rep.float_report.instance, compatible=rep.compatible, violating=comp.violating,
+                       separable=rep.separable, ray=rep.separability.ray, system=rep.float_report.subspace.system,
+                       engine=engine)
+    dec = rep.compat_decision
+    return why_not(rep.instance, compatible=rep.compatible.holds, violating=None if dec is None else dec.violating,
+                   separable=rep.separable.holds, ray=rep.separable.ray, system=rep.subspace.system, engine=engine)
+
+
 __all__ = [
     "CERTIFY_BUDGET",
     "CERTIFY_MAX_CONTEXTS",
@@ -216,5 +230,6 @@ __all__ = [
     "explain",
     "why_not",
     "why_not_compatible",
+    "why_not_of_report",
     "why_not_separable",
 ]
