@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from ntpcert.errors import InputError, NTPCertError
+from ntpcert.errors import InputError
 from ntpcert.util.numbers import cosine
 from ntpcert.dynamics.trajectory import Limits, Trajectory, decade_steps
 from ntpcert.solve.norms import matrix_norm
@@ -85,8 +85,8 @@ PATH_MIN_NORM = 1e-8
 #: Budgets sent to the regularisation path are filled in geometrically so that consecutive ones
 #: differ by at most this factor: the path's warm starts fail on large jumps.
 PATH_BUDGET_FACTOR = 1.5
-#: A path point whose KKT residual (as the path solver reports it) exceeds this is not trusted: the
-#: cosine there is undetermined.
+#: A path point whose KKT residual (:func:`ntpcert.dynamics.regpath.kkt_residual`) exceeds this is
+#: not trusted: the cosine there is undetermined.
 PATH_KKT_MAX = 1e-6
 
 #: Names of the verdicts, in report order.
@@ -269,8 +269,9 @@ def path_cosines(limits: Limits, iterates: np.ndarray, *, progress: bool = False
 
     The budgets are solved together, in increasing order, so each warm-starts the next, with
     extra budgets in between so that consecutive ones differ by at most ``PATH_BUDGET_FACTOR``.
-    When the joint solve fails, each budget is solved on its own so that one failure costs only
-    its point. A point whose KKT residual exceeds ``PATH_KKT_MAX`` is undetermined too.
+    Every path point is checked (KKT residual at most ``PATH_KKT_MAX``, norm equal to its budget);
+    one that fails costs only its own cosine, which is then undetermined, and the path goes on from
+    the last point that passed.
     """
     from ntpcert.dynamics.regpath import regularization_path
 
@@ -282,34 +283,22 @@ def path_cosines(limits: Limits, iterates: np.ndarray, *, progress: bool = False
     todo = [i for i in range(n) if norms[i] > PATH_MIN_NORM]
     if not todo:
         return cos, kkt, None
-    inst = limits.instance
     budgets = sorted({float(norms[i]) for i in todo})
     grid = _fill(budgets, PATH_BUDGET_FACTOR)
-    try:
-        rp = regularization_path(inst, grid, limits=limits, progress=progress)
-        found = {float(b): (rp.W[j], float(rp.kkt[j])) for j, b in enumerate(rp.budgets)}
-        error = None
-    except NTPCertError as err:
-        error = str(err)
-        found = {}
-        for b in budgets:
-            try:
-                rp = regularization_path(inst, [b], limits=limits)
-                found[b] = (rp.W[0], float(rp.kkt[0]))
-            except NTPCertError as err_b:
-                error = str(err_b)
+    rp = regularization_path(limits.instance, grid, limits=limits, kkt_max=PATH_KKT_MAX, on_failure="mark",
+                             progress=progress)
+    where = {float(b): j for j, b in enumerate(rp.budgets)}
     bad = []
     for i in todo:
-        hit = found.get(float(norms[i]))
-        if hit is not None:
-            kkt[i] = hit[1]
-            if hit[1] <= PATH_KKT_MAX:
-                cos[i] = cosine(its[i], hit[0])
-            else:
-                bad.append(f"B = {norms[i]:.4g} (KKT residual {hit[1]:.2g})")
+        j = where[float(norms[i])]
+        kkt[i] = rp.kkt[j]
+        if rp.certified[j]:
+            cos[i] = cosine(its[i], rp.W[j])
+        else:
+            bad.append(f"B = {norms[i]:.4g}")
+    error = None
     if bad:
-        msg = f"path points above the KKT limit {PATH_KKT_MAX:g}: {', '.join(bad)}"
-        error = msg if error is None else f"{error}; {msg}"
+        error = f"no checked path point at {', '.join(bad)}: " + "; ".join(rp.failures)
     return cos, kkt, error
 
 

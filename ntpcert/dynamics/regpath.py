@@ -23,13 +23,19 @@ Three methods:
   moderate B, and slower.
 
 At an optimum on the boundary, KKT reads :math:`\nabla\mathrm{CE}(\hat W_B) = -\mu\hat W_B` with
-:math:`\mu\ge0`; :attr:`RegPath.kkt` reports the relative residual :math:`\|\mathcal G\|/\|\nabla\mathrm{CE}\|`
-(projected, cvxpy) or :math:`\|\nabla\mathrm{CE} + \mu W\|/\|\nabla\mathrm{CE}\|` (newton); both are 0 at an
-exact optimum and agree to first order on the boundary.
+:math:`\mu\ge0`. Every answer, whatever the method, is checked from the gradient alone
+(:func:`kkt_residual`: :math:`\|\nabla\mathrm{CE} + \mu W\|/\|\nabla\mathrm{CE}\|` with the
+least-squares :math:`\mu`, at most ``REGPATH_KKT_MAX``) and against its budget
+(:math:`\big|\|W\|-B\big|\le` ``BUDGET_CHECK_RTOL``·B). The path never warm-starts from an answer that
+failed: Newton continuation splits the step instead, and a budget that still fails raises
+:class:`~ntpcert.errors.SolverError` (or is marked, with ``on_failure="mark"``). Far out on the path
+the gradient is of the order of :math:`e^{-\text{margin}}` and float64 stops resolving it; there the
+check fails and says so, rather than returning a wrong point.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
@@ -63,31 +69,52 @@ NEWTON_CONTINUATION = 2.0
 NEWTON_DAMP_REL = 1e-12
 #: Relative accuracy of the attained norm against the requested budget.
 BUDGET_RTOL = 1e-10
+#: A path point is accepted when its :func:`kkt_residual` is at most this ...
+REGPATH_KKT_MAX = 1e-6
+#: ... and its norm is within this relative distance of the budget (the optimum of the ball lies on
+#: its sphere: CE has no minimiser when the data are separable).
+BUDGET_CHECK_RTOL = 1e-8
+#: Newton continuation: failed radius tries (each splits the step) before giving up on a budget.
+NEWTON_MAX_SPLITS = 12
+#: ... or when the step ratio between radii falls below this.
+NEWTON_MIN_RATIO = 1.0 + 1e-4
 #: Softmax probabilities below this are set to 0 in the Hessian: their products would be
 #: subnormal floats, far below any penalty in use, and slow the factorisation down enormously.
 SOFTMAX_FLUSH = 1e-150
 
 METHODS = ("newton", "projected", "cvxpy")
+ON_FAILURE = ("raise", "mark")
 
 
 @dataclass(frozen=True, eq=False)
 class RegPath:
-    """Solutions along the regularisation path and their metrics.
+    """Solutions along the regularisation path, their checks and their metrics.
 
     Attributes
     ----------
     budgets : ndarray of shape (n,)
         The radii B, increasing.
     W : ndarray of shape (n, V, d)
-        :math:`\\hat W_B` for each budget.
+        :math:`\\hat W_B` for each budget (NaN where ``certified`` is False).
     metrics : dict of str to ndarray of shape (n,)
-        The metrics of :func:`ntpcert.dynamics.trajectory.metrics` at each :math:`\\hat W_B`.
+        The metrics of :func:`ntpcert.dynamics.trajectory.metrics` at each :math:`\\hat W_B` (NaN where
+        not certified).
     kkt : ndarray of shape (n,)
-        :math:`\\|\\mathcal G(\\hat W_B)\\|/\\|\\nabla\\mathrm{CE}(\\hat W_B)\\|` (0 at an exact optimum).
+        The KKT residual of :func:`kkt_residual` (0 at an exact optimum; NaN where the solver gave
+        no answer).
     iterations : ndarray of shape (n,)
         Iterations used (Newton steps in all, or projected-gradient steps; 0 for cvxpy).
     method : str
     seconds : float
+    certified : ndarray of shape (n,), bool
+        The answer passed the check: KKT residual at most ``kkt_max`` and
+        :math:`|\\,\\|W\\|-B\\,|\\le` ``BUDGET_CHECK_RTOL``·B.
+    mu : ndarray of shape (n,)
+        The KKT multiplier (:math:`\\nabla\\mathrm{CE} = -\\mu W`).
+    failures : tuple of str
+        Why the budgets that are not certified failed (``on_failure="mark"``).
+    kkt_max : float
+        The acceptance limit used.
     """
 
     budgets: np.ndarray
@@ -97,16 +124,27 @@ class RegPath:
     iterations: np.ndarray
     method: str
     seconds: float
+    certified: np.ndarray | None = None
+    mu: np.ndarray | None = None
+    failures: tuple[str, ...] = ()
+    kkt_max: float = REGPATH_KKT_MAX
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.metrics[name]
 
+    @property
+    def all_certified(self) -> bool:
+        """Every budget passed its check."""
+        return self.certified is not None and bool(np.all(self.certified))
+
     def to_csv(self) -> str:
         names = list(self.metrics)
-        lines = [",".join(["budget", *names, "kkt", "iterations"])]
+        ok = self.certified if self.certified is not None else np.ones(self.budgets.size, dtype=bool)
+        lines = [",".join(["budget", *names, "kkt", "iterations", "certified"])]
         for i, b in enumerate(self.budgets):
             vals = [repr(float(self.metrics[n][i])) for n in names]
-            lines.append(",".join([repr(float(b)), *vals, repr(float(self.kkt[i])), str(int(self.iterations[i]))]))
+            lines.append(",".join([repr(float(b)), *vals, repr(float(self.kkt[i])), str(int(self.iterations[i])),
+                                   str(bool(ok[i])).lower()]))
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> dict[str, Any]:
@@ -119,6 +157,9 @@ class RegPath:
             "budgets": [float(b) for b in self.budgets],
             "metrics": {k: [clean(float(x)) for x in v] for k, v in self.metrics.items()},
             "kkt": [clean(float(x)) for x in self.kkt],
+            "kkt_max": self.kkt_max,
+            "certified": None if self.certified is None else [bool(x) for x in self.certified],
+            "failures": list(self.failures),
             "iterations": [int(x) for x in self.iterations],
         }
 
@@ -242,16 +283,24 @@ def solve_ball_newton(
     W0: np.ndarray | None = None,
     tol: float = NEWTON_TOL,
     max_iter: int = NEWTON_MAX_ITER,
+    kkt_max: float = REGPATH_KKT_MAX,
 ) -> tuple[np.ndarray, int, float, float]:
-    r"""The minimiser of CE on the sphere of radius B by Newton continuation.
+    r"""The minimiser of CE on the sphere of radius B by Newton continuation, checked at every radius.
 
     From ``W0`` (default: a short step along :math:`-\nabla\mathrm{CE}(0)`, where the logits move by
     less than 1) the radius grows by factors of at most ``NEWTON_CONTINUATION`` up to B, each radius
     solved by :func:`newton_sphere` from the previous answer. Far-away cold starts overshoot into
     regions where CE is flat to rounding, and Newton's model is useless there.
 
-    Returns W of shape (V, d), the Newton iterations in all, the residual
-    :math:`\|\nabla\mathrm{CE} + \mu W\|/\|\nabla\mathrm{CE}\|` at B and the multiplier :math:`\mu`.
+    Every radius r is accepted only when its answer passes :func:`kkt_residual` (residual at most
+    ``kkt_max``, :math:`\big|\|W\|-r\big|\le` ``BUDGET_CHECK_RTOL``·r). A radius that fails is not
+    used as a start: the step from the last accepted radius is split geometrically (its ratio
+    square-rooted) and retried, and the ratio grows again after each success. After
+    ``NEWTON_MAX_SPLITS`` failed tries, or when the ratio falls below ``NEWTON_MIN_RATIO``, a
+    :class:`~ntpcert.errors.SolverError` names the last accepted radius and the residual reached.
+
+    Returns W of shape (V, d), the Newton iterations in all, the residual of :func:`kkt_residual` at
+    B and its multiplier :math:`\mu`.
     """
     V, d = instance.V, instance.d
     if W0 is None or not np.any(W0):
@@ -266,13 +315,75 @@ def solve_ball_newton(
         W = np.array(W0, dtype=np.float64)
         r = min(B, float(np.linalg.norm(W)))
     total = 0
-    while True:
-        r = min(B, max(r, float(np.linalg.norm(W))))
-        W, it, res, mu = newton_sphere(instance, r, W, tol=tol, max_iter=max_iter)
-        total += it
-        if r >= B:
-            return W, total, res, mu
-        r = min(B, NEWTON_CONTINUATION * r)
+    failures = 0
+    ratio = NEWTON_CONTINUATION
+    last: tuple[float, float, float] | None = None  # (radius, residual, norm) of the last failed try
+    accepted = False
+    with _lapack_one_thread():
+        target = r
+        while True:
+            Wn, it, _, _ = newton_sphere(instance, target, W, tol=tol, max_iter=max_iter)
+            total += it
+            res, mu = kkt_residual(instance, Wn, target)
+            nrm = float(np.linalg.norm(Wn))
+            if res <= kkt_max and abs(nrm - target) <= BUDGET_CHECK_RTOL * target:
+                W, r, accepted = Wn, target, True
+                if r >= B:
+                    return W, total, res, mu
+                ratio = min(NEWTON_CONTINUATION, ratio * ratio)
+            else:
+                failures += 1
+                last = (target, res, nrm)
+                ratio = math.sqrt(target / r) if target > r else 1.0
+                if failures > NEWTON_MAX_SPLITS or ratio < NEWTON_MIN_RATIO or not accepted:
+                    where = f"last checked radius {r:.6g}" if accepted else "no radius passed"
+                    raise SolverError(
+                        f"newton (B = {B:.6g}): no KKT point found; {where}, and the try at radius {last[0]:.6g} "
+                        f"gave residual {last[1]:.2g} (limit {kkt_max:g}) with ||W|| = {last[2]:.6g} after "
+                        f"{failures} tries (float64 may no longer resolve the gradient this far out on the path)")
+            target = min(B, ratio * r)
+
+
+def _lapack_one_thread() -> Any:
+    """BLAS/LAPACK on one thread, scipy's included: a (Vd)^2 Cholesky of a few hundred rows runs
+    20-50 times slower on several threads of a loaded machine. scipy's BLAS is loaded first, so that
+    the thread-pool controller sees it (one made before it was loaded does not)."""
+    import scipy.linalg  # noqa: F401  (loads scipy's BLAS)
+
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is optional
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def kkt_residual(instance: NTPInstance, W: np.ndarray, B: float) -> tuple[float, float]:
+    r"""The KKT residual of :math:`\min\mathrm{CE}(W)` s.t. :math:`\|W\|_F\le B` at W, from the
+    gradient alone (whatever method produced W).
+
+    KKT: :math:`\nabla\mathrm{CE}(W) + \mu W = 0` with :math:`\mu\ge0`, and :math:`\mu = 0` unless
+    :math:`\|W\| = B`. The multiplier is the least-squares one,
+    :math:`\mu = \max(0, -\langle g, W\rangle/\|W\|^2)` on the sphere (within
+    ``BUDGET_CHECK_RTOL``) and 0 inside; the residual is :math:`\|g + \mu W\|/\|g\|` (0 at an exact
+    optimum, 1 when the gradient does not point inwards). A gradient that is exactly 0 at
+    :math:`W\ne0` has underflowed, and the residual is NaN (undetermined), never 0.
+
+    Returns
+    -------
+    residual, mu : float
+    """
+    W = np.asarray(W, dtype=np.float64)
+    if not np.all(np.isfinite(W)):
+        return math.inf, math.nan
+    g = instance.gradient(W)
+    gn = float(np.linalg.norm(g))
+    nw = float(np.linalg.norm(W))
+    if gn == 0.0:  # at W != 0 the gradient underflowed (it vanishes nowhere on separable data)
+        return (0.0, 0.0) if nw == 0.0 else (math.nan, math.nan)
+    mu = 0.0
+    if nw > 0 and abs(nw - B) <= BUDGET_CHECK_RTOL * B:
+        mu = max(0.0, -float(np.vdot(g, W)) / (nw * nw))
+    return float(np.linalg.norm(g + mu * W)) / gn, mu
 
 
 def newton_sphere(
@@ -406,9 +517,18 @@ def regularization_path(
     limits: Limits | None = None,
     tol: float = REGPATH_TOL,
     max_iter: int = REGPATH_MAX_ITER,
+    kkt_max: float = REGPATH_KKT_MAX,
+    on_failure: str = "raise",
     progress: bool = False,
 ) -> RegPath:
-    """Solve :math:`\\min_{\\|W\\|_F\\le B}\\mathrm{CE}(W)` for each B in ``budgets`` (sorted increasing).
+    """Solve :math:`\\min_{\\|W\\|_F\\le B}\\mathrm{CE}(W)` for each B in ``budgets`` (sorted increasing),
+    and check every answer.
+
+    Each answer is accepted only when :func:`kkt_residual` is at most ``kkt_max`` and its norm is
+    within ``BUDGET_CHECK_RTOL`` of B, so that :math:`\\|W\\|\\le B\\,(1+\\epsilon)` with that tolerance;
+    the next budget starts from the last accepted answer. The Newton method refines by itself: it
+    splits any step between radii whose answer fails the check (see :func:`solve_ball_newton`), so
+    budgets far apart cost more iterations, not accuracy.
 
     Parameters
     ----------
@@ -421,6 +541,13 @@ def regularization_path(
         For the metrics; computed (no other norms) when not given.
     tol, max_iter : float, int
         Stopping rule of the projected method.
+    kkt_max : float
+        The acceptance limit on the KKT residual.
+    on_failure : {"raise", "mark"}
+        ``raise`` (default): a budget that cannot be solved to the check raises
+        :class:`~ntpcert.errors.SolverError` naming it. ``mark``: its row of ``W`` and its metrics
+        are NaN, ``certified`` is False there, the reason goes to ``failures``, and the path goes on
+        from the last accepted answer.
     progress : bool
         A progress bar on stderr.
     """
@@ -428,49 +555,68 @@ def regularization_path(
         method = "newton" if instance.V * instance.d <= NEWTON_MAX_VARS else "projected"
     if method not in METHODS:
         raise InputError(f"method: unknown value {method!r} (expected one of {', '.join(METHODS)})")
+    if on_failure not in ON_FAILURE:
+        raise InputError(f"on_failure: unknown value {on_failure!r} (expected one of {', '.join(ON_FAILURE)})")
+    if not (isinstance(kkt_max, (int, float)) and math.isfinite(kkt_max) and kkt_max > 0):
+        raise InputError(f"kkt_max: value {kkt_max!r} is not a positive finite number")
     b = np.asarray(budgets, dtype=np.float64).reshape(-1)
     if b.size == 0 or not np.all(np.isfinite(b)) or np.any(b <= 0):
         raise InputError(f"budgets: expected positive finite radii, got {list(budgets)!r}")
     b = np.sort(b)
     lim = limits if limits is not None else Limits.compute(instance)
-    L = instance.smoothness()
     names = metric_names(lim)
-    cols = {n: np.empty(b.size) for n in names}
-    Ws = np.empty((b.size, instance.V, instance.d))
-    kkt = np.empty(b.size)
+    cols = {n: np.full(b.size, math.nan) for n in names}
+    Ws = np.full((b.size, instance.V, instance.d), math.nan)
+    kkt = np.full(b.size, math.nan)
+    mus = np.full(b.size, math.nan)
+    ok = np.zeros(b.size, dtype=bool)
     iters = np.zeros(b.size, dtype=np.int64)
+    failures: list[str] = []
     t0 = time.perf_counter()
     bar = progress_bar(bool(progress), total=b.size, desc=f"regpath ({method})")
     prev: np.ndarray | None = None
     try:
         for i, B in enumerate(b):
-            if method == "newton":
-                W, it, ratio, _ = solve_ball_newton(instance, float(B), W0=prev)
-                iters[i] = it
-            elif method == "projected":
-                start = None if prev is None else prev * (B / max(float(np.linalg.norm(prev)), 1e-300))
-                W, it, ratio = solve_ball_projected(instance, float(B), W0=start, tol=tol, max_iter=max_iter)
-                iters[i] = it
+            B = float(B)
+            try:
+                if method == "newton":
+                    W, it, _, _ = solve_ball_newton(instance, B, W0=prev, kkt_max=kkt_max)
+                    iters[i] = it
+                elif method == "projected":
+                    start = None if prev is None else prev * (B / max(float(np.linalg.norm(prev)), 1e-300))
+                    W, it, _ = solve_ball_projected(instance, B, W0=start, tol=tol, max_iter=max_iter)
+                    iters[i] = it
+                else:
+                    W = solve_ball_cvxpy(instance, B)
+                res, mu = kkt_residual(instance, W, B)
+                kkt[i], mus[i] = res, mu
+                nrm = float(np.linalg.norm(W))
+                if not (res <= kkt_max and abs(nrm - B) <= BUDGET_CHECK_RTOL * B):
+                    raise SolverError(f"{method} (B = {B:.6g}): the answer fails its check: KKT residual {res:.2g} "
+                                      f"(limit {kkt_max:g}), ||W|| = {nrm:.10g}")
+            except SolverError as err:
+                if on_failure == "raise":
+                    raise
+                failures.append(str(err))
             else:
-                W = solve_ball_cvxpy(instance, float(B))
-                ratio = gradient_mapping_ratio(instance, W, float(B), L)
-            prev = W
-            Ws[i] = W
-            kkt[i] = ratio
-            row = metrics(W, lim)
-            for n in names:
-                cols[n][i] = row[n]
+                ok[i] = True
+                prev = W
+                Ws[i] = W
+                row = metrics(W, lim)
+                for n in names:
+                    cols[n][i] = row[n]
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    return RegPath(b, Ws, cols, kkt, iters, method, time.perf_counter() - t0)
+    return RegPath(b, Ws, cols, kkt, iters, method, time.perf_counter() - t0, ok, mus, tuple(failures), kkt_max)
 
 
 __all__ = [
     "RegPath",
     "gradient_mapping_ratio",
+    "kkt_residual",
     "regularization_path",
     "solve_ball_cvxpy",
     "solve_ball_newton",
