@@ -116,6 +116,20 @@ def test_filter_on_random_non_separable_instances(seed):
     assert len(wns.contexts) < inst.m
 
 
+def test_filter_on_gaussian_embeddings():
+    """Dense embeddings (no column to drop): the culprit is irreducible, checked here in Fractions."""
+    rng = np.random.default_rng(0)
+    m, d, V = 200, 5, 10
+    H = rng.standard_normal((m, d))
+    C = (rng.random((m, V)) < 0.2) * rng.integers(1, 5, (m, V))
+    C[np.arange(m), rng.integers(V, size=m)] += 1
+    inst = NTPInstance.from_counts(H, C)
+    exp = explain(inst)
+    assert exp.separable is False
+    assert_irreducible_non_separable(inst, exp.why_not_separable)
+    assert len(exp.why_not_separable.contexts) >= 2
+
+
 def test_pydoc_irreducible_set_is_verified_exactly_and_printed(capsys):
     from ntpcert.instance.load import load_instance
 
