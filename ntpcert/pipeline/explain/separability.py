@@ -260,7 +260,7 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
                 break
             out = _decide(instance, rest, engine, left())
             if out.holds is False:
-                shrink(out, f"{len(block)} contexts")
+                shrink(out, f"{len(block)} context{'s' if len(block) != 1 else ''}")
                 pos = 0 if len(C) <= size else pos
             else:
                 pos += size
