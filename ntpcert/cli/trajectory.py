@@ -15,7 +15,9 @@ DEFAULT_STEPS = 10_000
 #: The files ``trajectory`` writes into DIR: always, with ``--snapshots``, and without ``--no-plot``.
 OUTPUT_NAMES = ("metrics.csv", "trajectory.json", "W_final.npy")
 SNAPSHOT_NAMES = ("snapshots.npy", "snapshot_steps.npy")
-FIGURE_NAMES = ("trajectory.png", "alignment.png")
+FIGURE_NAMES = ("trajectory.png", "alignment.png", "checks.png")
+#: ``--path-check`` values.
+PATH_CHECK = ("auto", "on", "off")
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -48,6 +50,12 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
     p.add_argument("--snapshots", action="store_true", help="also write the iterates at the logged steps (snapshots.npy)")
     p.add_argument("--no-plot", action="store_true", help="skip the figures")
+    p.add_argument("--no-checks", action="store_true",
+                   help="skip the convergence checks (per decade of steps: ||P_F W_k - W*||/||W*||, the decade "
+                   "increment against ln(10) W^mm, cos(W_k, regularisation path at ||W_k||), own-norm margin ratio)")
+    p.add_argument("--path-check", default="auto", metavar="WHEN",
+                   help="auto | on | off: the norm-matched regularisation-path check (auto: when V*d is small "
+                   "enough for its Newton solver; default auto)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     force_option(p)
     solver_options(p)
@@ -100,7 +108,9 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     from ntpcert.util.files import check_output_dir, write_directory
     from ntpcert.errors import InputError
     from ntpcert.dynamics.optimizers import make_optimizer
-    from ntpcert.dynamics.trajectory import Limits, geometric_grid, run
+    import numpy as np
+
+    from ntpcert.dynamics.trajectory import Limits, decade_steps, geometric_grid, run
     from ntpcert.instance.embeddings import MAX_ENTRIES
 
     names = OUTPUT_NAMES + (SNAPSHOT_NAMES if args.snapshots else ()) + (() if args.no_plot else FIGURE_NAMES)
@@ -128,14 +138,25 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         raise InputError(f"--snapshots: {logged:,} logged iterates of V × d = {inst.V:,} × {inst.d:,} would have "
                          f"{logged * inst.V * inst.d:,} entries, more than the limit of {cap:,} (fewer "
                          "--points-per-decade, or raise it with --max-entries)")
+    path_check = args.path_check.strip().lower()
+    if path_check not in PATH_CHECK:
+        raise InputError(f"--path-check: unknown value {args.path_check!r} (expected one of {', '.join(PATH_CHECK)})")
     progress = progress_enabled(args)
     limits = Limits.compute(inst, norms=norms, solver=args.solver)
-    traj = run(inst, opt, args.steps, limits=limits, per_decade=args.points_per_decade,
-               snapshots=args.snapshots, progress=progress)
+    checks_on = not args.no_checks
+    grid = geometric_grid(args.steps, args.points_per_decade)
+    if checks_on:
+        grid = np.union1d(grid, decade_steps(args.steps))
+    keep = True if args.snapshots else (decade_steps(args.steps) if checks_on else False)
+    traj = run(inst, opt, args.steps, limits=limits, grid=grid, snapshots=keep, progress=progress)
+    checks = None
+    if checks_on:
+        checks = run_checks(inst, limits, traj, path_check, progress=progress)
     summary = {
         "instance": {**inst.describe(), "fingerprint": inst.fingerprint()},
         "limits": limits.to_json(),
         **traj.to_json(),
+        "convergence_checks": None if checks is None else checks.to_json(),
     }
     writers: dict[str, Callable[[str], None]] = {
         "metrics.csv": text_writer(traj.to_csv()),
@@ -152,14 +173,42 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         writers["trajectory.png"] = lambda path: plots.plot_trajectory(traj, path, title=title)
         if limits.svm is not None:
             writers["alignment.png"] = lambda path: plots.plot_norm_alignment([traj], path, title=f"{inst.name}: {traj.optimizer}")
+        if checks is not None and limits.svm is not None:
+            writers["checks.png"] = lambda path: plots.plot_checks(
+                [checks], path, title=f"{inst.name}: convergence checks per decade, {traj.optimizer} "
+                f"({int(traj.steps[-1]):,} steps)")
     files = write_directory(args.out, writers)  # only now: a run that fails writes nothing
     if args.json:
         emit_json({"out": args.out, "files": files, "final": traj.to_json()["final"],
-                    "hyperparams": traj.hyperparams, "steps_per_second": traj.steps_per_second})
+                    "hyperparams": traj.hyperparams, "steps_per_second": traj.steps_per_second,
+                    "checks": None if checks is None else {"verdicts": checks.verdicts,
+                                                           "path_error": checks.path_error}})
     else:
         print(render_final(inst, limits, traj))
+        if checks is not None:
+            print("convergence checks (per decade of steps; Theorem 2 of arXiv 2402.18551 for GD):")
+            print("\n".join(checks.lines()))
         print(f"wrote {', '.join(files)} to {args.out}")
     return EXIT_OK
+
+
+def run_checks(inst, limits, traj, path_check: str, *, progress: bool = False):
+    """The convergence checks of ``traj`` (which holds the decade-step snapshots). ``path_check``
+    ``auto`` runs the regularisation path only when its Newton solver applies (V·d at most
+    ``NEWTON_MAX_VARS``); otherwise the path cosines are undetermined and the reason is given."""
+    import dataclasses
+
+    from ntpcert.dynamics.checks import convergence_checks
+    from ntpcert.dynamics.regpath import NEWTON_MAX_VARS
+
+    big = inst.V * inst.d > NEWTON_MAX_VARS
+    path = path_check == "on" or (path_check == "auto" and not big)
+    chk = convergence_checks(traj, limits, path=path and limits.svm is not None, progress=progress)
+    if not path:
+        why = (f"skipped: V*d = {inst.V * inst.d:,} is above {NEWTON_MAX_VARS:,}, where the path needs the slower "
+               "projected solver (--path-check on forces it)" if path_check == "auto" else "skipped (--path-check off)")
+        chk = dataclasses.replace(chk, path_error=why)
+    return chk
 
 
 def short_title(inst, traj) -> str:

@@ -184,4 +184,86 @@ def plot_regpath(rp, path: str, *, title: str | None = None) -> str:
     return _save(fig, path)
 
 
-__all__ = ["plot_comparison", "plot_norm_alignment", "plot_regpath", "plot_trajectory"]
+def plot_checks(checks: Sequence, path: str, *, title: str | None = None,
+                labels: Sequence[str] | None = None) -> str:
+    """The convergence checks of :mod:`ntpcert.dynamics.checks`, decade by decade, for one or more runs.
+
+    Six panels: (a) :math:`\\|P_FW_k - W^*\\|/\\|W^*\\|`; (b) the decade increment's relative residual
+    :math:`\\|D_k - \\ln 10\\,W^{mm}\\|/\\|\\ln10\\,W^{mm}\\|` (solid) and :math:`1-\\cos(D_k, W^{mm})`
+    (dashed), against the decade's last step; (c) :math:`\\|D_k\\|/(\\ln 10\\|W^{mm}\\|)`;
+    (d) :math:`1-\\cos(W_k, \\hat W(\\|W_k\\|))`; (e) the margin ratio in each run's own norm; (f) the
+    verdicts. Dotted grey lines are the verdicts' thresholds.
+    """
+    from ntpcert.dynamics.checks import thresholds
+
+    th = thresholds()
+    names = list(labels) if labels is not None else [c.optimizer for c in checks]
+    fig, axes = subplots(2, 3, figsize=(15, 8.2))
+    (a, b, c), (d, e, f) = axes
+    for i, (chk, lab) in enumerate(zip(checks, names)):
+        col = COLORS.get(chk.optimizer, f"C{i % 10}")
+        if len(set(c_.optimizer for c_ in checks)) < len(checks):
+            col = f"C{i % 10}"
+        s = chk.steps.astype(float)
+        x, y = _positive(s, chk.rel_dist_F)
+        a.loglog(x, y, "o-", color=col, label=lab)
+        ends = s[1:]
+        x, y = _positive(ends, chk.increment_residual)
+        b.loglog(x, y, "o-", color=col, label=f"{lab}: residual")
+        x, y = _positive(ends, chk.increment_one_minus_cos)
+        b.loglog(x, y, "s--", color=col, alpha=0.7, label=f"{lab}: 1 − cos(D, W^mm)")
+        keep = np.isfinite(chk.increment_ratio)
+        c.semilogx(ends[keep], chk.increment_ratio[keep], "o-", color=col, label=lab)
+        x, y = _positive(s, 1.0 - chk.path_cosine)
+        d.loglog(x, y, "o-", color=col, label=lab)
+        keep = (s > 0) & np.isfinite(chk.own_margin_ratio)
+        e.semilogx(s[keep], chk.own_margin_ratio[keep], "o-", color=col, label=f"{lab} ({chk.own_norm})")
+    a.axhline(th["F_distance_max"], color="grey", lw=0.8, ls=":")
+    a.set_title("(a) F-convergence ‖P_F W_k − W*‖ / ‖W*‖")
+    b.axhline(th["decade_residual_max"], color="grey", lw=0.8, ls=":")
+    b.set_title("(b) decade increment D_k = P_⊥W_10k − P_⊥W_k:\n‖D_k − ln10·W^mm‖/‖ln10·W^mm‖ and 1 − cos", fontsize=10)
+    c.axhline(1.0, color="grey", lw=0.8, ls=":")
+    c.set_title("(c) ‖D_k‖ / (ln10 ‖W^mm‖)")
+    d.axhline(1.0 - th["path_cosine_min"], color="grey", lw=0.8, ls=":")
+    d.set_title("(d) 1 − cos(W_k, Ŵ(‖W_k‖)), Ŵ the regularisation path", fontsize=10)
+    e.axhline(th["own_norm_ratio_min"], color="grey", lw=0.8, ls=":")
+    e.axhline(0.0, color="grey", lw=0.5)
+    e.set_title("(e) margin ratio in the run's own norm")
+    tails = [ch.own_margin_ratio[ch.own_margin_ratio.size // 2:] for ch in checks]  # the y range follows the later half
+    lo = [float(np.nanmin(t)) for t in tails if np.any(np.isfinite(t))]
+    if lo:
+        e.set_ylim(max(-1.0, min(lo + [0.0]) - 0.1), 1.05)
+    for ax in (a, d, e):
+        ax.set_xlabel("step k")
+    for ax in (b, c):
+        ax.set_xlabel("decade end 10k")
+    for ax in (a, b, c, d, e):
+        ax.grid(True, which="major", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    f.axis("off")
+    words = {True: "passes", False: "fails", None: "undetermined"}
+    rows = [[lab] + [words[chk.verdicts.get(v)] for v in ("decade_increment", "F_convergence", "path_cosine",
+                                                           "own_norm_margin")]
+            for chk, lab in zip(checks, names)]
+    table = f.table(cellText=rows, colLabels=["run", "decade\nincrement", "F-conv.", "path\ncosine", "own-norm\nmargin"],
+                    loc="upper center", cellLoc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    table.scale(1.0, 2.0)
+    for (r, _), cell in table.get_celld().items():
+        txt = cell.get_text().get_text()
+        if r > 0 and txt in ("passes", "fails"):
+            cell.set_facecolor("#d8f0d8" if txt == "passes" else "#f6d6d6")
+    f.text(0.5, 0.12, f"thresholds: last residual ≤ {th['decade_residual_max']:g} after "
+           f"{th['decade_trend_count']} falling decades;\nF-distance ≤ {th['F_distance_max']:g}; "
+           f"path cosine ≥ {th['path_cosine_min']:g}; own-norm ratio ≥ {th['own_norm_ratio_min']:g}\n"
+           "(set for 10⁶ GD steps at the default step on paper)", ha="center", va="center", fontsize=8,
+           transform=f.transAxes)
+    f.set_title("(f) verdicts at the last decade")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return _save(fig, path)
+
+
+__all__ = ["plot_checks", "plot_comparison", "plot_norm_alignment", "plot_regpath", "plot_trajectory"]
