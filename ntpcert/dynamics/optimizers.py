@@ -54,6 +54,7 @@ import numpy as np
 
 from ntpcert.errors import InputError
 from ntpcert.instance import NTPInstance
+from ntpcert.instance.ce import CEKernel as CEKernel  # the fused gradient, shared with the rest of the package
 
 #: Singular values below this fraction of the largest are treated as zero by ``spectral``: the
 #: steepest-descent direction in the spectral norm is :math:`UV^\top` on the range of the
@@ -121,44 +122,6 @@ class OptState:
 
     count: int
     buffers: tuple[np.ndarray, ...] = ()
-
-
-# ---------------------------------------------------------------------------- fused CE gradient
-class CEKernel:
-    r"""In-place :math:`\nabla\mathrm{CE}(W) = \sum_j \pi_j(\mathbb S(Wh_j) - p_j)h_j^\top` with
-    preallocated buffers and no allocation per call.
-
-    The logits are kept transposed, :math:`Z^\top = WH^\top` of shape (V, m), so that the softmax
-    reductions run over the leading axis (contiguous rows, vectorised across contexts); then
-    :math:`\nabla\mathrm{CE} = (Z^\top_{\mathrm{softmax}}\,\mathrm{diag}(\pi) - (\pi\odot P)^\top)H`.
-    Nine NumPy calls in all: two matrix products and seven O(mV) passes.
-
-    Parameters
-    ----------
-    instance : NTPInstance
-    """
-
-    def __init__(self, instance: NTPInstance) -> None:
-        self.H = np.ascontiguousarray(instance.embeddings)
-        self._HT = np.ascontiguousarray(self.H.T)
-        self._pi = np.array(instance.weights, dtype=np.float64)
-        self._pipT = np.ascontiguousarray((instance.probs * instance.weights[:, None]).T)
-        self._Zt = np.empty((instance.V, instance.m))
-        self._row = np.empty(instance.m)
-
-    def gradient_into(self, W: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Write the gradient at ``W`` (shape (V, d)) into ``out`` (shape (V, d)) and return it."""
-        Zt, row = self._Zt, self._row
-        np.matmul(W, self._HT, out=Zt)
-        np.maximum.reduce(Zt, axis=0, out=row)
-        np.subtract(Zt, row, out=Zt)
-        np.exp(Zt, out=Zt)
-        np.add.reduce(Zt, axis=0, out=row)
-        np.divide(self._pi, row, out=row)
-        np.multiply(Zt, row, out=Zt)
-        np.subtract(Zt, self._pipT, out=Zt)
-        np.matmul(Zt, self.H, out=out)
-        return out
 
 
 # ---------------------------------------------------------------------------- optimisers

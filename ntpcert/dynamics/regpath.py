@@ -45,9 +45,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ntpcert.errors import InputError, SolverError
-from ntpcert.instance import NTPInstance
+from ntpcert.instance import NTPInstance, ce
 from ntpcert.util.progress import progress_bar
-from ntpcert.dynamics.optimizers import CEKernel
+from ntpcert.instance.ce import CEKernel
 from ntpcert.dynamics.trajectory import Limits, metric_names, metrics
 
 #: Relative gradient-mapping tolerance of the projected method.
@@ -232,22 +232,9 @@ def solve_ball_projected(
 
 
 def _hessian(instance: NTPInstance, W: np.ndarray) -> np.ndarray:
-    r"""Dense Hessian of CE at W, shape (Vd, Vd) in the vec order of :mod:`ntpcert.rows.kesler`:
-    :math:`\sum_j\pi_j(\mathrm{diag}(s_j)-s_js_j^\top)\otimes h_jh_j^\top`."""
-    H = instance.embeddings
-    m, d = H.shape
-    V = instance.V
-    Z = H @ W.T
-    Z -= Z.max(axis=1, keepdims=True)
-    S = np.exp(Z)
-    S /= S.sum(axis=1, keepdims=True)
-    S[S < SOFTMAX_FLUSH] = 0.0  # no subnormal products (they slow BLAS down a hundredfold)
-    A = -S[:, :, None] * S[:, None, :]
-    A[:, np.arange(V), np.arange(V)] += S
-    A *= instance.weights[:, None, None]
-    HH = (H[:, :, None] * H[:, None, :]).reshape(m, d * d)
-    T = A.reshape(m, V * V).T @ HH  # (V*V, d*d)
-    return T.reshape(V, V, d, d).transpose(0, 2, 1, 3).reshape(V * d, V * d)
+    r"""Dense Hessian of CE at W, shape (Vd, Vd) in the vec order of :mod:`ntpcert.rows.kesler`
+    (:func:`ntpcert.instance.ce.hessian`, probabilities below ``SOFTMAX_FLUSH`` set to 0)."""
+    return ce.hessian(instance.ce_layout, W, flush=SOFTMAX_FLUSH)
 
 
 def _row_projector(instance: NTPInstance) -> np.ndarray:

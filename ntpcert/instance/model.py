@@ -25,12 +25,15 @@ import hashlib
 import math
 import numbers
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
 
 from ntpcert.errors import InputError
+from ntpcert.instance import ce
+from ntpcert.instance.ce import CELayout
 from ntpcert.util.numbers import lcm_all
 
 #: Float probabilities given without counts must sum to one within this absolute tolerance;
@@ -542,33 +545,45 @@ class NTPInstance:
         """Logits of shape (m, V): row j is :math:`W h_j`."""
         return self.embeddings @ self.check_decoder(W).T
 
+    @cached_property
+    def ce_layout(self) -> CELayout:
+        """The arrays of :mod:`ntpcert.instance.ce` for this instance (built once)."""
+        return CELayout.build(self)
+
     def loss(self, W: np.ndarray) -> float:
-        r"""Cross-entropy :math:`\mathrm{CE}(W)`, eq. (2). ``W`` has shape (V, d)."""
-        Z = self.logits(W)
-        zmax = Z.max(axis=1, keepdims=True)
-        lse = zmax[:, 0] + np.log(np.exp(Z - zmax).sum(axis=1))
-        # -sum_z p log softmax = lse - sum_z p z
-        return float(self.weights @ (lse - (self.probs * Z).sum(axis=1)))
+        r"""Cross-entropy :math:`\mathrm{CE}(W)`, eq. (2). ``W`` has shape (V, d).
+
+        Computed as :math:`\sum_j\pi_j(\mathcal H_j + \mathrm{KL}_j)` (:mod:`ntpcert.instance.ce`), so
+        :math:`\mathrm{CE} - \mathcal H` never loses digits to cancellation; see :meth:`excess_loss`."""
+        return ce.loss(self.ce_layout, self.check_decoder(W))
 
     def gradient(self, W: np.ndarray) -> np.ndarray:
-        r""":math:`\nabla \mathrm{CE}(W) = \sum_j \pi_j (\mathbb{S}(W h_j) - p_j) h_j^\top`, shape (V, d)."""
-        Z = self.logits(W)
-        Z = Z - Z.max(axis=1, keepdims=True)
-        S = np.exp(Z)
-        S /= S.sum(axis=1, keepdims=True)
-        R = (S - self.probs) * self.weights[:, None]
-        return R.T @ self.embeddings
+        r""":math:`\nabla \mathrm{CE}(W) = \sum_j \pi_j (\mathbb{S}(W h_j) - p_j) h_j^\top`, shape (V, d),
+        with the in-support coefficients formed in the log domain from the out-of-support mass
+        (:mod:`ntpcert.instance.ce`): accurate at any margin."""
+        return ce.gradient(self.ce_layout, self.check_decoder(W))
+
+    def gradient_direction(self, W: np.ndarray) -> tuple[np.ndarray, float]:
+        r"""``(D, A)`` with :math:`\nabla\mathrm{CE}(W) = e^{A}D`, ``D`` of shape (V, d) and largest
+        coefficient of order 1: the gradient's direction, exact after :math:`e^{-\text{margin}}`
+        underflows (:meth:`ntpcert.instance.ce.CEKernel.direction_into`)."""
+        return ce.direction(self.ce_layout, self.check_decoder(W))
+
+    def hessian(self, W: np.ndarray) -> np.ndarray:
+        r"""Dense Hessian of CE at W, shape (Vd, Vd), rows and columns in the row-major order of W
+        (:func:`ntpcert.instance.ce.hessian`)."""
+        return ce.hessian(self.ce_layout, self.check_decoder(W))
 
     def excess_loss(self, W: np.ndarray) -> float:
         r""":math:`\mathrm{CE}(W) - \mathcal{H} = \sum_j \pi_j \mathrm{KL}(p_j \| \mathbb{S}(W h_j)) \ge 0`,
-        computed as a sum of non-negative KL terms (no cancellation between CE and ℋ)."""
-        Z = self.logits(W)
-        zmax = Z.max(axis=1, keepdims=True)
-        logS = Z - zmax - np.log(np.exp(Z - zmax).sum(axis=1, keepdims=True))
-        P = self.probs
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kl = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1.0)) - logS), 0.0).sum(axis=1)
-        return float(self.weights @ kl)
+        computed as :math:`\sum_j\pi_j(\log(1+Q_j) + \mathrm{KL}(p_j\|\sigma_j))`, a sum of non-negative
+        terms with no cancellation (:mod:`ntpcert.instance.ce`); it underflows to 0 only where
+        :math:`e^{-\text{margin}}` does (margins past about 745)."""
+        return ce.excess_loss(self.ce_layout, self.check_decoder(W))
+
+    def log_excess_loss(self, W: np.ndarray) -> float:
+        r""":math:`\log(\mathrm{CE}(W) - \mathcal H)`, finite at any margin (:func:`ntpcert.instance.ce.log_excess_loss`)."""
+        return ce.log_excess_loss(self.ce_layout, self.check_decoder(W))
 
     def smoothness(self) -> float:
         r"""Upper bound :math:`L \le \tfrac12 \lambda_{\max}(\sum_j \pi_j h_j h_j^\top)` on the
