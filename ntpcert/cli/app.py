@@ -28,6 +28,7 @@ COMMANDS = {
     "reproduce": "ntpcert.cli.reproduce",
     "sweep": "ntpcert.cli.sweep",
     "sweep-plot": "ntpcert.cli.sweep_plot",
+    "geometry": "ntpcert.cli.geometry",
 }
 
 

@@ -1,0 +1,66 @@
+"""``ntpcert geometry DATA [--out DIR] [--json]``: the nuclear-norm NTP-SVM of the unconstrained-features model
+(W and H both trained), L^mm with its certified gap, the word/context embeddings read off its SVD, the checks
+of the statements about them, and figures."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ntpcert.cli.options import (EXIT_OK, data_inputs, data_options, emit_json, emit_lines, force_option, load_data)
+
+#: Every file ``geometry --out`` may write.
+OUTPUT_NAMES = ("L_mm.npy", "W.npy", "H.npy", "L_in.npy", "summary.json", "word_gram.png", "embeddings.png",
+                "singular_values.png")
+
+
+def register(subparsers: Any, name: str) -> None:
+    from ntpcert.geometry.analysis import GEOMETRY_SOLVERS
+
+    p = subparsers.add_parser(name, help="L^mm of the unconstrained-features model, its embeddings and figures")
+    data_options(p)
+    p.add_argument("--out", metavar="DIR", default=None, help="write arrays, summary.json and figures here")
+    p.add_argument("--solver", default="structured", choices=GEOMETRY_SOLVERS,
+                   help="structured (default) or an SDP solver through cvxpy (small instances)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    force_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ntpcert.geometry.analysis import analyse
+    from ntpcert.geometry.figures import embedding_projection_figure, singular_values_figure, word_gram_figure
+    from ntpcert.report.jsonout import dumps
+    from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
+
+    out = None
+    if args.out is not None:
+        out = check_output_dir(args.out, "--out", names=OUTPUT_NAMES, overwrite=args.force, inputs=data_inputs(args))
+    inst = load_data(args)
+    rep = analyse(inst, solver=args.solver)
+    summary = rep.to_json()
+    if out is not None:
+        names = inst.token_names
+        with staged_directory(out, "--out") as stage:
+            for fname, arr in (("L_mm.npy", rep.solution.L), ("W.npy", rep.embeddings.W),
+                               ("H.npy", rep.embeddings.H), ("L_in.npy", rep.finite_part)):
+                save_npy_atomic(os.path.join(stage, fname), arr)
+            word_gram_figure(rep.embeddings, rep.pattern, os.path.join(stage, "word_gram.png"), names)
+            embedding_projection_figure(rep.embeddings, rep.pattern, os.path.join(stage, "embeddings.png"), names)
+            singular_values_figure(rep.embeddings, os.path.join(stage, "singular_values.png"))
+            atomic_write_text(os.path.join(stage, "summary.json"), dumps(summary, indent=2))
+        summary["out"] = out
+    if args.json:
+        emit_json(summary)
+        return EXIT_OK
+    s = rep.solution
+    lines = [f"V = {rep.pattern.V}, m = {rep.pattern.m}, distinct supports = {rep.pattern.r}",
+             f"L^mm: ||L||_* = {s.objective:.10g}, certified relative gap {s.relative_gap:.2e} ({s.solver}, "
+             f"{s.status}), rank {s.rank}, min margin {s.min_margin:.6g}",
+             f"centred support proxy: cosine {rep.proxy_cosine:.6f}, certified relative gap {rep.proxy_relative_gap:.2e}"]
+    lines += [f"check {c.name}: defect {c.defect:.2e} ({c.statement})" for c in rep.checks]
+    if out is not None:
+        lines.append(f"wrote {', '.join(OUTPUT_NAMES)} to {out}")
+    emit_lines(lines)
+    return EXIT_OK

@@ -1,0 +1,91 @@
+r"""One call from an instance to its UFM geometry: :math:`L^{mm}` with its certified gap, the balanced
+embeddings, the checks, and the centred-support proxy :math:`\tilde S = (I - \mathbf 1\mathbf 1^\top/V)S`
+compared with :math:`L^{mm}` (its cosine, and its own certified gap as a candidate optimum)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ntpcert.errors import InputError
+from ntpcert.geometry.certificate import NuclearSVMSolution, certify_pair
+from ntpcert.geometry.embeddings import Check, Embeddings, all_checks
+from ntpcert.geometry.pattern import SupportPattern, finite_part
+from ntpcert.instance import NTPInstance
+
+#: Solvers of the nuclear-norm NTP-SVM.
+GEOMETRY_SOLVERS = ("structured", "clarabel", "scs")
+
+
+@dataclass(frozen=True, eq=False)
+class GeometryReport:
+    """The geometry of an instance in the unconstrained-features model.
+
+    Attributes
+    ----------
+    pattern : SupportPattern
+    solution : NuclearSVMSolution
+        :math:`L^{mm}`, shape (V, m), with its certified gap.
+    embeddings : Embeddings
+        Balanced factors of :math:`L^{mm}`.
+    checks : list of Check
+    finite_part : ndarray of shape (V, m)
+        :math:`L^{in}`, the in-support part (log-probabilities centred on each support, 0 off it).
+    proxy_cosine : float
+        Cosine between :math:`\\tilde S` and :math:`L^{mm}`.
+    proxy_relative_gap : float
+        Certified relative suboptimality of :math:`\\tilde S` itself (dual from its polar factor).
+    """
+
+    pattern: SupportPattern
+    solution: NuclearSVMSolution
+    embeddings: Embeddings
+    checks: list[Check]
+    finite_part: np.ndarray
+    proxy_cosine: float
+    proxy_relative_gap: float
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.pattern
+        return {
+            "V": p.V, "m": p.m, "distinct_supports": p.r, "margins": p.n_margins,
+            "nuclear_svm": self.solution.to_json(),
+            "singular_values": [float(x) for x in self.embeddings.singular_values],
+            "checks": [c.to_json() for c in self.checks],
+            "proxy_centred_support": {"cosine": self.proxy_cosine, "relative_gap": self.proxy_relative_gap},
+            "finite_part_norm": float(np.linalg.norm(self.finite_part)),
+        }
+
+
+def solve_geometry(pattern: SupportPattern, solver: str = "structured") -> NuclearSVMSolution:
+    """:math:`L^{mm}` by ``solver`` (``structured``, or ``clarabel``/``scs`` through cvxpy)."""
+    name = str(solver).lower()
+    if name not in GEOMETRY_SOLVERS:
+        raise InputError(f"--solver: value {solver!r} is not one of {', '.join(GEOMETRY_SOLVERS)}")
+    if name == "structured":
+        from ntpcert.geometry.structured import solve_nuclear_structured
+
+        return solve_nuclear_structured(pattern)
+    from ntpcert.geometry.cvx import solve_nuclear_cvxpy
+
+    return solve_nuclear_cvxpy(pattern, solver=name.upper())
+
+
+def analyse(instance: NTPInstance, solver: str = "structured") -> GeometryReport:
+    """The :class:`GeometryReport` of ``instance`` (its embeddings play no role: only supports and probabilities)."""
+    pattern = SupportPattern.from_instance(instance)
+    sol = solve_geometry(pattern, solver)
+    emb = Embeddings.from_logits(sol.L)
+    St = pattern.centered_support()
+    nL, nS = float(np.linalg.norm(sol.L)), float(np.linalg.norm(St))
+    cos = float((St * sol.L).sum() / (nL * nS)) if nL > 0 and nS > 0 else 0.0
+    U, s, Qt = np.linalg.svd(St, full_matrices=False)
+    k = int(np.sum(s > 1e-10 * s[0])) if s.size and s[0] > 0 else 0
+    proxy = certify_pair(St, U[:, :k] @ Qt[:k], pattern, solver="proxy", status="", seconds=0.0, iterations=0)
+    return GeometryReport(pattern, sol, emb, all_checks(sol.L, pattern, emb), finite_part(instance), cos,
+                          proxy.relative_gap)
+
+
+__all__ = ["GEOMETRY_SOLVERS", "GeometryReport", "analyse", "solve_geometry"]

@@ -1,0 +1,87 @@
+"""Figures of the geometry of L^mm (matplotlib, Agg): figures only, no computation beyond ordering."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ntpcert.geometry.embeddings import Embeddings
+from ntpcert.geometry.pattern import SupportPattern
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def word_gram_figure(emb: Embeddings, pattern: SupportPattern, path: str,
+                     token_names: Sequence[str] | None = None) -> None:
+    """Heat map of the word-embedding cosines, tokens ordered by their row of the support matrix (tokens that
+    follow the same contexts are adjacent; lines separate the groups)."""
+    plt = _plt()
+    labels = pattern.token_groups()
+    order = np.lexsort((np.arange(pattern.V), labels))
+    C = emb.word_cosines()[np.ix_(order, order)]
+    names = [str(i) for i in range(pattern.V)] if token_names is None else list(token_names)
+    fig, ax = plt.subplots(figsize=(1.5 + 0.35 * pattern.V, 1.0 + 0.35 * pattern.V) if pattern.V <= 30 else (9, 8))
+    im = ax.imshow(C, cmap="RdBu_r", vmin=-1, vmax=1)
+    if pattern.V <= 40:
+        ax.set_xticks(range(pattern.V), [names[i] for i in order], rotation=90)
+        ax.set_yticks(range(pattern.V), [names[i] for i in order])
+    bounds = np.flatnonzero(np.diff(labels[order])) + 0.5
+    for b in bounds:
+        ax.axhline(b, color="k", lw=0.8)
+        ax.axvline(b, color="k", lw=0.8)
+    ax.set_title("cosines of word embeddings of $L^{mm}$\n(ordered by support-matrix row)")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def embedding_projection_figure(emb: Embeddings, pattern: SupportPattern, path: str,
+                                token_names: Sequence[str] | None = None) -> None:
+    """Word and context embeddings projected on the top two singular directions of L^mm; contexts coloured by
+    their support group (collapsed contexts sit on one point)."""
+    plt = _plt()
+    k = min(2, emb.rank)
+    W = np.zeros((pattern.V, 2))
+    H = np.zeros((pattern.m, 2))
+    W[:, :k], H[:, :k] = emb.W[:, :k], emb.H[:, :k]
+    names = [str(i) for i in range(pattern.V)] if token_names is None else list(token_names)
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    sc = ax.scatter(H[:, 0], H[:, 1], c=pattern.group_of, cmap="tab20", s=60, alpha=0.6, marker="o",
+                    label="contexts (colour = support)")
+    ax.scatter(W[:, 0], W[:, 1], c="k", marker="x", s=60, label="words")
+    if pattern.V <= 40:
+        for i in range(pattern.V):
+            ax.annotate(names[i], W[i], textcoords="offset points", xytext=(4, 4))
+    ax.axhline(0, color="0.8", lw=0.5)
+    ax.axvline(0, color="0.8", lw=0.5)
+    ax.set_xlabel("singular direction 1")
+    ax.set_ylabel("singular direction 2")
+    ax.set_title(f"embeddings of $L^{{mm}}$ (rank {emb.rank}; {pattern.r} distinct supports of {pattern.m} contexts)")
+    ax.legend(loc="best")
+    del sc
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def singular_values_figure(emb: Embeddings, path: str) -> None:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.bar(np.arange(1, emb.rank + 1), emb.singular_values)
+    ax.set_xlabel("index")
+    ax.set_ylabel("singular value of $L^{mm}$")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+__all__ = ["embedding_projection_figure", "singular_values_figure", "word_gram_figure"]
