@@ -74,6 +74,8 @@ from ntpcert.solve.norms import matrix_norm
 DECADE_TREND_COUNT = 3
 #: ... and be at most this in the last one.
 DECADE_RESIDUAL_MAX = 0.1
+#: Residuals both below this count as falling (rounding: a trajectory already on its limit).
+NEGLIGIBLE_RESIDUAL = 1e-9
 #: The F-convergence verdict: :math:`\|P_FW_k - W^*\|/\|W^*\|` at the last decade step at most this.
 F_DISTANCE_MAX = 2e-3
 #: The path verdict: :math:`\cos(W_k, \hat W(\|W_k\|))` at the last decade step at least this.
@@ -386,7 +388,8 @@ def _verdicts(res: np.ndarray, rel_F: np.ndarray, pcos: np.ndarray, own: np.ndar
     out: dict[str, bool | None] = {}
     if res.size >= DECADE_TREND_COUNT and np.all(np.isfinite(res[-DECADE_TREND_COUNT:])):
         tail = res[-DECADE_TREND_COUNT:]
-        out["decade_increment"] = bool(np.all(np.diff(tail) < 0) and tail[-1] <= DECADE_RESIDUAL_MAX)
+        falls = (np.diff(tail) < 0) | (np.maximum(tail[:-1], tail[1:]) <= NEGLIGIBLE_RESIDUAL)
+        out["decade_increment"] = bool(np.all(falls) and tail[-1] <= DECADE_RESIDUAL_MAX)
     else:
         out["decade_increment"] = None
     out["F_convergence"] = bool(rel_F[-1] <= F_DISTANCE_MAX) if rel_F.size and math.isfinite(rel_F[-1]) else None
