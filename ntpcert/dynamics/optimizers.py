@@ -58,11 +58,17 @@ from ntpcert.instance.ce import CEKernel as CEKernel  # the fused gradient, shar
 
 #: Singular values below this fraction of the largest are treated as zero by ``spectral``: the
 #: steepest-descent direction in the spectral norm is :math:`UV^\top` on the range of the
-#: gradient and is left zero on its null space.
-SPECTRAL_RANK_RTOL = 1e-10
+#: gradient and is left zero on its null space. The cut is at rounding level (a few ulps times the
+#: dimension, as ``numpy.linalg.matrix_rank``): CE gradients satisfy :math:`\mathbf 1^\top G = 0`
+#: exactly, and a looser cut (1e-10 before) kept rounding noise along :math:`\mathbf 1_V` as a full
+#: unit singular direction.
+SPECTRAL_RANK_RTOL = None
 
-#: Added to the Frobenius norm before Newton–Schulz normalises its input (as in Muon).
-NEWTON_SCHULZ_EPS = 1e-7
+#: Newton–Schulz divides its input by its Frobenius norm after rescaling by the largest entry, with
+#: no absolute floor: Muon's customary ``+1e-7`` switched normalisation off once
+#: :math:`\|G\| < 10^{-7}`, which late in training (gradients of size :math:`e^{-\text{margin}}`)
+#: froze the step length.
+NEWTON_SCHULZ_EPS = 0.0
 
 #: Muon's quintic Newton–Schulz coefficients :math:`(a, b, c)`: :math:`X \leftarrow aX + (bA + cA^2)X`
 #: with :math:`A = XX^\top`; they push every singular value of the normalised input into about [0.7, 1.2].
@@ -137,6 +143,10 @@ class Optimizer:
     name: str = field(default="", init=False)
     steepest_norm: str = field(default="fro", init=False)
     n_buffers: int = field(default=0, init=False)
+    #: The update is unchanged when every gradient is multiplied by one positive number (and the
+    #: buffers, all linear in the gradients, by the same): the fused loop then feeds it the rescaled
+    #: direction of :meth:`ntpcert.instance.ce.CEKernel.direction_into`, exact past exp underflow.
+    scale_free: bool = field(default=False, init=False)
 
     def init(self, W: np.ndarray) -> OptState:
         """State before the first step: count 0 and zero buffers of W's shape."""
@@ -208,6 +218,7 @@ class NGD(Optimizer):
     zero gradient)."""
 
     name: str = field(default="ngd", init=False)
+    scale_free: bool = field(default=True, init=False)
 
     def kernel(self, W, G, bufs, t, lr):
         nrm = math.sqrt(float(np.vdot(G, G)))
@@ -288,6 +299,7 @@ class Sign(Optimizer):
 
     momentum: float = 0.0
     name: str = field(default="sign", init=False)
+    scale_free: bool = field(default=True, init=False)
     steepest_norm: str = field(default="max", init=False)
     n_buffers: int = field(default=1, init=False)
 
@@ -303,23 +315,28 @@ class Sign(Optimizer):
         return {"momentum": self.momentum}
 
 
-def polar_factor(M: np.ndarray, rtol: float = SPECTRAL_RANK_RTOL) -> np.ndarray:
+def polar_factor(M: np.ndarray, rtol: float | None = SPECTRAL_RANK_RTOL) -> np.ndarray:
     r""":math:`UV^\top` from the thin SVD :math:`M = U\Sigma V^\top`, keeping singular values above
     ``rtol`` times the largest: :math:`\arg\max_{\|X\|_2\le 1}\langle M, X\rangle` of least rank.
 
     Parameters
     ----------
     M : ndarray of shape (V, d)
+    rtol : float or None
+        None: ``max(V, d)`` times the float64 epsilon (rounding level).
     """
     U, s, Vt = np.linalg.svd(M, full_matrices=False)
     if s.size == 0 or s[0] == 0.0:
         return np.zeros_like(M)
+    if rtol is None:
+        rtol = max(M.shape) * float(np.finfo(np.float64).eps)
     k = int(np.count_nonzero(s > rtol * s[0]))
     return U[:, :k] @ Vt[:k]
 
 
 def newton_schulz(M: np.ndarray, steps: int = 5) -> np.ndarray:
-    r"""Muon's approximate orthogonalisation: normalise :math:`X = M/(\|M\|_F + \epsilon)`, then
+    r"""Muon's approximate orthogonalisation: normalise :math:`X = M/\|M\|_F` (after rescaling by the
+    largest entry, so that no square under- or overflows; 0 for M = 0), then
     ``steps`` times :math:`X \leftarrow aX + (bA + cA^2)X` with :math:`A = XX^\top` (on the smaller side),
     with (a, b, c) = ``NEWTON_SCHULZ_COEFFS``.
 
@@ -330,7 +347,11 @@ def newton_schulz(M: np.ndarray, steps: int = 5) -> np.ndarray:
     a, b, c = NEWTON_SCHULZ_COEFFS
     transposed = M.shape[0] > M.shape[1]
     X = M.T if transposed else M
-    X = X / (np.linalg.norm(X) + NEWTON_SCHULZ_EPS)
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if top == 0.0 or not math.isfinite(top):
+        return np.zeros_like(M) if top == 0.0 else np.full_like(M, np.nan)
+    X = X / top
+    X = X / (float(np.linalg.norm(X)) + NEWTON_SCHULZ_EPS)
     for _ in range(steps):
         A = X @ X.T
         X = a * X + (b * A + c * (A @ A)) @ X
@@ -345,6 +366,7 @@ class Spectral(Optimizer):
 
     momentum: float = 0.0
     name: str = field(default="spectral", init=False)
+    scale_free: bool = field(default=True, init=False)
     steepest_norm: str = field(default="spectral", init=False)
     n_buffers: int = field(default=1, init=False)
 
@@ -370,6 +392,7 @@ class Muon(Optimizer):
     momentum: float = 0.95
     ns_steps: int = 5
     name: str = field(default="muon", init=False)
+    scale_free: bool = field(default=True, init=False)
     steepest_norm: str = field(default="spectral", init=False)
     n_buffers: int = field(default=1, init=False)
 

@@ -432,6 +432,7 @@ class Stepper:
         self._bufs = self.optimizer.init(self.W).buffers
         self._kernel = CEKernel(instance)
         self._G = np.empty_like(self.W)
+        self._log_scale = -math.inf  # log-scale of the buffers of a scale-free optimiser
         self.t = 0
 
     def advance(self, n: int) -> float:
@@ -442,10 +443,26 @@ class Stepper:
         grad_into, update, sched = kernel.gradient_into, opt.kernel, opt.schedule
         t = self.t
         t0 = time.perf_counter()
-        with np.errstate(over="ignore", invalid="ignore"):  # finiteness is checked below
-            for t in range(self.t + 1, self.t + n + 1):
-                grad_into(W, G)
-                update(W, G, bufs, t, sched(t))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # finiteness is checked below
+            if opt.scale_free:
+                # the rescaled direction D_t = e^{-A_t} G_t; buffers (linear in the gradients) are kept in
+                # units of e^{A_t}, so the update is the one of the exact gradients at any margin
+                direction_into = kernel.direction_into
+                A_prev = self._log_scale
+                for t in range(self.t + 1, self.t + n + 1):
+                    A = direction_into(W, G)
+                    if A != A_prev and A != -math.inf:
+                        if bufs and A_prev != -math.inf:
+                            f = math.exp(min(A_prev - A, 700.0))
+                            for b in bufs:
+                                b *= f
+                        A_prev = A
+                    update(W, G, bufs, t, sched(t))
+                self._log_scale = A_prev
+            else:
+                for t in range(self.t + 1, self.t + n + 1):
+                    grad_into(W, G)
+                    update(W, G, bufs, t, sched(t))
         seconds = time.perf_counter() - t0
         self.t = t
         with np.errstate(over="ignore", invalid="ignore"):
