@@ -170,6 +170,9 @@ def test_structured_solver_decides_when_forced(monkeypatch):
 
 def test_parts_decide_and_agree(monkeypatch):
     """m in 9..14 with parts from 8 contexts up: rays found on parts, mapped back, checked exactly."""
+    from ntpcert.pipeline import pairs
+
+    monkeypatch.setattr(pairs, "applies", lambda inst: False)  # pairs come first; this test is about parts
     monkeypatch.setattr(dm, "SMALL_LP_VARS", 0)
     monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 8)
     monkeypatch.setattr(dm, "PART_START", (4, 3))
@@ -289,7 +292,7 @@ def _yE(inst: NTPInstance, y: dict) -> dict[int, int]:
 
 def _as_vector(system: KeslerSystem, y: dict) -> np.ndarray:
     index = {(int(j), int(z)): i for i, (j, z) in enumerate(zip(system.eq_context, system.eq_token))}
-    out = np.zeros(system.n_eq, dtype=np.int64)
+    out = np.zeros(system.n_eq, dtype=object)  # exact null vectors can exceed int64
     for key, v in y.items():
         assert Fraction(v).denominator == 1
         out[index[key]] = int(v)
@@ -566,7 +569,10 @@ def test_undetermined_compatibility_certificate(monkeypatch):
     """``claim: null`` with a reason: valid when the summary says null too, invalid otherwise."""
     import ntpcert.pipeline.exact_verdicts as ev
 
+    from ntpcert.pipeline import pairs
+
     monkeypatch.setattr(ev, "EXACT_FULL_MAX_ROWS", 0)  # no whole-system exact test
+    monkeypatch.setattr(pairs, "applies", lambda inst: False)  # a pair of tokens would refute it
     # Gaussian, rank-deficient A_eq: the null direction mod p does not lift, the engine is undetermined
     rng = np.random.default_rng(5)
     inst = NTPInstance.from_counts(rng.standard_normal((5, 1)), [[1, 2, 0], [3, 1, 0], [0, 1, 1], [2, 0, 1], [1, 0, 0]])
@@ -582,6 +588,9 @@ def test_undetermined_compatibility_certificate(monkeypatch):
 
 # ---------------------------------------------------------------------------- parts map back
 def _parts_sizes(monkeypatch, start=(4, 3)):
+    from ntpcert.pipeline import pairs
+
+    monkeypatch.setattr(pairs, "applies", lambda inst: False)  # pairs come before parts
     monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 8)
     monkeypatch.setattr(dm, "PART_START", start)
 

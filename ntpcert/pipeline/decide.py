@@ -18,6 +18,11 @@ already on a few hundred contexts, are answered in seconds. Parts grow geometric
 contexts in data order, the tokens in the most supports); every witness found on a part is checked
 again, exactly, on the whole instance.
 
+**Pairs of tokens** (``pair-farkas``, ``pair-null-vector``). When m > d + 1, two frequent tokens
+that share more than d supports give an exact dependency among those contexts' embeddings, hence a
+Farkas ray or a violating null vector on the difference :math:`w_z - w_{z'}` alone
+(:mod:`ntpcert.pipeline.pairs`). Tried before the parts; each witness is checked on the whole instance.
+
 **The structured solver** (``structured-point``, ``structured-farkas``). Its re-checked feasible
 point proves (6); its exactly verified Farkas ray refutes it. The HiGHS LP stays selectable
 (``highs-point``, ``highs-farkas``) and is the fallback for a ray the structured solver cannot make
@@ -296,6 +301,9 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
         dec = _highs(system, time_limit)
         if dec.holds is not None:
             return dec
+    pair = _pair_ray(inst)
+    if pair is not None:
+        return pair
     ray, log = separability_on_parts(inst, progress=progress)
     if ray is not None:
         last = log[-1]
@@ -304,6 +312,20 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
                                     f"{last['contexts']} contexts and {last['tokens']} tokens, verified exactly "
                                     "on the whole instance", ray=ray, parts=log)
     return _structured(system, svm_solver, time_limit, log, progress)
+
+
+def _pair_ray(inst: NTPInstance) -> SeparabilityDecision | None:
+    """A Farkas ray found on a pair of tokens (:mod:`ntpcert.pipeline.pairs`), checked exactly on the
+    whole instance; None when no pair gives one."""
+    from ntpcert.pipeline import pairs
+
+    found = pairs.separability_witness(inst)
+    if found is None:
+        return None
+    ray, text = found
+    if check_ray_sparse(inst, ray):
+        return None
+    return SeparabilityDecision(False, "pair-farkas", text + ", verified exactly on the whole instance", ray=ray)
 
 
 def _structured(system, svm_solver, time_limit, log, progress) -> SeparabilityDecision:
@@ -544,6 +566,9 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = N
         return CompatibilityDecision(True, "lemma1", f"d >= m and H has full row rank (rank m mod the prime "
                                      f"{lemma1_modulus}): (4) is solvable for every right-hand side (Lemma 1)",
                                      modulus=lemma1_modulus, rank=r)
+    pair = _pair_null_vector(system)
+    if pair is not None:
+        return pair
     p = PRIMES[0]
     notes = []
     for part in (_parts(inst) if r > GRAM_MAX_ROWS or inst.m > PART_MIN_CONTEXTS else ()):
@@ -576,6 +601,26 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = N
                                      modulus=p, rank=rank, null_basis=[_as_dict(system, y) for y in basis])
     notes.append(str(val))
     return CompatibilityDecision(None, None, "; ".join(notes) + "; run 'ntpcert certify DATA --exact'")
+
+
+def _pair_null_vector(system: KeslerSystem) -> CompatibilityDecision | None:
+    """A violating left null vector found on a pair of tokens (:mod:`ntpcert.pipeline.pairs`), checked
+    exactly on the whole system (its y^T b != 0 by prime exponents there); None when no pair gives one."""
+    from ntpcert.pipeline import pairs
+
+    found = pairs.compatibility_witness(system.instance)
+    if found is None:
+        return None
+    y, text = found
+    index = {(int(c), int(t)): i for i, (c, t) in enumerate(zip(system.eq_context, system.eq_token))}
+    if any(key not in index for key in y):
+        return None
+    full = np.zeros(system.n_eq, dtype=object)
+    for key, v in y.items():
+        full[index[key]] = v
+    if not exact_left_null(system, full):
+        return None
+    return CompatibilityDecision(False, "pair-null-vector", text, violating=y)
 
 
 def _as_dict(system: KeslerSystem, y: np.ndarray) -> dict:

@@ -296,7 +296,7 @@ def _compatibility(instance: NTPInstance, rep: Report) -> ExactCompatibility:
     dec = rep.compat_decision
     r = rep.subspace.system.n_eq
     if dec is not None and dec.engine in ("no-equations", "lemma1", "gram-rank-mod-p", "null-space", "null-vector",
-                                          "part-null-vector"):
+                                          "part-null-vector", "pair-null-vector"):
         primes, E = prime_exponents(instance)
         common = {"n_eq": r, "primes": primes, "probabilities_from_floats": bool(instance.probs_exact_from_floats),
                       "method": dec.engine, "E": E}

@@ -1,0 +1,95 @@
+"""Pairs of tokens on m >> d instances (:mod:`ntpcert.pipeline.pairs`): witnesses checked against the
+HiGHS path and the exact checks, and forged pair witnesses rejected."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from ntpcert import NTPInstance
+from ntpcert.exact.separability import check_separability_exact
+from ntpcert.pipeline import decide as dm
+from ntpcert.pipeline import pairs
+from ntpcert.pipeline.exact_verdicts import exact_certify
+from ntpcert.rows.kesler import KeslerSystem
+
+
+def _instance(seed: int, *, m: int = 40, d: int = 4, V: int = 5) -> NTPInstance:
+    """Gaussian embeddings; every context has tokens 0 and 1 in its support half of the time, one of
+    them otherwise, plus random others; counts random, so the log-odds are generic."""
+    rng = np.random.default_rng(seed)
+    H = rng.standard_normal((m, d))
+    C = np.zeros((m, V), dtype=np.int64)
+    for j in range(m):
+        both = rng.random() < 0.5
+        first = rng.random() < 0.5
+        C[j, 0] = rng.integers(1, 9) if (both or first) else 0
+        C[j, 1] = rng.integers(1, 9) if (both or not first) else 0
+        for v in range(2, V):
+            if rng.random() < 0.3:
+                C[j, v] = rng.integers(1, 9)
+    return NTPInstance.from_counts(H, C)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pair_decides_like_highs(seed):
+    inst = _instance(seed)
+    system = KeslerSystem.build(inst)
+    ray_text = pairs.separability_witness(inst)
+    assert ray_text is not None
+    ray, _ = ray_text
+    assert dm.check_ray_sparse(inst, ray) == ""
+    highs = dm.decide_separability(system, engine="highs")
+    assert highs.holds is False
+    dec = dm._pair_ray(inst)
+    assert dec.holds is False and dec.engine == "pair-farkas"
+    assert dm.decide_separability(system).holds is False
+    assert check_separability_exact(inst, None, try_ray=True).holds is False
+
+    comp = dm.decide_compatibility(system)
+    assert comp.holds is False and comp.engine == "pair-null-vector"
+    idx = {(int(c), int(t)): i for i, (c, t) in enumerate(zip(system.eq_context, system.eq_token))}
+    y = np.zeros(system.n_eq, dtype=object)
+    for k, v in comp.violating.items():
+        y[idx[k]] = v
+    assert dm.exact_left_null(system, y)
+    assert abs(float(y.astype(float) @ system.log_odds())) > 1e-9
+
+
+def test_exact_certify_with_pairs_is_valid():
+    rep = exact_certify(_instance(1, m=900), svm=False)  # V (d + m) > SMALL_LP_VARS: HiGHS is not first
+    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.compatible is False and rep.separable is False
+    assert rep.float_report.compat_decision.engine == "pair-null-vector"
+    assert rep.float_report.sep_decision.engine == "pair-farkas"
+
+
+def test_forged_pair_ray_rejected():
+    inst = _instance(2)
+    ray, _ = pairs.separability_witness(inst)
+    key = next(iter(ray))
+    forged = dict(ray)
+    forged[key] = ray[key] + Fraction(1, 3)
+    assert dm.check_ray_sparse(inst, forged) != ""
+    # every entry halved on one token only: 1^T a_j = 0 fails
+    z = key[0]
+    forged = {k: (v / 2 if k[0] == z else v) for k, v in ray.items()}
+    assert dm.check_ray_sparse(inst, forged) != ""
+
+
+def test_no_pair_when_d_covers_m():
+    inst = _instance(0, m=6, d=8)
+    assert pairs.separability_witness(inst) is None
+    assert pairs.compatibility_witness(inst) is None
+
+
+def test_null_vectors_exact():
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((5, 4))
+    ys = pairs.null_vectors(H)
+    assert len(ys) == 1
+    rows = pairs.integer_rows(H)
+    assert all(sum(y * r[i] for y, r in zip(ys[0], rows)) == 0 for i in range(4))
+    assert [Fraction(x) for x in rows[0]] != [0] * 4
