@@ -8,11 +8,12 @@ import argparse
 import os
 from typing import Any
 
-from ntpcert.cli.options import (EXIT_OK, data_inputs, data_options, emit_json, emit_lines, force_option, load_data)
+from ntpcert.cli.options import (EXIT_OK, data_inputs, data_options, emit_json, emit_lines, float_in, force_option,
+                                 int_in, load_data)
 
 #: Every file ``geometry --out`` may write.
 OUTPUT_NAMES = ("L_mm.npy", "W.npy", "H.npy", "L_in.npy", "summary.json", "word_gram.png", "embeddings.png",
-                "singular_values.png")
+                "singular_values.png", "training.png", "training.json")
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -24,6 +25,11 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--solver", default="structured", choices=GEOMETRY_SOLVERS,
                    help="structured (default) or an SDP solver through cvxpy (small instances)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--train", action="store_true",
+                   help="also train W and H jointly (GD, NGD, Adam) and write training.png and training.json")
+    p.add_argument("--steps", type=int_in(1, 1_000_000), default=10_000, help="training steps (default 10000)")
+    p.add_argument("--weight-decay", type=float_in(0.0, low_open=False), default=0.0, metavar="L0",
+                   help="vanishing weight decay L0/(k+1) (default 0: none)")
     force_option(p)
     p.set_defaults(func=run)
 
@@ -40,6 +46,13 @@ def run(args: argparse.Namespace) -> int:
     inst = load_data(args)
     rep = analyse(inst, solver=args.solver)
     summary = rep.to_json()
+    trajs = []
+    if args.train:
+        from ntpcert.geometry.training import JOINT_OPTIMIZERS, fit_rate, train_joint
+
+        trajs = [train_joint(inst, rep.solution.L, optimizer=o, steps=args.steps, wd0=args.weight_decay)
+                 for o in JOINT_OPTIMIZERS]
+        summary["training"] = {t.optimizer: {"final": t.final(), "rate_one_minus_cos": fit_rate(t)} for t in trajs}
     if out is not None:
         names = inst.token_names
         with staged_directory(out, "--out") as stage:
@@ -49,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
             word_gram_figure(rep.embeddings, rep.pattern, os.path.join(stage, "word_gram.png"), names)
             embedding_projection_figure(rep.embeddings, rep.pattern, os.path.join(stage, "embeddings.png"), names)
             singular_values_figure(rep.embeddings, os.path.join(stage, "singular_values.png"))
+            if trajs:
+                from ntpcert.geometry.figures import training_figure
+
+                training_figure(trajs, os.path.join(stage, "training.png"))
+                atomic_write_text(os.path.join(stage, "training.json"),
+                                  dumps({t.optimizer: t.to_json() for t in trajs}, indent=2))
             atomic_write_text(os.path.join(stage, "summary.json"), dumps(summary, indent=2))
         summary["out"] = out
     if args.json:
@@ -60,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
              f"{s.status}), rank {s.rank}, min margin {s.min_margin:.6g}",
              f"centred support proxy: cosine {rep.proxy_cosine:.6f}, certified relative gap {rep.proxy_relative_gap:.2e}"]
     lines += [f"check {c.name}: defect {c.defect:.2e} ({c.statement})" for c in rep.checks]
+    for t in trajs:
+        f = t.final()
+        lines.append(f"train {t.optimizer}: step {int(t.steps[-1])}, cos(L_k, L^mm) {f['cos_mm']:.4f}, "
+                     f"CE - H {f['excess_loss']:.2e}, 1 - cos ~ k^{summary['training'][t.optimizer]['rate_one_minus_cos']:.2f}")
     if out is not None:
-        lines.append(f"wrote {', '.join(OUTPUT_NAMES)} to {out}")
+        lines.append(f"wrote {', '.join(sorted(os.listdir(out)))} to {out}")
     emit_lines(lines)
     return EXIT_OK

@@ -85,3 +85,29 @@ def singular_values_figure(emb: Embeddings, path: str) -> None:
 
 
 __all__ = ["embedding_projection_figure", "singular_values_figure", "word_gram_figure"]
+
+
+def training_figure(trajectories, path: str) -> None:
+    """Four panels over steps (log scale) for each joint trajectory: 1 − cos(L_k, L^mm), CE − ℋ, ‖L_k‖_F and
+    the context-collapse defect of P_F⊥ L_k."""
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    panels = (("cos_mm", "1 − cos($L_k$, $L^{mm}$)", True), ("excess_loss", "CE − $\\mathcal{H}$", True),
+              ("norm_L", "$\\|L_k\\|_F$", False), ("context_collapse", "context-collapse defect", True))
+    for ax, (key, label, one_minus_or_log) in zip(axes.ravel(), panels):
+        for tr in trajectories:
+            s = np.maximum(tr.steps, 1)
+            y = 1.0 - tr.metrics[key] if key == "cos_mm" else tr.metrics[key]
+            ax.plot(s, np.maximum(y, 1e-16), label=tr.optimizer)
+        ax.set_xscale("log")
+        if one_minus_or_log:
+            ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+__all__ += ["training_figure"]
