@@ -1,0 +1,343 @@
+r"""The best loss of a linear decoder, :math:`L^* = \inf_W \mathrm{CE}(W)`, bracketed from both sides.
+
+Duality. With :math:`\operatorname{lse}(\ell) = \max_{q \in \Delta} \langle q, \ell\rangle + H(q)`,
+
+.. math:: L^* = \max\Big\{ \sum_j \pi_j H(q_j) \;:\; q_j \in \Delta_V,\;
+          \sum_j \pi_j (q_j - p_j) h_j^\top = 0 \Big\},
+
+since for every feasible q and every W,
+:math:`\mathrm{CE}(W) \ge \sum_j \pi_j H(q_j) + \langle \sum_j \pi_j (q_j - p_j) h_j^\top, W\rangle = \sum_j \pi_j H(q_j)`.
+So any W gives an upper bound :math:`\mathrm{CE}(W)` and any feasible q a lower bound; q = p is
+feasible and gives the entropy bound :math:`\mathcal H`, hence :math:`L^* - \mathcal H \ge 0`.
+
+Primal. :math:`\mathrm{CE}` may have no minimiser (when part of the data is separable, the infimum is
+approached along a separating direction and :math:`\|W\| \to \infty`), while the dual maximum is always
+attained. A damped Newton method with conjugate gradients (:math:`\nabla^2\mathrm{CE}` is applied,
+never formed) handles both: in a separable direction :math:`f(t) = c e^{-t}` a Newton step is
+:math:`t \mapsto t + 1`, so the excess there shrinks by a factor e per iteration.
+
+Dual repair. From W take :math:`q_j = \mathbb S(W h_j)`; its constraint residual is the gradient
+:math:`G = \nabla\mathrm{CE}(W) = \sum_j \pi_j (q_j - p_j) h_j^\top`. The correction is the
+linearisation of the softmax: with :math:`A_j = \operatorname{diag}(q_j) - q_j q_j^\top` and X solving
+:math:`\nabla^2\mathrm{CE}(W)[X] = \sum_j \pi_j A_j X h_j h_j^\top = -G` (by CG),
+
+.. math:: \tilde q_j = q_j + A_j X h_j, \qquad \tilde q_{j,z} = q_{j,z}\,(1 + y_{j,z} - \langle q_j, y_j\rangle),\; y_j = X h_j.
+
+It keeps :math:`\mathbf 1^\top \tilde q_j = 1`, meets the constraints up to the CG residual (reported as
+``dual_residual``), and moves each entry by a relative amount, so entries that are about zero (the
+separable part) stay about zero and non-negative as soon as the step is small
+(:math:`|y_{j,z} - \langle q_j, y_j\rangle| < 1`). This is the minimiser of
+:math:`\sum_j \pi_j \sum_z \delta_{j,z}^2 / q_{j,z}` over corrections that meet the constraints (the
+Fisher metric). Should an entry still come out negative, :math:`\tilde q` is mixed with p (feasible):
+:math:`(1-t)\tilde q + t p`, with the smallest t that restores non-negativity when all negative entries lie
+in the supports; otherwise the lower bound falls back to :math:`\mathcal H` (q = p).
+
+Per-context excess. ``per_context_excess[j]`` is :math:`\pi_j \mathrm{KL}(p_j \,\|\, \mathbb S(W h_j))` at the
+final decoder W: non-negative, and summing to ``excess_upper`` exactly (up to rounding); it differs from
+the same quantity at the optimum by at most the bracket's width in total.
+
+Every number is float64 and named with its tolerance: ``primal_residual`` is :math:`\|G\|_\infty` at W,
+``dual_residual`` the largest entry of :math:`|\sum_j \pi_j(\tilde q_j - p_j) h_j^\top|`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ntpcert.errors import InputError
+from ntpcert.instance.model import NTPInstance
+
+__all__ = ["EXCESS_TOL", "ExcessBracket", "excess_bracket", "float_bracket", "dual_repair"]
+
+#: Default target: stop when the bracket's width is at most this times max(excess_upper, 1e-12)... relative.
+EXCESS_TOL = 1e-8
+#: The bracket is also accepted when its width is at most this (nats), for instances where L* = ℋ.
+ABS_TOL = 1e-14
+#: Floor of the CG preconditioner's diagonal, relative to its largest entry.
+PRECOND_FLOOR = 1e-6
+#: Largest number of Newton iterations.
+MAX_NEWTON = 200
+#: Largest number of CG iterations per Newton step / per repair.
+MAX_CG = 300
+#: A repaired q counts for the lower bound only when its constraint residual (max abs entry) is at most this.
+DUAL_TOL = 1e-12
+#: The dual repair is tried once the gradient's max abs entry is below this.
+REPAIR_AT = 1e-8
+
+
+@dataclass(frozen=True, eq=False)
+class ExcessBracket:
+    r"""A bracket on :math:`L^* = \inf_W \mathrm{CE}(W)` and on :math:`L^* - \mathcal H \ge 0`.
+
+    Attributes
+    ----------
+    lower, upper : float
+        :math:`\sum_j \pi_j H(\tilde q_j) \le L^* \le \mathrm{CE}(W)`.
+    entropy : float
+        :math:`\mathcal H`.
+    excess_lower, excess_upper : float
+        ``max(lower - entropy, 0)`` (q = p is feasible) and ``upper - entropy`` computed as
+        :math:`\sum_j \pi_j \mathrm{KL}(p_j\|\mathbb S(Wh_j))`.
+    per_context_excess : ndarray of shape (m,)
+        :math:`\pi_j \mathrm{KL}(p_j\|\mathbb S(Wh_j))` (see the module doc).
+    W : ndarray of shape (V, d)
+        The decoder of the upper bound.
+    q : ndarray of shape (m, V)
+        The repaired dual point of the lower bound.
+    primal_residual, dual_residual : float
+        :math:`\|\nabla \mathrm{CE}(W)\|_\infty` and the constraint residual of q (max abs entry).
+    method, status : str
+    seconds : float
+    iterations : int
+    exact : bool
+        True only when both ends were certified in exact arithmetic.
+    """
+
+    lower: float
+    upper: float
+    entropy: float
+    excess_lower: float
+    excess_upper: float
+    per_context_excess: np.ndarray
+    W: np.ndarray
+    q: np.ndarray
+    primal_residual: float
+    dual_residual: float
+    method: str
+    status: str
+    seconds: float
+    iterations: int
+    exact: bool = False
+    info: dict = field(default_factory=dict)
+
+    @property
+    def width(self) -> float:
+        """``excess_upper - excess_lower``."""
+        return self.excess_upper - self.excess_lower
+
+    @property
+    def relative_width(self) -> float:
+        """Width relative to ``excess_upper`` (inf when that is 0 and the width is not)."""
+        if self.excess_upper > 0:
+            return self.width / self.excess_upper
+        return 0.0 if self.width <= 0 else float("inf")
+
+    def to_json(self, *, per_context: bool = True) -> dict[str, Any]:
+        """A JSON-ready dict (no W or q)."""
+        out = {
+            "lower": self.lower,
+            "upper": self.upper,
+            "entropy": self.entropy,
+            "excess_lower": self.excess_lower,
+            "excess_upper": self.excess_upper,
+            "relative_width": self.relative_width,
+            "primal_residual": self.primal_residual,
+            "dual_residual": self.dual_residual,
+            "method": self.method,
+            "status": self.status,
+            "seconds": self.seconds,
+            "iterations": self.iterations,
+            "exact": self.exact,
+        }
+        if per_context:
+            out["per_context_excess"] = [float(x) for x in self.per_context_excess]
+        out.update(self.info)
+        return out
+
+
+class _Model:
+    """CE, gradient and Hessian-vector products on one instance (H sparse when it pays)."""
+
+    def __init__(self, instance: NTPInstance):
+        H = np.asarray(instance.embeddings, dtype=np.float64)
+        nnz = np.count_nonzero(H)
+        self.H = sp.csr_matrix(H) if nnz <= 0.2 * H.size else H
+        self.HT = self.H.T.tocsr() if sp.issparse(self.H) else H.T
+        self.H2T = (self.H.multiply(self.H)).T.tocsr() if sp.issparse(self.H) else (H * H).T
+        self.P = np.asarray(instance.probs, dtype=np.float64)
+        self.pi = np.asarray(instance.weights, dtype=np.float64)
+        self.V, self.d = instance.V, instance.d
+        with np.errstate(divide="ignore"):
+            self.logP = np.where(self.P > 0, np.log(np.where(self.P > 0, self.P, 1.0)), 0.0)
+
+    def logits(self, W: np.ndarray) -> np.ndarray:
+        return np.asarray(self.H @ W.T)
+
+    def state(self, W: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """(excess, G, Q, kl) at W: excess = Σ π_j KL(p_j‖q_j) ≥ 0 without cancellation."""
+        Z = self.logits(W)
+        Z = Z - Z.max(axis=1, keepdims=True)
+        E = np.exp(Z)
+        s = E.sum(axis=1, keepdims=True)
+        logQ = Z - np.log(s)
+        Q = E / s
+        kl = (self.P * (self.logP - logQ)).sum(axis=1)
+        G = np.asarray(self.HT @ ((Q - self.P) * self.pi[:, None])).T
+        return float(self.pi @ kl), G, Q, kl
+
+    def hessp(self, Q: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """:math:`\\sum_j \\pi_j A_j X h_j h_j^\\top` with :math:`A_j = \\operatorname{diag}(q_j) - q_jq_j^\\top`."""
+        return np.asarray(self.HT @ (self.delta(Q, X) * self.pi[:, None])).T
+
+    def delta(self, Q: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Rows :math:`A_j X h_j`, shape (m, V)."""
+        Y = self.logits(X)
+        return Q * (Y - (Q * Y).sum(axis=1, keepdims=True))
+
+    def cg(self, Q: np.ndarray, B: np.ndarray, *, tol: float, maxiter: int) -> tuple[np.ndarray, int]:
+        """Conjugate gradients for :math:`\\nabla^2[X] = B` from X = 0 (B in the range), with the
+        Hessian's diagonal :math:`\\sum_j \\pi_j q_{j,z}(1-q_{j,z}) h_{j,k}^2` as preconditioner."""
+        Dg = np.asarray(self.H2T @ (Q * (1 - Q) * self.pi[:, None])).T
+        Dg = np.maximum(Dg, 1e-300 + PRECOND_FLOOR * float(Dg.max(initial=0.0)))
+        X = np.zeros_like(B)
+        R = B.copy()
+        Zr = R / Dg
+        D = Zr.copy()
+        rz = float((R * Zr).sum())
+        stop = tol * tol * max(float((R * R).sum()), 1e-300)
+        rr = float((R * R).sum())
+        it = 0
+        for it in range(1, maxiter + 1):
+            if rr <= stop:
+                break
+            AD = self.hessp(Q, D)
+            dAd = float((D * AD).sum())
+            if dAd <= 0:
+                break
+            a = rz / dAd
+            X += a * D
+            R -= a * AD
+            rr = float((R * R).sum())
+            Zr = R / Dg
+            rz_new = float((R * Zr).sum())
+            D = Zr + (rz_new / rz) * D
+            rz = rz_new
+        return X, it
+
+
+def entropy_rows(Q: np.ndarray) -> np.ndarray:
+    """:math:`H(q_j)` per row, shape (m,), with 0 log 0 = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.where(Q > 0, Q * np.log(np.where(Q > 0, Q, 1.0)), 0.0).sum(axis=1)
+
+
+def dual_repair(instance: NTPInstance, W: np.ndarray, *, cg_tol: float = 1e-14,
+                max_cg: int = MAX_CG) -> tuple[np.ndarray, float, str]:
+    """Feasible q from a decoder W (see the module doc).
+
+    Returns
+    -------
+    q : ndarray of shape (m, V)
+    residual : float
+        Max abs entry of :math:`\\sum_j \\pi_j (q_j - p_j) h_j^\\top`.
+    how : str
+        ``"newton-repair"``, ``"newton-repair+mix(t)"`` or ``"p"`` (fell back to q = p).
+    """
+    model = _Model(instance)
+    W = instance.check_decoder(W)
+    _, G, Q, _ = model.state(W)
+    return _repair(model, Q, G, cg_tol, max_cg)
+
+
+def _repair(model: _Model, Q: np.ndarray, G: np.ndarray, cg_tol: float, max_cg: int):
+    X, _ = model.cg(Q, -G, tol=cg_tol, maxiter=max_cg)
+    Qt = Q + model.delta(Q, X)
+    how = "newton-repair"
+    if np.any(Qt < 0):
+        neg = Qt < 0
+        if np.any(neg & (model.P <= 0)):
+            return model.P.copy(), 0.0, "p"
+        t = float(np.max(-Qt[neg] / (model.P[neg] - Qt[neg])))
+        Qt = (1 - t) * Qt + t * model.P
+        Qt = np.maximum(Qt, 0.0)
+        how = f"newton-repair+mix({t:.3g})"
+    res = np.asarray(model.HT @ ((Qt - model.P) * model.pi[:, None]))
+    return Qt, float(np.abs(res).max(initial=0.0)), how
+
+
+def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton: int = MAX_NEWTON,
+                  W0: np.ndarray | None = None, time_limit: float | None = None) -> ExcessBracket:
+    """Newton-CG on CE with a dual repair at every step; stops when the relative width ≤ ``tol``.
+
+    Parameters
+    ----------
+    instance : NTPInstance
+    tol : float
+        Target relative width ``(excess_upper - excess_lower) / excess_upper`` (an absolute width
+        of ``tol * 1e-12`` when the excess is about 0).
+    max_newton : int
+    W0 : ndarray of shape (V, d), optional
+        Starting decoder (default 0).
+    time_limit : float, optional
+        Seconds; the best bracket so far is returned with status ``"time limit"``.
+    """
+    if not (isinstance(tol, float) and 0 < tol < 1):
+        raise InputError(f"tol: value {tol!r} is not a float in (0, 1)")
+    t0 = time.perf_counter()
+    model = _Model(instance)
+    ent = float(instance.entropy())
+    H_p = float(model.pi @ entropy_rows(model.P))
+    W = np.zeros((instance.V, instance.d)) if W0 is None else instance.check_decoder(W0).copy()
+    ex, G, Q, kl = model.state(W)
+    best_low, best_q, best_res, best_how = H_p, model.P.copy(), 0.0, "p"
+    status = "iteration limit"
+    it = 0
+    for it in range(1, max_newton + 1):
+        # dual side, once the gradient is small
+        if float(np.abs(G).max(initial=0.0)) <= REPAIR_AT:
+            Qt, res, how = _repair(model, Q, G, 1e-8, MAX_CG)
+            low = float(model.pi @ entropy_rows(Qt))
+            if res <= DUAL_TOL and low > best_low:
+                best_low, best_q, best_res, best_how = low, Qt, res, how
+        exc_low = max(best_low - H_p, 0.0)
+        if max(ex, 0.0) - exc_low <= max(tol * ex, ABS_TOL):
+            status = "converged"
+            break
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            status = "time limit"
+            break
+        # primal Newton step with backtracking
+        X, _ = model.cg(Q, -G, tol=1e-6, maxiter=MAX_CG)
+        slope = float((G * X).sum())
+        if slope >= 0:
+            X, slope = -G, -float((G * G).sum())
+        found = _line_search(model, W, ex, X, slope) or _line_search(model, W, ex, -G, -float((G * G).sum()))
+        if found is None:
+            status = "line search failed"
+            break
+        Wn, exn, Gn, Qn, kln = found
+        W, ex, G, Q, kl = Wn, exn, Gn, Qn, kln
+    per_ctx = model.pi * np.maximum(kl, 0.0)
+    ex = max(ex, 0.0)
+    return ExcessBracket(
+        lower=ent + exc_low, upper=ent + ex, entropy=ent, excess_lower=exc_low, excess_upper=ex,
+        per_context_excess=per_ctx, W=W, q=best_q, primal_residual=float(np.abs(G).max(initial=0.0)),
+        dual_residual=best_res, method=f"newton-cg + {best_how}", status=status,
+        seconds=time.perf_counter() - t0, iterations=it,
+    )
+
+
+def _line_search(model: _Model, W, ex, X, slope):
+    """Backtracking (Armijo) along X; None when no step down to 2**-60 decreases the excess."""
+    step = 1.0
+    for _ in range(60):
+        Wn = W + step * X
+        exn, Gn, Qn, kln = model.state(Wn)
+        if exn <= ex + 1e-4 * step * slope:
+            return Wn, exn, Gn, Qn, kln
+        step *= 0.5
+    return None
+
+
+def excess_bracket(instance: NTPInstance, *, exact: bool = False, tol: float = EXCESS_TOL,
+                   time_limit: float | None = None) -> ExcessBracket:
+    """The bracket on :math:`L^*` and :math:`L^* - \\mathcal H` (float; ``exact=True`` is refused here:
+    exact certification lives in the pipeline layer)."""
+    if exact:
+        raise InputError("exact: value True is not available from ntpcert.solve.excess (float only)")
+    return float_bracket(instance, tol=tol, time_limit=time_limit)
