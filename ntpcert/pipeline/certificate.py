@@ -78,6 +78,11 @@ from ntpcert.instance import NTPInstance
 FORMAT = "ntpcert-certificate"
 VERSION = 1
 
+# Exact witnesses hold integers of any size (a null vector of d + 1 dyadic embeddings has entries of
+# about 66 d bits: over 5,000 digits at d = 256); Python >= 3.11 refuses str <-> int beyond 4,300 digits.
+if hasattr(sys, "set_int_max_str_digits"):
+    sys.set_int_max_str_digits(0)
+
 #: The largest certificate file (bytes) :func:`load` reads; a larger one is refused before it is read.
 MAX_CERTIFICATE_BYTES = 256 * 2**20
 

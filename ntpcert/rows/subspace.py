@@ -138,13 +138,15 @@ def dense_preferred(system: KeslerSystem) -> bool:
     return r <= DENSE_MAX_ROWS_WIDE and r ** 3 <= DENSE_WORK_FACTOR * per_iteration
 
 
-def lsmr_solve(A: Any, b: np.ndarray, *, strict: bool = True) -> tuple[np.ndarray, dict]:
+def lsmr_solve(A: Any, b: np.ndarray, *, strict: bool = True, max_iter: int | None = None) -> tuple[np.ndarray, dict]:
     r"""Minimum-norm least-squares solution of :math:`A x = b` by LSMR from :math:`x_0 = 0`.
 
     Parameters
     ----------
     A : sparse matrix or LinearOperator of shape (p, n)
     b : ndarray of shape (p,)
+    max_iter : int, optional
+        A lower iteration limit than the default one.
 
     Returns
     -------
@@ -164,6 +166,8 @@ def lsmr_solve(A: Any, b: np.ndarray, *, strict: bool = True) -> tuple[np.ndarra
 
     b = np.asarray(b, dtype=np.float64)
     maxiter = min(LSMR_MAX_ITER, max(LSMR_MIN_ITER, LSMR_ITER_FACTOR * min(A.shape)))
+    if max_iter is not None:
+        maxiter = min(maxiter, int(max_iter))
     x, istop, itn, _, _, normA, condA, _ = lsmr(A, b, atol=LSMR_TOL, btol=LSMR_TOL, conlim=0.0, maxiter=maxiter)
     res = A @ x - b
     info = {
@@ -221,7 +225,8 @@ class Subspace:
     w_log_odds: np.ndarray | None = None
 
     @classmethod
-    def build(cls, system: KeslerSystem, method: str = "auto", *, operator: str = EQ_OPERATOR) -> Subspace:
+    def build(cls, system: KeslerSystem, method: str = "auto", *, operator: str = EQ_OPERATOR,
+              lsmr_max_iter: int | None = None) -> Subspace:
         """F of ``system``.
 
         Parameters
@@ -234,6 +239,9 @@ class Subspace:
             rows F = {0} and the (trivial) eigh path is taken whatever the method.
         operator : {"csr", "kesler"}
             How the lsmr path applies :math:`A_{eq}` (see :data:`EQ_OPERATOR`).
+        lsmr_max_iter : int, optional
+            A lower iteration limit of the lsmr path's W* (e.g. when (4) is already refuted, so that W*
+            is only a least-squares point).
 
         Raises
         ------
@@ -250,7 +258,7 @@ class Subspace:
         if r == 0:
             return cls(system, np.zeros((0, 0)), np.zeros(0), 0.0)
         if method == "lsmr" or (method == "auto" and not dense_preferred(system)):
-            return cls._build_lsmr(system, operator)
+            return cls._build_lsmr(system, operator, lsmr_max_iter)
         G = system.eq_gram()
         from ntpcert.util.numbers import blas_threads
 
@@ -265,9 +273,9 @@ class Subspace:
         return cls(system, Q[:, keep], lam[keep], tol, bound, int(sure.sum()), Q[:, ~sure])
 
     @classmethod
-    def _build_lsmr(cls, system: KeslerSystem, operator: str) -> Subspace:
+    def _build_lsmr(cls, system: KeslerSystem, operator: str, max_iter: int | None = None) -> Subspace:
         A = eq_operator(system, operator)
-        x, info = lsmr_solve(A, system.log_odds(), strict=False)  # W* is reported with its residuals
+        x, info = lsmr_solve(A, system.log_odds(), strict=False, max_iter=max_iter)  # W* is reported with its residuals
         inst = system.instance
         return cls(system, np.zeros((system.n_eq, 0)), np.zeros(0), 0.0, method="lsmr",
                    solve_info={"method": "lsmr", "operator": operator, **info}, operator=A,
