@@ -258,10 +258,13 @@ def build_summary(inst, limits, trajs, extra_trajs, rp, args) -> dict[str, Any]:
         "ngd_cos_ceiling": ceiling,
     }
     if rp is not None:
+        def fin(x: float) -> float | None:  # JSON has no NaN: an uncertified budget's values are null
+            return float(x) if math.isfinite(float(x)) else None
+
         out["regpath"] = {"budgets": [float(b) for b in rp.budgets],
-                          **{k: [float(x) for x in rp[k]] for k in ("excess_loss", "cos_mm", "cos_mm_centered",
-                                                                    "rel_dist_F", "margin_ratio")},
-                          "kkt": [float(x) for x in rp.kkt], "method": rp.method,
+                          **{k: [fin(x) for x in rp[k]] for k in ("excess_loss", "cos_mm", "cos_mm_centered",
+                                                                  "rel_dist_F", "margin_ratio")},
+                          "kkt": [fin(x) for x in rp.kkt], "method": rp.method,
                           "certified": [bool(x) for x in rp.certified], "failures": list(rp.failures),
                           "kkt_max": rp.kkt_max}
     return out
