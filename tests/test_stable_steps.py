@@ -60,3 +60,42 @@ def test_scale_free_steps_past_underflow_follow_the_exact_direction(teacher, mak
     step = 1000.0 * Wmm - one.W
     assert np.linalg.norm(step) > 0.0
     assert float(np.vdot(step, D_far)) > 0.0  # a descent direction of the exact gradient
+
+
+def test_trajectories_flag_where_float64_stops_being_trustworthy(teacher):
+    """GD's gradient underflows past margin ~708 (flagged from the start when started at margin 800);
+    sign descent steps on the rescaled direction there (trusted); both report it in metrics and JSON."""
+    from ntpcert.dynamics.optimizers import gd
+
+    inst, Wmm = teacher
+    lim = Limits.compute(inst)
+    from ntpcert.dynamics.trajectory import run
+
+    far = run(inst, gd(1.0), 10, limits=lim, W0=800.0 * Wmm, per_decade=1)
+    assert far.untrusted_from == 0
+    assert far["max_out_logprob"][0] < -708.0
+    assert "float64 is not trustworthy from step 0" in far.trust_warning()
+    assert far.to_json()["float64_trusted"] is False
+    assert np.isfinite(far["log_excess_loss"][0]) and far["excess_loss"][0] == 0.0
+    ok = run(inst, sign(0.01), 10, limits=lim, W0=800.0 * Wmm, per_decade=1)
+    assert ok.untrusted_from is None and ok.trust_warning() is None and ok.to_json()["float64_trusted"] is True
+    near = run(inst, gd(1.0), 10, limits=lim, W0=5.0 * Wmm, per_decade=1)
+    assert near.untrusted_from is None
+
+
+def test_paper_direction_error_grows_once_f_is_reached():
+    """With a nontrivial F the in-support rounding (absolute, ~eps |z|) is magnified by exp(margin) in the
+    rescaled direction: at W* + c W^mm the bound passes TRUST_RTOL as c grows, and the flag follows."""
+    from ntpcert.dynamics.trajectory import run
+    from ntpcert.instance.ce import TRUST_RTOL
+    from ntpcert.instance.load import load_instance
+
+    inst = load_instance("paper")
+    lim = Limits.compute(inst)
+    bounds = []
+    for c in (1.0, 30.0, 100.0):
+        t = run(inst, sign(0.01), 1, limits=lim, W0=lim.W_star + c * lim.W_mm, per_decade=1)
+        bounds.append(float(t["direction_error_bound"][0]))
+        assert (t.untrusted_from is None) == (bounds[-1] <= TRUST_RTOL)
+    assert bounds[0] < TRUST_RTOL < bounds[-1]
+    assert bounds == sorted(bounds)

@@ -4,6 +4,7 @@ metrics against the limits, write CSV/JSON, the final iterate and figures."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Callable
 
 from ntpcert.cli.options import (EXIT_OK, MAX_LR, check_solver, data_inputs, data_options, emit_json, float_in,
@@ -149,6 +150,9 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         grid = np.union1d(grid, decade_steps(args.steps))
     keep = True if args.snapshots else (decade_steps(args.steps) if checks_on else False)
     traj = run(inst, opt, args.steps, limits=limits, grid=grid, snapshots=keep, progress=progress)
+    trust = traj.trust_warning()
+    if trust is not None:  # never silently: float64 stopped resolving the iterates' numbers
+        print(trust, file=sys.stderr)
     checks = None
     if checks_on:
         checks = run_checks(inst, limits, traj, path_check, progress=progress)

@@ -176,6 +176,28 @@ class Optimizer:
         """This optimiser with every instance-dependent default filled in."""
         return self
 
+    def orthogonalization_error(self, G: np.ndarray, bufs: tuple[np.ndarray, ...]) -> float:
+        r"""For the orthogonalising updates (``spectral``, ``muon``): :math:`\max_i|\sigma_i(O(M)) - 1|`
+        over the singular values of the orthogonalised matrix on the range of its input M (the one the
+        next step would form from the gradient or direction ``G`` and the buffers, which are not
+        changed), and the largest singular value off that range; NaN for the others."""
+        M = self._orth_input(np.array(G, dtype=np.float64, copy=True), tuple(np.array(b, copy=True) for b in bufs))
+        if M is None:
+            return float("nan")
+        s_in = np.linalg.svd(M, compute_uv=False)
+        if s_in.size == 0 or s_in[0] == 0.0:
+            return 0.0
+        r = int(np.count_nonzero(s_in > max(M.shape) * float(np.finfo(np.float64).eps) * s_in[0]))
+        s_out = np.linalg.svd(self._orthogonalize(M), compute_uv=False)
+        err = float(np.max(np.abs(s_out[:r] - 1.0)))
+        return max(err, float(s_out[r:].max())) if r < s_out.size else err
+
+    def _orth_input(self, G: np.ndarray, bufs: tuple[np.ndarray, ...]) -> np.ndarray | None:
+        return None
+
+    def _orthogonalize(self, M: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
     def hyperparams(self) -> dict[str, Any]:
         """A JSON-ready description: name, schedule, step size and the rule's own constants."""
         out: dict[str, Any] = {"optimizer": self.name}
@@ -378,6 +400,12 @@ class Spectral(Optimizer):
         D *= lr
         W -= D
 
+    def _orth_input(self, G, bufs):
+        return _momentum_direction(G, bufs[0], self.momentum)
+
+    def _orthogonalize(self, M):
+        return polar_factor(M)
+
     def _constants(self):
         return {"momentum": self.momentum, "orthogonalize": "svd"}
 
@@ -411,6 +439,18 @@ class Muon(Optimizer):
         D = newton_schulz(G, self.ns_steps)
         D *= lr
         W -= D
+
+    def _orth_input(self, G, bufs):
+        (m,) = bufs
+        beta = self.momentum
+        m *= beta
+        G *= 1.0 - beta
+        m += G
+        G += beta * m
+        return G
+
+    def _orthogonalize(self, M):
+        return newton_schulz(M, self.ns_steps)
 
     def _constants(self):
         return {"momentum": self.momentum, "ns_steps": self.ns_steps, "orthogonalize": "newton-schulz"}

@@ -10,6 +10,10 @@ Metrics of an iterate W (all Frobenius unless named; "nan" where undefined, e.g.
 when the instance is not separable so that :math:`W^{mm}` does not exist):
 
 * ``loss`` :math:`\mathrm{CE}(W)`; ``excess_loss`` :math:`\mathrm{CE}(W)-\mathcal H` (sum of KL terms);
+  ``log_excess_loss`` its logarithm, computed in the log domain (finite after the excess underflows);
+* ``max_out_logprob`` :math:`\max_j\max_{v\notin S_j}\log\mathbb S_v(Wh_j)` (about minus the smallest
+  logit margin) and ``direction_error_bound`` (:func:`ntpcert.instance.ce.direction_error_bound`), from
+  which :func:`run` derives its ``float64_trusted`` column;
   ``grad_norm`` :math:`\|\nabla\mathrm{CE}(W)\|`; ``norm`` :math:`\|W\|`;
 * ``cos_mm`` :math:`\cos(W, W^{mm})` and ``cos_mm_centered`` :math:`\cos(W-W^*, W^{mm})`, with
   :math:`\cos(A,B) = \langle A,B\rangle/(\|A\|\|B\|)`;
@@ -44,7 +48,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ntpcert.errors import InfeasibleError, InputError, SolverError
-from ntpcert.instance import NTPInstance
+from ntpcert.instance import NTPInstance, ce
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.dynamics.optimizers import MAX_STEPS, CEKernel, Optimizer
 from ntpcert.rows.subspace import Subspace, check_compatibility
@@ -74,7 +78,15 @@ BASE_METRICS = (
     "min_margin",
     "margin_ratio",
     "eq_violation",
+    "log_excess_loss",
+    "max_out_logprob",
+    "direction_error_bound",
 )
+
+#: Columns :func:`run` adds after the metrics: ``float64_trusted`` (1.0 or 0.0, see
+#: :func:`ntpcert.instance.ce.float64_trusted`) and ``orth_error`` (the orthogonalisation error of
+#: ``spectral`` / ``muon``, :meth:`Optimizer.orthogonalization_error`; NaN for the others).
+RUN_COLUMNS = ("float64_trusted", "orth_error")
 
 #: Norms other than Frobenius whose NTP-SVM can be compared with.
 OTHER_NORMS = tuple(n for n in NORMS if n != "fro")
@@ -230,6 +242,11 @@ def metrics(W: np.ndarray, limits: Limits, *, grad: np.ndarray | None = None) ->
     pmin = float(pmar.min()) if pmar.size else nan
     out["margin_ratio"] = nan if (Wmm is None or pnorm == 0) else pmin * limits.svm.norm / pnorm
     out["eq_violation"] = (float(np.abs(eq).max()) if eq.size else 0.0) / nrm if nrm > 0 else nan
+    lay = inst.ce_layout
+    terms = ce.context_terms(lay, W)
+    out["log_excess_loss"] = inst.log_excess_loss(W)
+    out["max_out_logprob"] = float(np.max(terms.max_out_logprob))
+    out["direction_error_bound"] = ce.direction_error_bound(lay, W, inst.gradient_direction(W)[1])
     for n, sol in limits.norm_svms.items():
         out[f"cos_{n}"] = cosine(W, sol.W)
         out[f"cos_{n}_centered"] = cosine(W - Ws, sol.W)
@@ -291,6 +308,26 @@ class Trajectory:
                 return self.snapshots[int(hit[0])]
         raise InputError(f"step: no snapshot at step {step!r} (run with snapshots=[...] naming it)")
 
+    @property
+    def untrusted_from(self) -> int | None:
+        """The first logged step at which float64 stopped being trustworthy (the ``float64_trusted``
+        column, :func:`ntpcert.instance.ce.float64_trusted`), or None."""
+        col = self.metrics.get("float64_trusted")
+        if col is None:
+            return None
+        bad = np.flatnonzero(col == 0.0)
+        return int(self.steps[bad[0]]) if bad.size else None
+
+    def trust_warning(self) -> str | None:
+        """One line for stderr when some logged step is past float64's trustworthy range, else None."""
+        step = self.untrusted_from
+        if step is None:
+            return None
+        i = int(np.flatnonzero(self.steps == step)[0])
+        return (f"warning: {self.optimizer}: float64 is not trustworthy from step {step:,} on (largest "
+                f"out-of-support log-probability {float(self.metrics['max_out_logprob'][i]):.1f}, direction error "
+                f"bound {float(self.metrics['direction_error_bound'][i]):.1e}); later metrics are unreliable")
+
     def final(self) -> dict[str, float]:
         """The metrics at the last logged step."""
         return {k: float(v[-1]) for k, v in self.metrics.items()}
@@ -317,6 +354,8 @@ class Trajectory:
             "steps": [int(s) for s in self.steps],
             "metrics": {k: [clean(float(x)) for x in v] for k, v in self.metrics.items()},
             "final": {k: clean(v) for k, v in self.final().items()},
+            "float64_trusted": self.untrusted_from is None,
+            "untrusted_from": self.untrusted_from,
         }
 
 
@@ -382,7 +421,7 @@ def run(
     stepper = Stepper(instance, opt, W0)
     W = stepper.W
     names = metric_names(lim)
-    cols = {n: np.empty(pts.size) for n in names}
+    cols = {n: np.empty(pts.size) for n in (*names, *RUN_COLUMNS)}
     snaps = None if keep is None else np.empty((keep.size, *W.shape))
     slot = {int(k): i for i, k in enumerate(keep)} if keep is not None else {}
     bar = progress_bar(bool(progress), total=int(pts[-1]), desc=opt.name, unit="step")
@@ -393,6 +432,9 @@ def run(
             row = metrics(W, lim)
             for n in names:
                 cols[n][i] = row[n]
+            cols["float64_trusted"][i] = float(ce.float64_trusted(row["max_out_logprob"], row["direction_error_bound"],
+                                                                  scale_free=opt.scale_free))
+            cols["orth_error"][i] = stepper.orthogonalization_error()
             if snaps is not None and int(target) in slot:
                 snaps[slot[int(target)]] = W
             if bar is not None:
@@ -434,6 +476,20 @@ class Stepper:
         self._G = np.empty_like(self.W)
         self._log_scale = -math.inf  # log-scale of the buffers of a scale-free optimiser
         self.t = 0
+
+    def orthogonalization_error(self) -> float:
+        """:meth:`Optimizer.orthogonalization_error` of the next step from the current iterate and buffers
+        (NaN for optimisers that do not orthogonalise)."""
+        if not hasattr(self.optimizer, "_orthogonalize") or type(self.optimizer)._orth_input is Optimizer._orth_input:
+            return float("nan")
+        G = np.empty_like(self.W)
+        with np.errstate(under="ignore"):
+            A = self._kernel.direction_into(self.W, G)
+        bufs = self._bufs
+        if bufs and A != -math.inf and self._log_scale != -math.inf and A != self._log_scale:
+            f = math.exp(min(self._log_scale - A, 700.0))
+            bufs = tuple(b * f for b in bufs)
+        return self.optimizer.orthogonalization_error(G, bufs)
 
     def advance(self, n: int) -> float:
         """Take ``n`` steps; return their wall time in seconds.
@@ -496,5 +552,5 @@ def decade_steps(steps: int) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-__all__ = ["BASE_METRICS", "MAX_GRID_POINTS", "MAX_STEPS", "Limits", "Stepper", "Trajectory", "decade_steps", "geometric_grid",
+__all__ = ["BASE_METRICS", "RUN_COLUMNS", "MAX_GRID_POINTS", "MAX_STEPS", "Limits", "Stepper", "Trajectory", "decade_steps", "geometric_grid",
            "metric_names", "metrics", "run"]
