@@ -99,3 +99,20 @@ def test_paper_direction_error_grows_once_f_is_reached():
         assert (t.untrusted_from is None) == (bounds[-1] <= TRUST_RTOL)
     assert bounds[0] < TRUST_RTOL < bounds[-1]
     assert bounds == sorted(bounds)
+
+
+def test_orthogonalization_error_is_measured_and_stated(teacher):
+    """Spectral descent and Muon with "svd" orthogonalise exactly (error at rounding level); Muon's five
+    quintic Newton-Schulz steps leave singular values in about [0.7, 1.2] (error well above rounding, below
+    0.35); every logged step reports it."""
+    from ntpcert.dynamics.trajectory import run
+
+    inst, _ = teacher
+    lim = Limits.compute(inst)
+    exact = [run(inst, o, 300, limits=lim, per_decade=2)["orth_error"]
+             for o in (spectral(0.1, schedule="inv-sqrt"), muon(0.1, schedule="inv-sqrt", orthogonalize="svd"))]
+    for col in exact:
+        assert np.all(col[1:] <= 1e-12)
+    ns = run(inst, muon(0.1, schedule="inv-sqrt"), 300, limits=lim, per_decade=2)["orth_error"]
+    assert np.all((ns[1:] > 1e-3) & (ns[1:] < 0.35))
+    assert np.isnan(run(inst, sign(0.1), 10, limits=lim, per_decade=1)["orth_error"]).all()

@@ -83,6 +83,11 @@ MAX_LR = 1e6
 #: sweep's ``trajectory.steps``): hours of the fastest loop. Raise it with ``run(..., max_steps=N)``.
 MAX_STEPS = 1_000_000_000
 
+#: How ``muon`` orthogonalises: Muon's quintic Newton–Schulz (``ns_steps`` iterations; with the default 5
+#: the singular values of the result lie in about [0.7, 1.2] rather than at 1, an orthogonalisation error
+#: that trajectories report as ``orth_error``), or ``"svd"``, the exact polar factor (:func:`polar_factor`).
+MUON_ORTHOGONALIZE = ("newton-schulz", "svd")
+
 #: Largest number of Newton–Schulz iterations of ``muon`` (``ns_steps``); Muon uses 5.
 MAX_NS_STEPS = 100
 
@@ -419,6 +424,7 @@ class Muon(Optimizer):
 
     momentum: float = 0.95
     ns_steps: int = 5
+    orthogonalize: str = "newton-schulz"
     name: str = field(default="muon", init=False)
     scale_free: bool = field(default=True, init=False)
     steepest_norm: str = field(default="spectral", init=False)
@@ -428,6 +434,9 @@ class Muon(Optimizer):
         _check_momentum(self.momentum)
         if isinstance(self.ns_steps, bool) or not isinstance(self.ns_steps, int) or not 1 <= self.ns_steps <= MAX_NS_STEPS:
             raise InputError(f"ns_steps: value {self.ns_steps!r} is not an integer in [1, {MAX_NS_STEPS}]")
+        if self.orthogonalize not in MUON_ORTHOGONALIZE:
+            raise InputError(f"orthogonalize: unknown value {self.orthogonalize!r} (expected one of "
+                             f"{', '.join(MUON_ORTHOGONALIZE)})")
 
     def kernel(self, W, G, bufs, t, lr):
         (m,) = bufs
@@ -436,7 +445,7 @@ class Muon(Optimizer):
         G *= 1.0 - beta
         m += G
         G += beta * m
-        D = newton_schulz(G, self.ns_steps)
+        D = self._orthogonalize(G)
         D *= lr
         W -= D
 
@@ -450,10 +459,12 @@ class Muon(Optimizer):
         return G
 
     def _orthogonalize(self, M):
+        if self.orthogonalize == "svd":
+            return polar_factor(M)
         return newton_schulz(M, self.ns_steps)
 
     def _constants(self):
-        return {"momentum": self.momentum, "ns_steps": self.ns_steps, "orthogonalize": "newton-schulz"}
+        return {"momentum": self.momentum, "ns_steps": self.ns_steps, "orthogonalize": self.orthogonalize}
 
 
 # ---------------------------------------------------------------------------- constructors
@@ -489,9 +500,10 @@ def spectral(lr: float = 0.01, *, momentum: float = 0.0, schedule: str = "consta
     return Spectral(Schedule(schedule, lr), momentum=momentum)
 
 
-def muon(lr: float = 0.01, *, momentum: float = 0.95, ns_steps: int = 5, schedule: str = "constant") -> Muon:
-    """Muon-style orthogonalised momentum (Newton–Schulz)."""
-    return Muon(Schedule(schedule, lr), momentum=momentum, ns_steps=ns_steps)
+def muon(lr: float = 0.01, *, momentum: float = 0.95, ns_steps: int = 5, schedule: str = "constant",
+         orthogonalize: str = "newton-schulz") -> Muon:
+    """Muon-style orthogonalised momentum (Newton–Schulz, or the exact polar factor with ``"svd"``)."""
+    return Muon(Schedule(schedule, lr), momentum=momentum, ns_steps=ns_steps, orthogonalize=orthogonalize)
 
 
 #: Name -> constructor, for the command line.
