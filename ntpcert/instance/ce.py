@@ -58,6 +58,9 @@ import numpy as np
 #: (it has lost relative precision); below :math:`\log 2^{-1075}\approx -745.13` it is zero.
 LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
+#: :math:`\log 2^{-54}`: below it, :math:`1 + x` rounds to 1 in float64.
+_LOG_HALF_ULP = -54 * math.log(2.0)
+
 #: |t| below this: :math:`\varphi(t) = e^t - 1 - t` by its Taylor series (``expm1(t) - t`` cancels).
 _PHI_SERIES = 0.5
 _PHI_TERMS = 18  # t^20/20! / (t^2/2) < 1e-19 for |t| <= 0.5
@@ -276,6 +279,7 @@ class CEKernel:
         self._r1 = np.empty(m)
         self._r2 = np.empty(m)
         self._r3 = np.empty(m)
+        self._log_V = math.log(V)
 
     def gradient_into(self, W: np.ndarray, out: np.ndarray) -> np.ndarray:
         r"""Write :math:`\nabla\mathrm{CE}(W)` (``W`` and ``out`` of shape (V, d)) into ``out``; return it.
@@ -303,11 +307,15 @@ class CEKernel:
     # log-sum-exp) one offset serves every context: coefficients exp(a - M) / (1 + Qs e^M), scale e^M, with
     # Qs = sum_v exp(a_v - M) and 1 + Qs e^M >= 1. For M > 0 (some context misclassified) each context
     # takes its own offset (_misclassified) and the scale is 1.
-    def _inv_denominator(self, M: float, Qs: np.ndarray, inv: np.ndarray) -> None:
-        """``inv = pi / (1 + Q)`` for M <= 0."""
+    def _inv_denominator(self, M: float, Qs: np.ndarray, inv: np.ndarray) -> np.ndarray:
+        """``pi / (1 + Q)`` for M <= 0 (in ``inv``, or ``pi`` itself when every ``1 + Q`` rounds to 1:
+        Q <= V e^M < 2^-54)."""
+        if M + self._log_V < _LOG_HALF_ULP:
+            return self.layout.pi
         np.multiply(Qs, math.exp(M), out=inv)
         inv += 1.0
         np.divide(self.layout.pi, inv, out=inv)
+        return inv
 
     def _misclassified(self, Zt: np.ndarray, out: np.ndarray, X: np.ndarray | None) -> float:
         """The coefficients with a per-context offset (``Zt`` holds a_v off supports, -inf on them;
@@ -352,7 +360,7 @@ class CEKernel:
         np.subtract(Zt, M, out=Zt)
         np.exp(Zt, out=Zt)
         np.add.reduce(Zt, axis=0, out=Qs)
-        self._inv_denominator(M, Qs, inv)
+        inv = self._inv_denominator(M, Qs, inv)
         np.multiply(Zt, inv, out=Zt)
         np.multiply(Qs, inv, out=zy)
         np.negative(zy, out=zy)
@@ -390,7 +398,7 @@ class CEKernel:
         np.exp(Zt, out=Zt)
         Qs = mS
         np.add.reduce(Zt, axis=0, out=Qs)
-        self._inv_denominator(M, Qs, inv)
+        inv = self._inv_denominator(M, Qs, inv)
         np.multiply(Zt, inv, out=Zt)  # out-of-support coefficients (times pi)
         np.multiply(T, lay.pi, out=T)
         _scale_in_place(T, -M)  # |X| <= e^M, so X e^{-M} stays finite
