@@ -691,10 +691,18 @@ class _Exact:
         den = 1
         for val in a.values():
             den = den * val.denominator // math.gcd(den, val.denominator)
-        A = flint.fmpz_mat(self.V, self.m)
+        # only the ray's tokens and contexts: the other rows of aH are 0 (a dense V x m product with
+        # entries of thousands of digits took 18 GB on a word-level corpus)
+        toks = sorted({v for v, _ in a})
+        ctxs = sorted({j for _, j in a})
+        if not a:
+            return mass, Fraction(0)
+        ti = {v: i for i, v in enumerate(toks)}
+        ci = {j: i for i, j in enumerate(ctxs)}
+        A = flint.fmpz_mat(len(toks), len(ctxs))
         for (v, j), val in a.items():
-            A[v, j] = int(val * den)
-        P = A * self.Hint  # (V, d) = den * 2^s * aH
+            A[ti[v], ci[j]] = int(val * den)
+        P = A * flint.fmpz_mat([self.hint_row(j) for j in ctxs])  # (tokens, d) = den * 2^s * aH on them
         if require_zero_aH:
             _need(P.is_zero(), f"{field_name}: sum_j a_j h_j^T is not 0")
             return mass, Fraction(0)
