@@ -28,7 +28,9 @@ It keeps :math:`\mathbf 1^\top \tilde q_j = 1`, meets the constraints up to the 
 separable part) stay about zero and non-negative as soon as the step is small
 (:math:`|y_{j,z} - \langle q_j, y_j\rangle| < 1`). This is the minimiser of
 :math:`\sum_j \pi_j \sum_z \delta_{j,z}^2 / q_{j,z}` over corrections that meet the constraints (the
-Fisher metric). Should an entry still come out negative, :math:`\tilde q` is mixed with p (feasible):
+Fisher metric). Before the repair, entries below :data:`FACE_TOL` off the supports (the separable face, where the
+optimal q vanishes) are set to zero; small negative entries after it (down to :data:`CLIP_TOL`) are
+clipped and the residual recomputed. Should an entry still come out negative, :math:`\tilde q` is mixed with p (feasible):
 :math:`(1-t)\tilde q + t p`, with the smallest t that restores non-negativity when all negative entries lie
 in the supports; otherwise the lower bound falls back to :math:`\mathcal H` (q = p).
 
@@ -38,7 +40,7 @@ the same quantity at the optimum by at most the bracket's width in total.
 
 Float tolerance: a repaired q counts only when its constraint residual r (max abs entry) is at most
 :data:`DUAL_TOL`, and the lower end is :math:`\\sum_j\\pi_j H(\\tilde q_j) - |\\langle r, W\\rangle|`
-(the first-order entropy cost of moving q̃ onto the constraints).
+(the first-order entropy cost of moving q̃ onto the constraints) minus :data:`LOWER_SLACK`.
 
 Every number is float64 and named with its tolerance: ``primal_residual`` is :math:`\|G\|_\infty` at W,
 ``dual_residual`` the largest entry of :math:`|\sum_j \pi_j(\tilde q_j - p_j) h_j^\top|`.
@@ -68,6 +70,15 @@ PRECOND_FLOOR = 1e-6
 MAX_NEWTON = 200
 #: Largest number of CG iterations per Newton step / per repair.
 MAX_CG = 300
+#: Entries of softmax(W h_j) below this, off the support, are taken as the separable face (set to 0)
+#: before the repair: the Hessian is near-singular along them and the repair would step far.
+FACE_TOL = 1e-12
+#: Negative entries of the repaired q down to -CLIP_TOL are clipped to 0 (rows renormalised); the
+#: constraint residual is recomputed afterwards.
+CLIP_TOL = 1e-9
+#: Float slack taken off the lower end (nats): q̃ meets the constraints only up to DUAL_TOL, and its
+#: entropy can exceed the true L* by about that much (seen: 7e-11 on ``paper``, where only q = p is feasible).
+LOWER_SLACK = 1e-9
 #: CG iterations per Newton step.
 NEWTON_CG = 300
 #: A repaired q counts for the lower bound only when its constraint residual (max abs entry) is at most this.
@@ -251,9 +262,17 @@ def dual_repair(instance: NTPInstance, W: np.ndarray, *, cg_tol: float = 1e-14,
 
 
 def _repair(model: _Model, Q: np.ndarray, G: np.ndarray, cg_tol: float, max_cg: int):
-    X, _ = model.cg(Q, -G, tol=cg_tol, maxiter=max_cg)
-    Qt = Q + model.delta(Q, X)
+    # the face: entries below FACE_TOL off the supports are the separable part; set them to 0 first
+    Qf = np.where((Q < FACE_TOL) & (model.P <= 0), 0.0, Q)
+    Qf /= Qf.sum(axis=1, keepdims=True)
+    Gf = np.asarray(model.HT @ ((Qf - model.P) * model.pi[:, None])).T
+    X, _ = model.cg(Qf, -Gf, tol=cg_tol, maxiter=max_cg)
+    Qt = Qf + model.delta(Qf, X)
     how = "newton-repair"
+    if np.any(Qt < 0) and Qt.min() >= -CLIP_TOL:
+        Qt = np.maximum(Qt, 0.0)
+        Qt /= Qt.sum(axis=1, keepdims=True)
+        how = "newton-repair+clip"
     if np.any(Qt < 0):
         neg = Qt < 0
         if np.any(neg & (model.P <= 0)):
@@ -296,8 +315,8 @@ def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton:
     for it in range(1, max_newton + 1):
         # dual side, once the gradient is small
         if float(np.abs(G).max(initial=0.0)) <= REPAIR_AT:
-            Qt, res, how = _repair(model, Q, G, 1e-8, MAX_CG)
-            low = float(model.pi @ entropy_rows(Qt)) - _first_order(model, Qt, W)
+            Qt, res, how = _repair(model, Q, G, 1e-10, MAX_CG)
+            low = float(model.pi @ entropy_rows(Qt)) - _first_order(model, Qt, W) - LOWER_SLACK
             if res <= DUAL_TOL and low > best_low:
                 best_low, best_q, best_res, best_how = low, Qt, res, how
         exc_low = max(best_low - H_p, 0.0)
