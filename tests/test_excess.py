@@ -80,8 +80,6 @@ def test_exact_mode_not_in_float_layer():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the Fisher-metric repair steps far along pydoc's near-separable directions "
-                   "(entries go negative), so the lower end falls back to the entropy bound")
 def test_pydoc_bracket_width_and_independent_lbfgs():
     inst = load_instance("pydoc")
     b = excess_bracket(inst, tol=1e-7)
