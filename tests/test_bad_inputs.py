@@ -106,6 +106,22 @@ CASES = [
     ("reproduce-gd-lr-1e300", ["reproduce", "paper", "--out", "r", "--gd-lr", "1e300"], "--gd-lr"),
     ("reproduce-scale-inf", ["reproduce", "paper", "--out", "r", "--embedding-scale", "inf"], "--embedding-scale"),
     ("reproduce-unknown-experiment", ["reproduce", "cifar", "--out", "r"], "EXPERIMENT"),
+    # ---------------------------------------------------------------- explain
+    ("explain-csv", ["explain", "table.csv"], "table"),
+    ("explain-missing", ["explain", "missing.json"], "missing.json"),
+    ("explain-time-budget-negative", ["explain", "D.json", "--time-budget", "-1"], "--time-budget"),
+    ("explain-time-budget-nan", ["explain", "D.json", "--time-budget", "nan"], "--time-budget"),
+    ("explain-option-not-for-builtin", ["explain", "paper", "--tokenizer", "word"], "tokenizer"),
+    # ---------------------------------------------------------------- geometry
+    ("geometry-csv", ["geometry", "table.csv"], "table"),
+    ("geometry-dir-holds-outputs", ["geometry", "D.json", "--out", "outdir"], "--force"),
+    ("geometry-out-is-file", ["geometry", "D.json", "--out", "D.json"], "not a directory"),
+    ("geometry-steps-zero", ["geometry", "D.json", "--train", "--steps", "0", "--out", "g"], "--steps"),
+    ("geometry-steps-1e15", ["geometry", "D.json", "--train", "--steps", "1e15", "--out", "g"], "--steps"),
+    ("geometry-weight-decay-nan", ["geometry", "D.json", "--train", "--weight-decay", "nan", "--out", "g"],
+     "--weight-decay"),
+    ("geometry-weight-decay-negative", ["geometry", "D.json", "--train", "--weight-decay", "-1", "--out", "g"],
+     "--weight-decay"),
     # ---------------------------------------------------------------- sweep (never a store left behind)
     ("sweep-m-d-1e6", ["sweep", "big.toml"], "grid.d"),
     ("sweep-d-over-m-1e300", ["sweep", "ratio.toml"], "grid.d_over_m"),
@@ -135,7 +151,8 @@ CASES = [
     ("sweep-plot-where-no-rows", ["sweep-plot", "s.sqlite", "--out", "f.png", "--where", "m=99"], "--where"),
 ]
 
-COMMANDS = {"info", "certify", "svm", "limits", "verify", "bench", "trajectory", "reproduce", "sweep", "sweep-plot"}
+COMMANDS = {"info", "certify", "svm", "limits", "verify", "bench", "trajectory", "reproduce", "sweep", "sweep-plot",
+            "explain", "geometry"}
 
 SPECS = {
     "good.toml": 'name = "good"\n[grid]\nm = 2\nd = 1\nV = 2\nk = 1\n',

@@ -396,7 +396,7 @@ HUGE_COUNTS = [
      lambda t: (read_json, _json(t, {"embeddings": H2, "counts": [[2**62, 2**61], [2**62, 0]]})),
      r"counts: the counts sum to n = 11529215046068469760, past the largest supported total"),
     ("json_huge_literal", lambda t: (read_json, _json(t, '{"embeddings": [[1]], "counts": [[1, ' + "9" * 5000 + "]]}")),
-     "invalid JSON"),
+     r"invalid JSON \(an integer literal of 5000 digits"),
     ("npz_float_1e20", lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[1.0, 1e20], [1.0, 0.0]]))),
      r"counts\[0, 1\]: value 1e\+20 " + _AMBIGUOUS),
     ("npz_float_2_53", lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[1.0, 2.0**53], [1, 0]]))),

@@ -56,6 +56,15 @@ def _show(value: Any) -> str:
 COUNT_MAX = int(np.iinfo(np.int64).max)
 
 
+def _show_int(c: int) -> str:
+    """``c`` in decimal, or its sign, leading digits and length when it has more than 40 digits."""
+    if abs(c).bit_length() <= 132:
+        return str(c)
+    digits = int(abs(c).bit_length() * 0.30102999566398120) + 1  # within one of the true length
+    lead = abs(c) >> (abs(c).bit_length() - 64)
+    return f"{'-' if c < 0 else ''}an integer of about {digits} digits (leading bits {lead:#x})"
+
+
 def _at(name: str, idx: tuple[int, ...]) -> str:
     return f"{name}[{', '.join(map(str, idx))}]"
 
@@ -157,10 +166,10 @@ def _as_count_matrix(counts: Any) -> np.ndarray:
             for j, row in enumerate(ints):
                 for z, c in enumerate(row):
                     if c < 0:
-                        raise InputError(f"counts[{j}, {z}]: value {c} is negative")
+                        raise InputError(f"counts[{j}, {z}]: value {_show_int(c)} is negative")
                     if c > COUNT_MAX:
                         raise InputError(
-                            f"counts[{j}, {z}]: value {c} exceeds the largest supported count 2^63 - 1 = {COUNT_MAX}"
+                            f"counts[{j}, {z}]: value {_show_int(c)} exceeds the largest supported count 2^63 - 1 = {COUNT_MAX}"
                         )
             raise AssertionError("unreachable: an int64 overflow without an entry past int64")  # pragma: no cover
     if np.any(C < 0):

@@ -872,7 +872,7 @@ def load(path: str | os.PathLike) -> dict:
 
 
 def _odd_parts(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(N, E)`` with ``A = N * 2**E`` entrywise exactly, N odd int64 (0 where A is 0, with E = 0).
+    r"""``(N, E)`` with ``A = N * 2**E`` entrywise exactly, N odd int64 (0 where A is 0, with E = 0).
 
     A finite float is :math:`m 2^e` with :math:`m \in [1/2, 1)` a 53-bit fraction, so
     :math:`N = m 2^{53}` is an integer below :math:`2^{53}`; its trailing zeros move into E."""
@@ -896,7 +896,7 @@ def _pow2_strings(exps: np.ndarray) -> dict[int, str]:
 
 
 def to_strings_dyadic(A: np.ndarray) -> list[list[str]]:
-    """A float matrix (exact dyadics) as rows of canonical rational strings, shape (r, c).
+    r"""A float matrix (exact dyadics) as rows of canonical rational strings, shape (r, c).
 
     Vectorised: each entry is :math:`N 2^E` with N odd (:func:`_odd_parts`), so ``"N*2^E"`` for
     :math:`E \ge 0` and ``"N/2^-E"`` otherwise is already in lowest terms; equal to

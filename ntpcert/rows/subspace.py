@@ -127,7 +127,7 @@ def eq_operator(system: KeslerSystem, kind: str = EQ_OPERATOR) -> Any:
 
 
 def dense_preferred(system: KeslerSystem) -> bool:
-    """Whether ``method="auto"`` takes the dense eigh path: r up to :data:`DENSE_MAX_ROWS`, or up to
+    r"""Whether ``method="auto"`` takes the dense eigh path: r up to :data:`DENSE_MAX_ROWS`, or up to
     :data:`DENSE_MAX_ROWS_WIDE` when :math:`r^3 \le` :data:`DENSE_WORK_FACTOR` times the work of one
     LSMR iteration, :math:`\mathrm{nnz}(A_{eq}) + V d` with :math:`\mathrm{nnz}(A_{eq}) = 2 d r`."""
     r = system.n_eq

@@ -91,6 +91,19 @@ def read_npz(path: str | os.PathLike) -> NTPInstance:
     return _build(p, fields, sorted(archive.files))
 
 
+#: The most digits an integer literal in a JSON data file may have. No count or embedding needs more
+#: than a few dozen; the cap is Python's default int-string limit, applied here whatever the interpreter's
+#: setting, so that the verdict on a file does not depend on what else the process imported.
+JSON_INT_MAX_DIGITS = 4300
+
+
+def _json_int(text: str) -> int:
+    digits = len(text) - (text[:1] == "-")
+    if digits > JSON_INT_MAX_DIGITS:
+        raise ValueError(f"an integer literal of {digits} digits, past the cap of {JSON_INT_MAX_DIGITS}")
+    return int(text)
+
+
 def read_json(path: str | os.PathLike) -> NTPInstance:
     """Read an instance from a JSON object (see the module docstring for the keys).
 
@@ -106,14 +119,14 @@ def read_json(path: str | os.PathLike) -> NTPInstance:
     _check_readable(p)
     raw = read_input_bytes(p, p)
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        obj = json.loads(raw.decode("utf-8"), parse_int=_json_int)
     except UnicodeDecodeError as err:
         raise InputError(f"{p}: not UTF-8 text ({one_line(err)})") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{p}: invalid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
         raise InputError(f"{p}: invalid JSON (nested too deeply)") from None
-    except ValueError as err:  # e.g. an integer literal past Python's int_max_str_digits
+    except ValueError as err:  # an integer literal past JSON_INT_MAX_DIGITS
         raise InputError(f"{p}: invalid JSON ({one_line(err)})") from None
     if not isinstance(obj, dict):
         raise InputError(f"{p}: the JSON top level is a {type(obj).__name__}, expected an object with 'embeddings'")
