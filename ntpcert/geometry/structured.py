@@ -37,6 +37,14 @@ relative gap of the full pair is at most ``gap_tol``.
 
 The start is the centred support matrix (feasible), factorised by its SVD, with the multipliers from its
 polar factor.
+
+**Leaving saddles.** A stationary point of the factorised inner problem solves the convex one only if the
+penalty gradient Γ has spectral norm at most 1. Gradient steps keep a null direction of the factors null, so
+once a direction has decayed (while ‖Γ‖₂ ≤ 1 in early outer steps) the iterates can sit on a saddle with
+‖Γ‖₂ > 1 for ever: the solver stalled so at a certified relative gap of 1.3e-2 on a 5 × 4 pattern with a token
+outside every support. Before each inner solve the top singular pair of Γ is checked and, above
+1 + :data:`ESCAPE_TOL`, put into the factors as a new rank-one column (:func:`_escape_column`), which lowers
+the objective like :math:`t^2(1 - \|\Gamma\|_2)`.
 """
 
 from __future__ import annotations
@@ -74,6 +82,11 @@ TRUNCATE_RANK_RTOL, TRUNCATE_FROM_GAP = 1e-5, 1e-5
 BB_ITERS, BB_GTOL = 3_000, 1e-14
 #: The dual polish runs once the certified relative gap is below this.
 POLISH_FROM_GAP = 1e-4
+#: Saddle escape: before each inner solve, when the penalty gradient Γ at the current point has spectral
+#: norm above 1 + ESCAPE_TOL, a rank-one column along its top singular pair is put into the factors.
+ESCAPE_TOL = 1e-6
+#: Step lengths tried along the escape direction (times the square root of the largest singular value).
+ESCAPE_STEPS = tuple(2.0 ** -i for i in range(0, 16))
 
 
 def _expand(pattern: SupportPattern, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +169,39 @@ def _polish_dual(X: np.ndarray, pattern: SupportPattern, rank_rtol: float = POLI
     return base + Up @ K.reshape(Up.shape[1], Wp.shape[1]) @ Wp.T
 
 
+def _escape_column(A: np.ndarray, B: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                         np.ndarray, float] | None:
+    r"""Where to leave a saddle of the factorised inner problem, or None at a global minimiser.
+
+    The inner problem is :math:`\min \tfrac12(\|A\|^2 + \|B\|^2) + \psi(AB^\top, c)` with ψ convex, the
+    factorised form of the convex :math:`\min \|X\|_* + \psi(X, c)`, whose optimality condition at
+    :math:`X = AB^\top` is :math:`\|\nabla_X\psi\|_2 \le 1` besides stationarity. With :math:`G = \nabla_X\psi`
+    (shape (V, r)) and its top singular pair :math:`Gv = \sigma u`, a column :math:`(tu, -tv)` put in the
+    factors changes the objective by :math:`t^2(1 - \sigma) + O(t^3)`, so for σ > 1 the point is a strict
+    saddle. Gradient methods cannot leave it on their own: at a stationary point
+    :math:`A = -GB`, :math:`B = -G^\top A`, a direction w with :math:`Aw = Bw = 0` stays null under every
+    gradient step, and a direction that decays while σ ≤ 1 (early outer steps) is numerically zero when σ
+    later exceeds 1. This is what stalled the solver on patterns with a token outside every support.
+
+    Returns ``(A, B, u, v, sigma)``: the factors rotated so that their last column is the weakest
+    direction of :math:`[A; B]`, set to zero (or with a zero column appended when every direction is
+    strong), and the singular pair to put there; None when :math:`\sigma \le 1 +` :data:`ESCAPE_TOL`."""
+    Ug, sg, Vgt = np.linalg.svd(G, full_matrices=False)
+    if sg.size == 0 or not sg[0] > 1.0 + ESCAPE_TOL:
+        return None
+    V, p = A.shape
+    _, sf, Rt = np.linalg.svd(np.vstack([A, B]), full_matrices=True)
+    An, Bn = A @ Rt.T, B @ Rt.T  # columns in decreasing strength; the same product AB^T
+    weak = sf.size < p or not sf[-1] > TRUNCATE_RANK_RTOL * sf[0]
+    if weak:
+        An[:, -1] = 0.0
+        Bn[:, -1] = 0.0
+    else:
+        An = np.hstack([An, np.zeros((V, 1))])
+        Bn = np.hstack([Bn, np.zeros((B.shape[0], 1))])
+    return An, Bn, Ug[:, 0], Vgt[0], float(sg[0])
+
+
 def solve_nuclear_structured(pattern: SupportPattern, *, gap_tol: float = GAP_TOL, max_outer: int = MAX_OUTER,
                              rng: np.random.Generator | None = None, progress: bool = False) -> NuclearSVMSolution:
     """Solve the nuclear-norm NTP-SVM by merging equal supports and an augmented-Lagrangian Burer–Monteiro
@@ -198,14 +244,14 @@ def solve_nuclear_structured(pattern: SupportPattern, *, gap_tol: float = GAP_TO
     Tf = T.astype(np.float64)
     X0 = (Tf - Tf.mean(axis=0, keepdims=True)) * s[None, :]
     U, sv, Vt = np.linalg.svd(X0, full_matrices=False)
-    p = min(V, r)
-    A = U[:, :p] * np.sqrt(sv[:p])
-    B = Vt[:p].T * np.sqrt(sv[:p])
+    p = sv.size  # min(V, r): every X is reachable; _escape_column adds a column where that is not enough
+    A = U * np.sqrt(sv)
+    B = Vt.T * np.sqrt(sv)
     pad = 1e-3 * float(np.sqrt(sv.mean()))
     A = A + pad * rng.standard_normal(A.shape)
     B = B + pad * rng.standard_normal(B.shape)
     c = np.where(T, X0, 0.0).sum(axis=0) / T.sum(axis=0)
-    Y = -np.where(T, 0.0, np.minimum(U[:, :p] @ Vt[:p], 0.0))  # multipliers from the polar factor, >= 0 off
+    Y = -np.where(T, 0.0, np.minimum(U @ Vt, 0.0))  # multipliers from the polar factor, >= 0 off
     nA, nB = V * p, r * p
 
     def unpack(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -242,6 +288,20 @@ def solve_nuclear_structured(pattern: SupportPattern, *, gap_tol: float = GAP_TO
                 val += float(np.where(T, Yc * R + 0.5 * rhoc * R * R, (G * G - Yc * Yc) / (2.0 * rhoc)).sum())
                 grad = np.concatenate([(Av + G @ Bv).ravel(), (Bv + G.T @ Av).ravel(), -G.sum(axis=0)])
                 return float(val), grad
+
+            Av, Bv, cv = unpack(x)
+            esc = _escape_column(Av, Bv, gamma(residual(Av, Bv, cv), Yc, rhoc))
+            if esc is not None:
+                An, Bn, u, v, _ = esc
+                p = An.shape[1]
+                nA, nB = V * p, r * p
+                scale = float(np.sqrt(max(np.linalg.norm(Av @ Bv.T, 2), 1.0)))
+                trials = []
+                for t in ESCAPE_STEPS:
+                    An[:, -1], Bn[:, -1] = t * scale * u, -t * scale * v
+                    xt = np.concatenate([An.ravel(), Bn.ravel(), cv])
+                    trials.append((fun(xt)[0], t, xt))
+                x = min(trials, key=lambda e: e[0])[2]
 
             res = minimize(fun, x, jac=True, method="L-BFGS-B",
                            options={"maxiter": MAX_INNER, "maxcor": 30, "ftol": 0.0, "gtol": 1e-14})
