@@ -120,4 +120,44 @@ def fmpq_mat_to_fractions(M: flint.fmpq_mat) -> list[list[Fraction]]:
     return [[Fraction(int(M[i, j].p), int(M[i, j].q)) for j in range(M.ncols())] for i in range(M.nrows())]
 
 
+def dyadic_int_rows(H: np.ndarray) -> list[list[int]]:
+    """Rows of the finite float matrix H (shape (n, d)) times one common power of 2, as exact
+    Python ints: ``H = N / 2^s`` with the smallest s >= 0 that makes every entry an integer."""
+    H = np.asarray(H, dtype=np.float64)
+    if not np.all(np.isfinite(H)):
+        raise InputError("not a finite number in the array")
+    frac_, expo = np.frexp(H)
+    M = (frac_ * 2.0**53).astype(np.int64)  # exact: |M| < 2^53
+    e = expo.astype(np.int64) - 53
+    nz = M != 0
+    s = max(0, int(-e[nz].min())) if nz.any() else 0
+    k = np.where(nz, e + s, 0)
+    return [list(map(int.__lshift__, Mr, kr)) for Mr, kr in zip(M.tolist(), k.tolist())]
+
+
+def combinations_vanish(H: np.ndarray, coeffs: dict[int, dict[int, int | Fraction]]) -> bool:
+    r"""Whether :math:`\sum_j c_{t,j} h_j = 0` exactly for every t, with ``coeffs = {t: {j: c_tj}}``
+    (rational c, rows :math:`h_j` of the float matrix H taken as the dyadic rationals they are).
+
+    One integer matrix product (python-flint) over the rows that occur: the coefficients are
+    scaled by the lcm of their denominators and the rows by one power of 2, neither of which changes
+    whether a combination is zero."""
+    ts = [t for t, row in coeffs.items() if any(row.values())]
+    ctxs = sorted({int(j) for t in ts for j, c in coeffs[t].items() if c})
+    if not ctxs:
+        return True
+    den = 1
+    for t in ts:
+        for c in coeffs[t].values():
+            q = c.denominator if isinstance(c, Fraction) else 1
+            if q != 1:
+                den = den * q // math.gcd(den, q)
+    ci = {j: i for i, j in enumerate(ctxs)}
+    C = flint.fmpz_mat(len(ts), len(ctxs))
+    for r, t in enumerate(ts):
+        for j, c in coeffs[t].items():
+            if c:
+                C[r, ci[int(j)]] = int(c * den) if den != 1 else int(c)
+    rows = dyadic_int_rows(np.asarray(H)[ctxs])
+    return bool((C * flint.fmpz_mat(rows)).is_zero())
 

@@ -473,31 +473,17 @@ def _lift(col: list[int], p: int) -> np.ndarray | None:
 
 
 def exact_left_null(system: KeslerSystem, y: np.ndarray) -> bool:
-    r""":math:`A_{eq}^\top y = 0` exactly, for an integer vector y of shape (r,), touching only its rows."""
-    from fractions import Fraction
+    r""":math:`A_{eq}^\top y = 0` exactly, for an integer vector y of shape (r,), touching only its rows:
+    for every token, the combination of the embeddings of the contexts whose rows name it vanishes
+    (one integer matrix product, :func:`ntpcert.exact.rational.combinations_vanish`)."""
+    from ntpcert.exact.rational import combinations_vanish
 
-    from ntpcert.exact.rational import frac
-
-    H = system.instance.embeddings
     acc: dict[int, dict[int, int]] = {}  # token -> context -> coefficient
     for i in np.flatnonzero(y):
         j, z, a, e = int(system.eq_context[i]), int(system.eq_token[i]), int(system.eq_anchor[i]), int(y[i])
         acc.setdefault(z, {})[j] = acc.setdefault(z, {}).get(j, 0) + e
         acc.setdefault(a, {})[j] = acc.setdefault(a, {}).get(j, 0) - e
-    rows: dict[int, list[Fraction]] = {}
-    for coeffs in acc.values():
-        total = [Fraction(0)] * H.shape[1]
-        for j, c in coeffs.items():
-            if c:
-                h = rows.get(j)
-                if h is None:
-                    h = rows[j] = [frac(x) for x in H[j]]
-                for i, x in enumerate(h):
-                    if x:
-                        total[i] += c * x
-        if any(t != 0 for t in total):
-            return False
-    return True
+    return combinations_vanish(system.instance.embeddings, acc)
 
 
 def _modular(system: KeslerSystem, p: int) -> tuple[str, object]:

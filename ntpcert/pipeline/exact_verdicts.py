@@ -253,8 +253,10 @@ def exact_certify(
     t0 = time.perf_counter()
     if certificate_out is not None:
         check_output_file(certificate_out, "certificate_out")  # fail before the work, not after it
+    # no least-squares point once (4) is refuted exactly: W* does not exist, and the fit is the float
+    # stage's costliest part on large corpora
     rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
-                  use_lemma1=use_lemma1)
+                  use_lemma1=use_lemma1, fit_when_refuted=False)
     stages = Stages(4, progress, desc="exact")
     try:
         with stages.stage("exact compatibility", key="exact_compatibility"):

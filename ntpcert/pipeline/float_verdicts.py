@@ -25,7 +25,7 @@ from ntpcert.pipeline.decide import (
 from ntpcert.pipeline.decide import decide_separability as _decide_sep
 from ntpcert.pipeline.float_witness import settle_compatibility
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility
+from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility, refuted_without_fit
 from ntpcert.solve.separability_lp import SeparabilityResult
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
@@ -155,6 +155,7 @@ def certify(
     lp_time_limit: float | None = None,
     separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
     use_lemma1: bool = True,
+    fit_when_refuted: bool = True,
 ) -> Report:
     """Run the float pipeline on ``instance``: Lemma 1's rank test, F and W* (compatibility),
     separability, and, unless ``svm`` is false or the data are not separable, the NTP-SVM with
@@ -166,7 +167,10 @@ def certify(
     separability (``separability_solver="highs"`` for the HiGHS LP); when it also solves the
     NTP-SVM (``solver`` auto, structured or structured-float) that one solve serves both. With
     ``use_lemma1`` false, Lemma 1 is not used, so the verdicts carry explicit witnesses. An NTP-SVM
-    that fails or cannot be certified is reported in ``svm_error``; the verdicts stand.
+    that fails or cannot be certified is reported in ``svm_error``; the verdicts stand. With
+    ``fit_when_refuted`` false, no least-squares point of (4) is computed once an exact witness has
+    refuted (4) (W* does not exist; ``compatible.W_star`` is then None and ``subspace`` holds the
+    rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`).
     """
     t0 = time.perf_counter()
     stages = Stages(5 if svm else 4, progress, desc="certify")
@@ -177,17 +181,21 @@ def certify(
             p = lemma1(instance) if use_lemma1 else None
         with stages.stage("subspace F and W*", key="compatibility"):
             cdec = decide_compatibility(system, lemma1_modulus=p)
-            # refuted exactly: W* does not exist, the least-squares point is only reported, so LSMR is cut short
-            subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
-            comp = check_compatibility(subspace)
-            if cdec.holds is not None:
-                comp = dataclasses.replace(comp, holds=cdec.holds, by=cdec.witness)
-            elif comp.holds is None:
-                comp = settle_compatibility(subspace, dataclasses.replace(comp, by=comp.by + "; " + cdec.witness))
-                if comp.holds is not None:
-                    cdec = CompatibilityDecision(comp.holds, "float-null-vectors", comp.by)
+            if cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
+                subspace = Subspace.unsolved(system)
+                comp = refuted_without_fit(subspace, cdec.witness)
             else:
-                cdec = CompatibilityDecision(comp.holds, "float-rank", comp.by)
+                # refuted exactly: W* does not exist, the least-squares point is only reported, so LSMR is cut short
+                subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
+                comp = check_compatibility(subspace)
+                if cdec.holds is not None:
+                    comp = dataclasses.replace(comp, holds=cdec.holds, by=cdec.witness)
+                elif comp.holds is None:
+                    comp = settle_compatibility(subspace, dataclasses.replace(comp, by=comp.by + "; " + cdec.witness))
+                    if comp.holds is not None:
+                        cdec = CompatibilityDecision(comp.holds, "float-null-vectors", comp.by)
+                else:
+                    cdec = CompatibilityDecision(comp.holds, "float-rank", comp.by)
         with stages.stage("separability", key="separability"):
             ts = time.perf_counter()
             sdec = _decide_sep(system, engine=separability_solver, lemma1_modulus=p,

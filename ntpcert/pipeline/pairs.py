@@ -72,13 +72,9 @@ def pairs(instance: NTPInstance) -> Iterator[tuple[int, int, np.ndarray, np.ndar
 
 def integer_rows(H: np.ndarray) -> list[list[int]]:
     """Rows of the dyadic float matrix H (shape (n, d)) times one power of 2, as exact integers."""
-    frac_, expo = np.frexp(np.asarray(H, dtype=np.float64))
-    M = (frac_ * 2.0**53).astype(np.int64)
-    e = expo.astype(np.int64) - 53
-    nz = M != 0
-    s = max(0, int(-e[nz].min())) if nz.any() else 0
-    k = np.where(nz, e + s, 0)
-    return [[int(a) << int(b) for a, b in zip(Mr, kr)] for Mr, kr in zip(M, k)]
+    from ntpcert.exact.rational import dyadic_int_rows
+
+    return dyadic_int_rows(H)
 
 
 def null_vectors(H: np.ndarray) -> list[list[int]]:

@@ -202,7 +202,8 @@ class Subspace:
     rank_bound, certified_rank, near_null
         The rounding bound :math:`\\delta`, the number of eigenvalues above it and the eigenvectors
         below it, shape (r, r - certified_rank); 0, 0 and None in the lsmr path.
-    method : {"eigh", "lsmr"}
+    method : {"eigh", "lsmr", "none"}
+        ``"none"``: built by :meth:`unsolved`, nothing solved.
     solve_info : dict
         ``{"method": ...}``; in the lsmr path also the record of the solve of (4) for the system's
         log-odds done by :meth:`build` (see :func:`lsmr_solve`) and ``operator``.
@@ -281,6 +282,21 @@ class Subspace:
                    solve_info={"method": "lsmr", "operator": operator, **info}, operator=A,
                    w_log_odds=x.reshape(inst.V, inst.d))
 
+    @classmethod
+    def unsolved(cls, system: KeslerSystem) -> Subspace:
+        """F of ``system`` held by its rows only: nothing is factorised or solved (``method="none"``).
+
+        For callers that only need the system, e.g. when (4) is already refuted exactly, so that W*
+        does not exist and a least-squares point would mean nothing. :meth:`project`,
+        :meth:`basis` and :meth:`min_norm_solution` raise :class:`~ntpcert.errors.InputError`."""
+        return cls(system, np.zeros((system.n_eq, 0)), np.zeros(0), 0.0, method="none",
+                   solve_info={"method": "none"})
+
+    def _need_solved(self, what: str) -> None:
+        if self.method == "none":
+            raise InputError(f"{what} needs F, but this subspace was built with Subspace.unsolved (nothing solved); "
+                             "build it with Subspace.build(system)")
+
     @property
     def full_row_rank(self) -> bool:
         r"""Whether :math:`A_{eq}` certainly has full row rank (every eigenvalue above :math:`\delta`);
@@ -290,8 +306,8 @@ class Subspace:
     @property
     def dim(self) -> int | None:
         """dim F (the numerical rank of :math:`A_{eq}`); None in the lsmr path, which does not
-        compute it."""
-        if self.method == "lsmr":
+        compute it; None as well for :meth:`unsolved`)."""
+        if self.method in ("lsmr", "none"):
             return None
         return int(self.eigvals.size)
 
@@ -303,6 +319,7 @@ class Subspace:
     def project(self, W: np.ndarray) -> np.ndarray:
         """:math:`P_F(W)`, shape (V, d). The lsmr path solves :math:`\\min_x \\|A_{eq}^\\top x -
         \\mathrm{vec}(W)\\|` from 0 and returns :math:`A_{eq}^\\top x` (module doc)."""
+        self._need_solved("project")
         if self.method == "lsmr":
             W = np.asarray(W, dtype=np.float64)
             x, _ = lsmr_solve(self.operator.T, W.reshape(-1))
@@ -324,6 +341,7 @@ class Subspace:
         InputError
             In the lsmr path, which has no basis.
         """
+        self._need_solved("basis")
         if self.method == "lsmr":
             raise InputError(f"the orthonormal basis of F needs the dense eigh path, but this subspace was built "
                              f"with LSMR (r = {self.system.n_eq} equality rows; the automatic limit DENSE_MAX_ROWS is "
@@ -339,6 +357,7 @@ class Subspace:
         """Minimum-Frobenius-norm least-squares solution of :math:`A_{eq}\\mathrm{vec}(W) = b`,
         with ``refine`` steps of iterative refinement (eigh path; the lsmr path ignores ``refine``
         and reuses the solve of :meth:`build` when b is the system's log-odds). Shape (V, d)."""
+        self._need_solved("min_norm_solution")
         inst = self.system.instance
         if self.method == "lsmr":
             b = np.asarray(b, dtype=np.float64)
@@ -372,9 +391,10 @@ class CompatibilityResult:
         :math:`\\|A_{eq}\\mathrm{vec}(W^*) - b\\|_2`.
     relative_residual : float
         ``residual / max(1, ||b||_2)``, the number compared with the tolerances.
-    W_star : ndarray of shape (V, d)
+    W_star : ndarray of shape (V, d), or None
         The minimum-norm least-squares solution of (4). It is W* only when ``holds`` is True;
-        otherwise it depends on the choice of anchors and carries no meaning of its own.
+        otherwise it depends on the choice of anchors and carries no meaning of its own. None when
+        no least-squares fit was made (:func:`refuted_without_fit`); the residuals are then NaN.
     dim_F : int or None
         None when the lsmr path built F (dim F not computed).
     by : str
@@ -390,7 +410,7 @@ class CompatibilityResult:
     holds: bool | None
     residual: float
     relative_residual: float
-    W_star: np.ndarray
+    W_star: np.ndarray | None
     dim_F: int | None
     by: str = ""
     tol: float = COMPAT_TOL
@@ -398,15 +418,16 @@ class CompatibilityResult:
     solver: dict | None = None
 
     def to_json(self) -> dict:
+        fitted = self.W_star is not None
         return {
             "holds": self.holds,
-            "residual": self.residual,
-            "relative_residual": self.relative_residual,
+            "residual": self.residual if fitted else None,
+            "relative_residual": self.relative_residual if fitted else None,
             "tolerance": self.tol,
             "incompatible_above": self.incompat_tol,
             "dim_F": self.dim_F,
             "by": self.by,
-            "W_star_norm": float(np.linalg.norm(self.W_star)),
+            "W_star_norm": float(np.linalg.norm(self.W_star)) if fitted else None,
             "W_star_is_least_squares_only": self.holds is not True,
             "least_squares": None if self.solver is None else dict(self.solver),
         }
@@ -448,3 +469,12 @@ def check_compatibility(subspace: Subspace) -> CompatibilityResult:
                                f"A_eq may be rank deficient ({k} Gram eigenvalues within the rounding bound "
                                f"{subspace.rank_bound:.3g}); the log-odds along its left null space decide",
                                solver=solver)
+
+
+def refuted_without_fit(subspace: Subspace, by: str) -> CompatibilityResult:
+    """"Not compatible" settled by an exact witness (``by``), with no least-squares fit: W* does
+    not exist, so ``W_star`` is None and the residuals NaN (null in JSON)."""
+    return CompatibilityResult(False, float("nan"), float("nan"), None, subspace.dim, by,
+                               solver={"method": "none", "why": "(4) refuted exactly: W* does not exist, no "
+                                       "least-squares point was computed"})
+
