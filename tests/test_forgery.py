@@ -510,3 +510,63 @@ def test_exact_fraction_bounds_still_agree_with_genuine_writer(cases):
     gap = parse_fraction(svm["gap"])
     rel = abs(Fraction(svm["distance_bound"]) ** 2 / (2 * gap) - 1)
     assert rel < Fraction(1, 2**45)
+
+
+# ---------------------------------------------------------------------------- sparse counts
+@pytest.fixture(scope="module")
+def sparse_case(tmp_path_factory) -> Case:
+    """Mostly-zero counts (supports of 1-2 of 12 tokens): embedded as ``counts_sparse``."""
+    inst = random_instance(np.random.default_rng(3), 16, 5, 12, 1, 2)
+    tmp = tmp_path_factory.mktemp("forgery-sparse")
+    data, path = tmp / "sparse.json", tmp / "sparse.cert.json"
+    write_json(inst, data)
+    rep = exact_certify(inst, certificate_out=str(path))
+    assert rep.verdict.valid, rep.verdict.reason
+    return Case(inst, str(data), str(path), json.loads(path.read_text()))
+
+
+def test_sparse_counts_are_written_and_verify(sparse_case, capsys):
+    rec = sparse_case.cert["instance"]["embedded"]
+    assert "counts" not in rec and rec["V"] == 12
+    C = sparse_case.instance.counts
+    assert rec["counts_sparse"] == [[int(j), int(t), int(C[j, t])] for j, t in zip(*np.nonzero(C))]
+    assert cf.instance_from_record(rec).fingerprint() == sparse_case.instance.fingerprint()
+    assert main(["verify", sparse_case.path, "--data", sparse_case.data]) == 0
+    assert capsys.readouterr().out.startswith("VALID")
+
+
+def _sparse_edit(fn):
+    def edit(cert: dict) -> None:
+        fn(cert["instance"]["embedded"])
+    return edit
+
+
+@pytest.mark.parametrize("name,edit,needle", [
+    ("swapped", lambda r: r["counts_sparse"].insert(0, r["counts_sparse"].pop(1)), "does not come after"),
+    ("repeated", lambda r: r["counts_sparse"].insert(1, list(r["counts_sparse"][0])), "does not come after"),
+    ("zero count", lambda r: r["counts_sparse"][0].__setitem__(2, 0), "counts_sparse[0]: expected [j, t, c]"),
+    ("negative count", lambda r: r["counts_sparse"][0].__setitem__(2, -3), "counts_sparse[0]: expected"),
+    ("float count", lambda r: r["counts_sparse"][0].__setitem__(2, 2.0), "counts_sparse[0]: expected"),
+    ("bool count", lambda r: r["counts_sparse"][0].__setitem__(2, True), "counts_sparse[0]: expected"),
+    ("token out of range", lambda r: r["counts_sparse"][-1].__setitem__(1, 12), "counts_sparse[-1]"),
+    ("context out of range", lambda r: r["counts_sparse"].append([16, 0, 1]), "counts_sparse["),
+    ("short entry", lambda r: r["counts_sparse"][0].pop(), "counts_sparse[0]: expected"),
+    ("V grown", lambda r: r.__setitem__("V", 13), "instance.V"),
+    ("V huge", lambda r: r.__setitem__("V", 10**12), "instance."),
+    ("V missing", lambda r: r.pop("V"), "instance.embedded.V: missing"),
+    ("both forms", lambda r: r.__setitem__("counts", [[1] * 12] * 16), "instance.embedded: unknown key"),
+    ("a count changed", lambda r: r["counts_sparse"][0].__setitem__(2, r["counts_sparse"][0][2] + 1), "fingerprint"),
+    ("an entry dropped", lambda r: r["counts_sparse"].pop(0), "instance."),
+])
+def test_forged_sparse_counts_are_rejected(sparse_case, name, edit, needle, tmp_path, capsys):
+    if needle == "counts_sparse[-1]":
+        needle = f"counts_sparse[{len(sparse_case.cert['instance']['embedded']['counts_sparse']) - 1}]"
+    _rejected(sparse_case, _forge(sparse_case, _sparse_edit(edit)), needle, tmp_path, capsys)
+
+
+def test_sparse_counts_of_a_huge_matrix_are_refused_before_it_is_built(sparse_case, tmp_path, capsys):
+    """Header and record agree on V = 10^12: refused by the cell cap, never allocated."""
+    def edit(cert: dict) -> None:
+        cert["instance"]["V"] = 10**12
+        cert["instance"]["embedded"]["V"] = 10**12
+    _rejected(sparse_case, _forge(sparse_case, edit), f"exceeds {cf.MAX_SPARSE_CELLS} cells", tmp_path, capsys)

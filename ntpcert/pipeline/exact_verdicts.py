@@ -160,7 +160,18 @@ def build_certificate(
     svm: SVMBound | None,
     w_star: WStarClosedForm | None = None,
 ) -> dict:
-    """Assemble (and seal) the certificate of :mod:`ntpcert.pipeline.certificate`."""
+    """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`."""
+    return cf.seal(_certificate_body(instance, compat, sep, svm, w_star))
+
+
+def _certificate_body(
+    instance: NTPInstance,
+    compat: ExactCompatibility,
+    sep: ExactSeparability,
+    svm: SVMBound | None,
+    w_star: WStarClosedForm | None = None,
+) -> dict:
+    """The certificate before its checksum."""
     comp: dict[str, Any] = {"claim": compat.holds, "n_eq": compat.n_eq}
     if compat.holds is None:
         comp["primes"] = list(compat.primes)
@@ -218,7 +229,7 @@ def build_certificate(
         "separability": sepsec,
         "svm": svmsec,
     }
-    return cf.seal(cert)
+    return cert
 
 
 def exact_certify(
@@ -273,10 +284,11 @@ def exact_certify(
                     bounder = bounder if bounder is not None else ExactSVMBounder(instance)
                     bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
         with stages.stage("independent check", key="independent_check"):
-            cert = build_certificate(instance, compat, sep, bound, wstar)
+            # one encoding of the (large) certificate serves its checksum and the file
+            cert, text = cf.seal_canonical(_certificate_body(instance, compat, sep, bound, wstar))
             verdict = verify_certificate(cert)
-            if certificate_out is not None:  # sealed by build_certificate, its checksum checked just now
-                cf.save(cert, certificate_out, reseal=False)
+            if certificate_out is not None:  # its checksum checked just now
+                cf.save(cert, certificate_out, reseal=False, canonical=text)
     finally:
         stages.close()
     return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0,
