@@ -143,7 +143,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     if path_check not in PATH_CHECK:
         raise InputError(f"--path-check: unknown value {args.path_check!r} (expected one of {', '.join(PATH_CHECK)})")
     progress = progress_enabled(args)
-    limits = Limits.compute(inst, norms=norms, solver=args.solver)
+    limits = Limits.compute(inst, norms=norms, solver=args.solver, progress=progress)
     checks_on = not args.no_checks
     grid = geometric_grid(args.steps, args.points_per_decade)
     if checks_on:
@@ -239,4 +239,7 @@ def render_final(inst, limits, traj) -> str:
         lines.append(f"  {key:>22}: {f[key]:.6g}")
     for key in sorted(k for k in f if k.startswith(("cos_max", "cos_spectral", "cos_nuclear", "cos_l1", "margin_ratio_"))):
         lines.append(f"  {key:>22}: {f[key]:.6g}")
+    for n, sol in limits.norm_svms.items():
+        lines.append(f"  {n}-norm NTP-SVM: norm {sol.value:.8g}, checked relative duality gap {sol.relative_gap:.2e} "
+                     f"({sol.solver}, {sol.seconds:.1f} s)")
     return "\n".join(lines)

@@ -160,8 +160,11 @@ class Limits:
         solver: str = DEFAULT_SOLVER,
         norm_solver: str = "auto",
         canonical: bool = False,
+        progress: bool = False,
     ) -> "Limits":
-        """Compute F, W*, W^mm (``solver``) and the NTP-SVM in each of ``norms`` (``norm_solver``).
+        """Compute F, W*, W^mm (``solver``) and the NTP-SVM in each of ``norms`` (``norm_solver``, see
+        :func:`ntpcert.solve.norms.solve_norm_svm`; ``progress`` writes each solve's progress and
+        checked gap on stderr).
 
         A non-separable instance gives ``svm=None`` and no other-norm solutions.
         """
@@ -182,7 +185,8 @@ class Limits:
                 err = str(e)
             if svm is not None:
                 for n in norms:
-                    others[n] = solve_norm_svm(system, n, solver=norm_solver, canonical=canonical, subspace=sub)
+                    others[n] = solve_norm_svm(system, n, solver=norm_solver, canonical=canonical, subspace=sub,
+                                               progress=progress)
         else:
             err = "no margin constraints (every k_j = V): W^mm is not defined"
         return cls(instance, system, sub, instance.entropy(), comp.W_star, comp.holds, svm, others, err)
