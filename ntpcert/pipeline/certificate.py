@@ -972,10 +972,14 @@ def to_strings_dyadic(A: np.ndarray) -> list[list[str]]:
         big = {(int(i), int(k)): str(int(N[i, k]) << int(E[i, k])) for i, k in zip(*np.nonzero(pos))}
     else:
         big = {}
-    den = _pow2_strings(-E[E < 0])
+    den = {k: "/" + v for k, v in _pow2_strings(-E[E < 0]).items()}
+    den[0] = ""
     out = []
-    for i, (nr, er) in enumerate(zip(N.tolist(), E.tolist())):
-        row = [str(n) if e == 0 else (f"{n}/{den[-e]}" if e < 0 else "") for n, e in zip(nr, er)]
+    for nr, er, nz in zip(N, E, N != 0):  # only the nonzero entries are formatted (duals are sparse)
+        row = ["0"] * len(nr)
+        ks = np.flatnonzero(nz)
+        for k, n, e in zip(ks.tolist(), nr[ks].tolist(), er[ks].tolist()):
+            row[k] = f"{n}{den[-e]}" if e <= 0 else ""
         out.append(row)
     for (i, k), text in big.items():
         out[i][k] = text
@@ -1004,23 +1008,28 @@ def scaled_dyadic_strings(base: np.ndarray, scale: Fraction, delta: Any = ()) ->
     else:
         g = np.gcd(N, np.int64(Q))
         g[N == 0] = 1
-        num_odd = (N // g).tolist()
-        den_odd = (np.int64(Q) // g).tolist()
-        shift = (E + (a - b)).tolist()
+        num_odd = N // g
+        den_odd = np.int64(Q) // g
+        shift = E + (a - b)
+        # numerator (N/g) P 2^max(sh, 0) and denominator (Q/g) 2^max(-sh, 0) in int64 where their bit
+        # lengths leave room (a float bound, kept two bits clear of 2^63); the rest in Python ints
+        nbits = np.frexp(np.abs(num_odd).astype(np.float64))[1] + P.bit_length() + np.maximum(shift, 0)
+        dbits = np.frexp(den_odd.astype(np.float64))[1] + np.maximum(-shift, 0)
+        fast = (nbits <= 61) & (dbits <= 61)
+        num = np.where(fast, num_odd * np.int64(P if P < 2**62 else 0) << np.clip(shift, 0, 62), 0)
+        den = np.where(fast, den_odd << np.clip(-shift, 0, 62), 1)
+        dtext = {int(x): "/" + str(x) for x in np.unique(den)}
+        dtext[1] = ""
         out = []
-        for nr, dr, sr in zip(num_odd, den_odd, shift):
-            row = []
-            for n, dd, sh in zip(nr, dr, sr):
-                if n == 0:
-                    row.append("0")
-                    continue
-                n *= P
-                if sh > 0:
-                    n <<= sh
-                elif sh < 0:
-                    dd <<= -sh
-                row.append(str(n) if dd == 1 else f"{n}/{dd}")
-            out.append(row)
+        for nr, dr in zip(num.tolist(), den.tolist()):
+            out.append([f"{n}{dtext[dd]}" if n else "0" for n, dd in zip(nr, dr)])
+        for i, k in zip(*np.nonzero(~fast & (N != 0))):
+            n, dd, sh = int(num_odd[i, k]) * P, int(den_odd[i, k]), int(shift[i, k])
+            if sh > 0:
+                n <<= sh
+            elif sh < 0:
+                dd <<= -sh
+            out[i][k] = str(n) if dd == 1 else f"{n}/{dd}"
     acc: dict[tuple[int, int], Fraction] = {}
     for i, k, dl in delta:
         acc[(int(i), int(k))] = acc.get((int(i), int(k)), Fraction(0)) + Fraction(dl)
