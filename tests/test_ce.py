@@ -103,6 +103,29 @@ def test_gradient_matches_mpmath_at_large_margins(teacher, margin):
     assert inst.loss(W) == pytest.approx(float(excess) + inst.entropy(), rel=1e-12)
 
 
+def textbook_gradient(inst: NTPInstance, W: np.ndarray) -> np.ndarray:
+    """The gradient as ntpcert computed it before the shared CE code: softmax - p in float64."""
+    Z = inst.embeddings @ W.T
+    S = np.exp(Z - Z.max(axis=1, keepdims=True))
+    S /= S.sum(axis=1, keepdims=True)
+    return ((S - inst.probs) * inst.weights[:, None]).T @ inst.embeddings
+
+
+@pytest.mark.parametrize("margin", [40.0, 60.0, 80.0])
+def test_the_textbook_gradient_fails_the_same_check(teacher, margin):
+    """The test above has teeth: at the same points softmax - p misses both bounds, since the in-support
+    coefficient s - 1 rounds to 0 past margin ~37 and the in-support part of the gradient is lost
+    (measured: 1 - cos = 0.32, 0.33, 0.36 and sign agreement 0.76, 0.71, 0.85 at margins 40, 60, 80;
+    the shared CE code: 1 - cos below 1e-27, signs 1.0)."""
+    inst, Wmm = teacher
+    rng = np.random.default_rng(int(margin))
+    W = Wmm + 0.05 * rng.standard_normal(Wmm.shape) / np.sqrt(Wmm.size)
+    W *= margin / min_margin(inst, W)
+    Gm, _ = mp_reference(inst, W)
+    gap, signs, err = agreement(textbook_gradient(inst, W), Gm)
+    assert gap > 0.1 and signs < 0.9 and err > 0.5
+
+
 def test_direction_survives_underflow(teacher):
     """At min margin 1000 every exp(-margin) underflows: the gradient is exactly zero in float64, its
     direction is still exact, and the log excess loss still reads -margin + O(1)."""
