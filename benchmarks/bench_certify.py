@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -52,9 +53,14 @@ def write_instance(path: Path, *, V: int, m: int, d: int, kmax: int, seed: int =
 
 
 def run(args: list[str], timeout: float | None = None) -> dict:
-    """One ``ntpcert ARGS`` process: wall seconds, peak MB, exit code, the JSON it printed (if any)."""
+    """One ``ntpcert ARGS`` process: wall seconds, user + sys CPU seconds (from the reaped child's
+    rusage), peak MB, exit code, the JSON it printed (if any)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     pt = run_process(_ntpcert() + args, timeout=timeout)
-    out = {"cmd": "ntpcert " + " ".join(args), "wall": pt.seconds, "peak_mb": pt.peak_mb, "rc": pt.returncode}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    out = {"cmd": "ntpcert " + " ".join(args), "wall": pt.seconds, "cpu": cpu, "peak_mb": pt.peak_mb,
+           "rc": pt.returncode}
     lines = [ln for ln in pt.stdout.splitlines() if ln.startswith("{")]
     if pt.returncode == 0 and lines:
         try:
@@ -73,6 +79,8 @@ def verdicts(r: dict) -> str:
     j = r.get("json")
     if not j:
         return r.get("error", "") or " ".join(r.get("stdout", []))
+    if "valid" in j:  # ntpcert verify --json
+        return "VALID" if j["valid"] else f"INVALID: {j.get('reason')}"
     c, s = j.get("compatible"), j.get("separable")
     if not isinstance(c, dict) or not isinstance(s, dict):  # ntpcert svm
         return f"separable {j.get('separable')}, norm {j.get('norm', float('nan')):.6g}"
@@ -89,8 +97,9 @@ def stages(r: dict) -> str:
 
 
 def table(rows: list[tuple[str, list[dict]]], base: float | None = None, base_name: str = "") -> str:
-    head = "| command | median wall s | runs | peak MB | " + (f"ratio to {base_name} | " if base else "") + \
-        "verdicts | stages (s, >= 0.05) |\n|---|---|---|---|" + ("---|" if base else "") + "---|---|\n"
+    head = "| command | median wall s | runs | median user+sys CPU s | peak MB | " + \
+        (f"ratio to {base_name} | " if base else "") + \
+        "verdicts | stages (s, >= 0.05) |\n|---|---|---|---|---|" + ("---|" if base else "") + "---|---|\n"
     body = []
     for name, runs in rows:
         walls = [r["wall"] for r in runs if r["rc"] == 0]
@@ -100,11 +109,14 @@ def table(rows: list[tuple[str, list[dict]]], base: float | None = None, base_na
         fails = [r for r in runs if r["rc"] != 0]
         note = verdicts(runs[-1]) if not fails else f"rc {fails[0]['rc']}: {fails[0].get('error', '')}"
         walls_text = ", ".join(f"{r['wall']:.2f}" for r in runs)
-        body.append(f"| `{name}` | {med:.2f} | {walls_text} | {peak:.0f} | {ratio}{note} | {stages(runs[-1])} |")
+        cpu = median([r["cpu"] for r in runs if r["rc"] == 0])
+        body.append(f"| `{name}` | {med:.2f} | {walls_text} | {cpu:.2f} | {peak:.0f} | {ratio}{note} | "
+                    f"{stages(runs[-1])} |")
     return head + "\n".join(body) + "\n"
 
 
 def _write(part: str, text: str) -> None:
+    text = text.rstrip("\n") + f"\n\nLoad after: {load_average()}.\n"
     res = HERE / "results"
     res.mkdir(exist_ok=True)
     target = res / f"certify-{part}.md"
@@ -186,22 +198,30 @@ def part_pydoc(a) -> None:
 
 def part_corpora(a) -> None:
     load = load_average()
+    word = [*WHOLE_TEXT, "--tokenizer", "word", "-k", "1", "--embedding", "random:256"]
+    tmp = tempfile.TemporaryDirectory()
+    cert = str(Path(tmp.name) / "word.cert.json")
     cmds = [
         ("certify pydoc (whole text) -k 3 --exact", ["certify", "pydoc", *WHOLE_TEXT, "-k", "3", "--exact", "--json"],
          a.corpus_timeout),
-        ("certify pydoc (whole text) --tokenizer word -k 1 --embedding random:256 --exact",
-         ["certify", "pydoc", *WHOLE_TEXT, "--tokenizer", "word", "-k", "1", "--embedding", "random:256", "--exact",
-          "--json"], a.corpus_timeout),
+        ("certify pydoc (whole text) --tokenizer word -k 1 --embedding random:256 --exact --certificate-out C",
+         ["certify", "pydoc", *word, "--exact", "--json", "--certificate-out", cert, "--force"], a.corpus_timeout),
+        ("verify C --data pydoc (the word-level corpus above)", ["verify", cert, "--json", "--data", "pydoc", *word],
+         a.corpus_timeout),
         ("certify pydoc (whole text) -k 4 --json", ["certify", "pydoc", *WHOLE_TEXT, "-k", "4", "--json"],
          a.corpus_timeout),
     ]
-    res = _repeat(cmds, a.repeat)
+    with tmp:
+        res = _repeat(cmds, a.repeat)
+        size = os.path.getsize(cert) / 1e6 if os.path.exists(cert) else float("nan")
     rows = []
     for name, runs in res.items():
         j = runs[-1].get("json") or {}
-        rows.append((f"{name} (m = {j.get('m')}, V = {j.get('V')}, d = {j.get('d')})", runs))
+        sizes = f" (m = {j.get('m')}, V = {j.get('V')}, d = {j.get('d')})" if "m" in j else ""
+        rows.append((name + sizes, runs))
     text = (f"# certify on the whole pydoc text (465,000 characters)\n\nLoad before: {load}. "
-            f"{a.repeat} run(s) each, timeout {a.corpus_timeout} s.\n\n" + table(rows))
+            f"{a.repeat} run(s) each, timeout {a.corpus_timeout} s. Word-level certificate: {size:.0f} MB.\n\n"
+            + table(rows))
     _write("corpora", text)
 
 
