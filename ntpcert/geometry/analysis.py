@@ -88,4 +88,42 @@ def analyse(instance: NTPInstance, solver: str = "structured") -> GeometryReport
                           proxy.relative_gap)
 
 
-__all__ = ["GEOMETRY_SOLVERS", "GeometryReport", "analyse", "solve_geometry"]
+#: The centred support matrix counts as L^mm in :func:`sweep_values` when its own certified relative gap is
+#: at most this.
+PROXY_OPTIMAL_GAP = 1e-8
+
+
+def sweep_values(instance: NTPInstance, solver: str = "structured") -> dict[str, Any]:
+    r"""The geometry of ``instance`` as the flat JSON scalars a sweep stores (the ``geometry`` quantity):
+
+    ``geo_r`` (distinct supports), ``geo_nuclear_norm`` :math:`\|L^{mm}\|_*`, ``geo_relative_gap`` (its
+    certified relative gap), ``geo_rank``, ``geo_max_defect`` (the largest defect of the checks on
+    :math:`L^{mm}`), ``geo_proxy_cosine`` and ``geo_proxy_gap`` (cosine with, and certified relative gap of,
+    the centred support matrix), and ``geo_proxy_optimal``: True when that gap is at most
+    :data:`PROXY_OPTIMAL_GAP` (the centred support matrix is optimal to that relative accuracy, by its own
+    dual point), False when the feasible :math:`L^{mm}` has a nuclear norm smaller by more than that
+    fraction (a better feasible point is the witness), None otherwise."""
+    from ntpcert.geometry.certificate import nuclear_norm
+
+    rep = analyse(instance, solver)
+    sol = rep.solution
+    proxy_norm = nuclear_norm(rep.pattern.centered_support())
+    if rep.proxy_relative_gap <= PROXY_OPTIMAL_GAP:
+        proxy_optimal: bool | None = True
+    elif proxy_norm - sol.objective > PROXY_OPTIMAL_GAP * proxy_norm:
+        proxy_optimal = False
+    else:
+        proxy_optimal = None
+    return {
+        "geo_r": rep.pattern.r,
+        "geo_nuclear_norm": sol.objective,
+        "geo_relative_gap": sol.relative_gap,
+        "geo_rank": sol.rank,
+        "geo_max_defect": max(c.defect for c in rep.checks),
+        "geo_proxy_cosine": rep.proxy_cosine,
+        "geo_proxy_gap": rep.proxy_relative_gap,
+        "geo_proxy_optimal": proxy_optimal,
+    }
+
+
+__all__ = ["GEOMETRY_SOLVERS", "GeometryReport", "PROXY_OPTIMAL_GAP", "analyse", "solve_geometry", "sweep_values"]

@@ -13,6 +13,10 @@ r"""The quantities a sweep computes at one grid point: a pure function of (setti
     ``gd_excess`` :math:`= \mathrm{CE}(W_T) - \mathcal H`, ``gd_norm`` :math:`= \|W_T\|_F`,
     ``gd_cos_mm`` :math:`= \cos(W_T, W^{mm})` (when separable) and ``gd_dist_w_star``
     :math:`= \|P_F(W_T) - W^*\|_F` (when compatible).
+``geometry``
+    The unconstrained-features model (W and H both trained) on the instance's supports: the ``geo_*``
+    values of :func:`ntpcert.geometry.analysis.sweep_values` (:math:`L^{mm}` with its certified gap and
+    rank, the largest check defect, and whether the centred support matrix is :math:`L^{mm}`).
 
 Every value is a JSON scalar (non-finite floats become None), so a row round-trips through the store
 bit for bit. A failure of the package's own numerics (an :class:`~ntpcert.errors.NTPCertError`) is
@@ -97,6 +101,10 @@ def _values(settings: dict, point: GridPoint) -> dict[str, Any]:
             gd_cos_mm=None if W_mm is None or not np.any(W_mm) else _f(cosine(W, W_mm)),
             gd_dist_w_star=_f(float(np.linalg.norm(sub.project(W) - comp.W_star))) if comp.holds else None,
         )
+    if "geometry" in q:
+        from ntpcert.geometry.analysis import sweep_values
+
+        out.update(sweep_values(inst))
     return out
 
 

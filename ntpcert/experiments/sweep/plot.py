@@ -24,7 +24,7 @@ from ntpcert.errors import InputError
 
 __all__ = ["PhaseCell", "phase_table", "crossings", "plot_phase", "BOOLEAN_QUANTITIES", "AXES"]
 
-BOOLEAN_QUANTITIES = ("compatible", "separable", "reachable", "svm_optimal")
+BOOLEAN_QUANTITIES = ("compatible", "separable", "reachable", "svm_optimal", "geo_proxy_optimal")
 #: Fields a diagram can use as x or as a grouping.
 AXES = ("d_over_m", "d", "m", "V", "k", "embedding", "seed")
 #: z-value of the two-sided 95% Wilson interval.
@@ -35,6 +35,8 @@ _LABELS = {
     "compatible": "P(NTP-compatible)",
     "separable": "P(NTP-separable)",
     "reachable": r"P(CE reaches $\mathcal{H}$)",
+    "geo_proxy_optimal": r"P(centred support is $L^{mm}$)",
+    "geo_rank": r"median rank of $L^{mm}$",
     "d_over_m": "d / m",
 }
 

@@ -4,7 +4,7 @@ r"""Sweep specs: a TOML file naming a grid of random instances and the quantitie
 
     name = "separability-threshold"
     seed = 0                          # base seed; each instance's seed derives from it and its grid point
-    quantities = ["verdicts"]         # any of "verdicts", "svm", "trajectory"
+    quantities = ["verdicts"]         # any of "verdicts", "svm", "trajectory", "geometry"
 
     [grid]
     m = [20, 40]                      # a list, one integer, or a range table
@@ -57,7 +57,7 @@ from ntpcert.instance.embeddings import MAX_ENTRIES
 __all__ = ["MAX_COUNT", "MAX_POINTS", "QUANTITIES", "GridPoint", "SweepSpec", "load_spec", "parse_spec",
            "parse_embedding_family"]
 
-QUANTITIES = ("verdicts", "svm", "trajectory")
+QUANTITIES = ("verdicts", "svm", "trajectory", "geometry")
 _TOP = {"name", "seed", "quantities", "grid", "instance", "svm", "trajectory"}
 _GRID = {"m", "d", "d_over_m", "V", "k", "embedding", "seeds"}
 #: Refuse grids larger than this (a typo such as ``step = 0.0001`` should not queue a billion tasks);
