@@ -570,3 +570,80 @@ def test_sparse_counts_of_a_huge_matrix_are_refused_before_it_is_built(sparse_ca
         cert["instance"]["V"] = 10**12
         cert["instance"]["embedded"]["V"] = 10**12
     _rejected(sparse_case, _forge(sparse_case, edit), f"exceeds {cf.MAX_SPARSE_CELLS} cells", tmp_path, capsys)
+
+
+# ---------------------------------------------------------------------------- factored svm.W
+@pytest.fixture(scope="module")
+def factored_case(tmp_path_factory) -> Case:
+    """The separable instance, its svm.W written factored (the size threshold lowered to 0)."""
+    inst = _separable()
+    tmp = tmp_path_factory.mktemp("forgery-factored")
+    data, path = tmp / "sep.json", tmp / "sep.cert.json"
+    write_json(inst, data)
+    old = cf.FACTORED_MIN_ENTRIES
+    cf.FACTORED_MIN_ENTRIES = 0
+    try:
+        rep = exact_certify(inst, certificate_out=str(path), use_lemma1=False)
+    finally:
+        cf.FACTORED_MIN_ENTRIES = old
+    assert rep.verdict.valid, rep.verdict.reason
+    return Case(inst, str(data), str(path), json.loads(path.read_text()))
+
+
+def test_factored_w_is_the_same_matrix_and_verifies(cases, factored_case, capsys):
+    svm = factored_case.cert["svm"]
+    assert "W" not in svm and set(svm["W_factored"]) == {"scale", "base", "delta"}
+    dense = cases["sep"].cert["svm"]
+    assert dense["gap"] == svm["gap"]  # the same pair, written two ways
+    V, d = factored_case.instance.V, factored_case.instance.d
+    assert cf.factored_rationals(svm["W_factored"], (V, d), "W").fractions() == \
+        cf.matrix_fractions(dense["W"], (V, d), "W")
+    assert main(["verify", factored_case.path, "--data", factored_case.data]) == 0
+    assert capsys.readouterr().out.startswith("VALID")
+
+
+def _factored(fn):
+    def edit(cert: dict) -> None:
+        fn(cert["svm"]["W_factored"])
+    return edit
+
+
+def _grow_scale(f: dict) -> None:
+    s = parse_fraction(f["scale"])
+    f["scale"] = fraction_str(s * 2)
+
+
+def _shrink_scale(f: dict) -> None:
+    f["scale"] = fraction_str(parse_fraction(f["scale"]) / 2)
+
+
+def _nudge_base(f: dict) -> None:
+    f["base"][0][0] = f["base"][0][0] + 2.0**-20
+
+
+def _add_delta(f: dict) -> None:
+    f["delta"].append([0, 0, "1/3"])
+
+
+@pytest.mark.parametrize("name,edit,needle", [
+    ("scale doubled", _factored(_grow_scale), "svm.gap"),
+    ("scale halved", _factored(_shrink_scale), "svm.W"),
+    ("base nudged", _factored(_nudge_base), "svm.W"),
+    ("delta added", _factored(_add_delta), "svm.W"),
+    ("delta repeated", _factored(lambda f: f["delta"].extend([[1, 1, "1/7"], [1, 1, "1/7"]])),
+     "entry (1, 1) repeated"),
+    ("delta out of range", _factored(lambda f: f["delta"].append([99, 0, "1"])), "index (99, 0) out of range"),
+    ("delta not rational", _factored(lambda f: f["delta"].append([0, 0, "0.5"])), "svm.W_factored.delta["),
+    ("delta malformed", _factored(lambda f: f["delta"].append([0, "1/2"])), "svm.W_factored.delta["),
+    ("scale non-canonical", _factored(lambda f: f.__setitem__("scale", "2/4")), "svm.W_factored.scale"),
+    ("scale a float", _factored(lambda f: f.__setitem__("scale", 0.5)), "svm.W_factored.scale"),
+    ("base nan", _factored(lambda f: f["base"][1].__setitem__(2, "nan")), "svm.W_factored.base[1][2]"),
+    ("base short row", _factored(lambda f: f["base"][1].pop()), "svm.W_factored.base[1]"),
+    ("base missing row", _factored(lambda f: f["base"].pop()), "svm.W_factored.base"),
+    ("unknown key", _factored(lambda f: f.__setitem__("note", 1)), "svm.W_factored: unknown key 'note'"),
+    ("scale missing", _factored(lambda f: f.pop("scale")), "svm.W_factored.scale: missing"),
+    ("both forms", lambda c: c["svm"].__setitem__("W", [["0"] * 6] * 5), "svm: give exactly one of W and W_factored"),
+    ("neither form", lambda c: c["svm"].pop("W_factored"), "svm: give exactly one of W and W_factored"),
+])
+def test_forged_factored_w_is_rejected(factored_case, name, edit, needle, tmp_path, capsys):
+    _rejected(factored_case, _forge(factored_case, edit), needle, tmp_path, capsys)

@@ -18,12 +18,17 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
                     | {"claim": true, "embeddings_rank_modulus": p}      (Lemma 1: d >= m, rank H = m)
                     | {"claim": false, "ray": [[v, j, "p/q"], ..]}       (nonzeros of a, shape (V, m))
                     | {"claim": null, "reason": ".."},
-      "svm": {"W": [[..]], "a": [[..]], "gap": "p/q", "distance_bound": x,
-              "norm_lower": x, "norm_upper": x} | null,
+      "svm": {"W": [[..]] | "W_factored": {"scale": "p/q", "base": [[x, ..], ..], "delta": [[v, i, "p/q"], ..]},
+              "a": [[..]], "gap": "p/q", "distance_bound": x, "norm_lower": x, "norm_upper": x} | null,
       "checksum": SHA256 of the canonical JSON of every other field
     }
 
 * Rationals are strings ``"p/q"`` or ``"p"`` (integers only), so no value passes through a float.
+* ``svm.W_factored`` (written for large W, :data:`FACTORED_MIN_ENTRIES`) stands for
+  :math:`W = \text{scale}\cdot(B + \Delta)`: ``base`` B holds finite floats, read as the exact
+  dyadic rationals they are (like the embeddings), and ``delta`` the nonzero entries of a sparse
+  rational :math:`\Delta` (each (v, i) once). It replaces ``W`` (exactly one of the two); the
+  checker forms the same exact rationals from it (:func:`factored_rationals`).
 * Equality rows are named by ``(j, z)``: context j, token :math:`z \in S_j` other than the anchor
   :math:`z_j = \min S_j`; the row is :math:`(e_z - e_{z_j}) \otimes h_j`.
 * ``instance.fingerprint`` is :meth:`~ntpcert.instance.NTPInstance.fingerprint` (SHA-256 of the
@@ -145,8 +150,9 @@ SCHEMA: dict[str, dict[str, str]] = {
     "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int"},
     "separability/false": {"claim": "bool|null", "ray": "list"},
     "separability/null": {"claim": "bool|null", "reason": "str"},
-    "svm": {"W": "list", "a": "list", "gap": "rational", "distance_bound": "float", "norm_lower": "float",
-            "norm_upper": "float"},
+    "svm": {"W?": "list", "W_factored?": "object", "a": "list", "gap": "rational", "distance_bound": "float",
+            "norm_lower": "float", "norm_upper": "float"},
+    "svm.W_factored": {"scale": "rational", "base": "list", "delta": "list"},
 }
 
 _KIND_TEXT = {
@@ -294,7 +300,15 @@ def check_schema(cert: Any) -> None:
     svm = cert["svm"]
     if svm is not None:
         check_section(svm, "svm", "svm")
-        _check_entries(svm["W"], V, d, "svm.W", _is_str, "a rational string", _all_str)
+        if ("W" in svm) == ("W_factored" in svm):
+            raise CertificateError("svm: give exactly one of W and W_factored")
+        if "W" in svm:
+            _check_entries(svm["W"], V, d, "svm.W", _is_str, "a rational string", _all_str)
+        else:
+            check_section(svm["W_factored"], "svm.W_factored", "svm.W_factored")
+            _check_entries(svm["W_factored"]["base"], V, d, "svm.W_factored.base", _is_number, "a finite number",
+                           _all_finite_floats)
+            _check_sparse(svm["W_factored"]["delta"], "svm.W_factored.delta")
         _check_entries(svm["a"], V, m, "svm.a", _is_str, "a rational string", _all_str)
 
 
@@ -1038,3 +1052,86 @@ def scaled_dyadic_strings(base: np.ndarray, scale: Fraction, delta: Any = ()) ->
         for (i, k), dl in acc.items():
             out[i][k] = fraction_str((Fraction(float(B[i, k])) + dl) * scale)
     return out
+
+
+#: ``svm.W`` is written factored (``W_factored``) when it has at least this many entries V·d: the
+#: rational strings of V = 2000, d = 1024 took seconds to write and to read back.
+FACTORED_MIN_ENTRIES = 20_000
+
+#: Numerators and denominators of at most this many bits are kept in the int64 arrays of a
+#: :class:`RationalMatrix` (below its 10^18 limit); longer ones go to ``big``.
+_ARRAY_BITS = 59
+
+
+def factored_record(base: np.ndarray, scale: Fraction, delta: Any = ()) -> dict[str, Any]:
+    r"""``svm.W_factored`` for :math:`W = \text{scale}\cdot(B + \Delta)`: ``delta`` lists
+    ``(i, k, Fraction)`` corrections (repeats add up; zero sums are dropped)."""
+    acc: dict[tuple[int, int], Fraction] = {}
+    for i, k, dl in delta:
+        acc[(int(i), int(k))] = acc.get((int(i), int(k)), Fraction(0)) + Fraction(dl)
+    B = np.asarray(base, dtype=np.float64)
+    if not np.all(np.isfinite(B)):
+        raise InputError("a factored matrix has non-finite base entries")
+    return {"scale": fraction_str(Fraction(scale)), "base": B.tolist(),
+            "delta": sparse_list({key: v for key, v in acc.items() if v})}
+
+
+def scaled_dyadic_matrix(base: np.ndarray, scale: Fraction) -> RationalMatrix:
+    r""":math:`\text{scale}\cdot B` exactly, as a :class:`RationalMatrix` in lowest terms, without a
+    Fraction per entry (the arithmetic of :func:`scaled_dyadic_strings`: with :math:`B = N 2^E`, N odd,
+    :math:`|\text{scale}| = 2^a P / (2^b Q)` and :math:`g = \gcd(N, Q)`, an entry is
+    :math:`\pm (N/g) P 2^{E+a-b} / (Q/g)`, whose odd parts are coprime)."""
+    scale = Fraction(scale)
+    B = np.asarray(base, dtype=np.float64)
+    shape = B.shape
+    num = np.zeros(shape, dtype=np.int64)
+    den = np.ones(shape, dtype=np.int64)
+    big: dict[tuple[int, int], tuple[int, int]] = {}
+    p, q = abs(scale.numerator), scale.denominator
+    sign = -1 if scale < 0 else 1
+    if p == 0:
+        return RationalMatrix(num, den, big)
+    a = (p & -p).bit_length() - 1
+    b = (q & -q).bit_length() - 1
+    P, Q = p >> a, q >> b
+    N, E = _odd_parts(B)
+    nz = N != 0
+    if Q < 2**62 and P < 2**62:
+        g = np.gcd(N, np.int64(Q))
+        g[~nz] = 1
+        num_odd, den_odd = N // g, np.int64(Q) // g
+        shift = E + (a - b)
+        nbits = np.frexp(np.abs(num_odd).astype(np.float64))[1] + P.bit_length() + np.maximum(shift, 0)
+        dbits = np.frexp(den_odd.astype(np.float64))[1] + np.maximum(-shift, 0)
+        fast = nz & (nbits <= _ARRAY_BITS) & (dbits <= _ARRAY_BITS)
+        num[fast] = sign * (num_odd[fast] * np.int64(P) << np.maximum(shift[fast], 0))
+        den[fast] = den_odd[fast] << np.maximum(-shift[fast], 0)
+        slow = nz & ~fast
+    else:
+        slow = nz
+    for i, k in zip(*np.nonzero(slow)):
+        f = Fraction(float(B[i, k])) * scale
+        big[(int(i), int(k))] = (f.numerator, f.denominator)
+    return RationalMatrix(num, den, big)
+
+
+def factored_rationals(rec: dict, shape: tuple[int, int], field: str) -> RationalMatrix:
+    r"""The exact matrix :math:`\text{scale}\cdot(B + \Delta)` of a ``W_factored`` record (whose
+    structure :func:`check_schema` has checked): the scale parsed as a canonical rational, every
+    ``delta`` index in range and each (i, k) once."""
+    scale = parse_rational(rec["scale"], f"{field}.scale")
+    B = np.array(rec["base"], dtype=np.float64).reshape(shape)  # exact: finite floats, or ints below 2^53
+    delta = sparse_dict(rec["delta"], f"{field}.delta")
+    M = scaled_dyadic_matrix(B, scale)
+    for n, ((i, k), dl) in enumerate(delta.items()):
+        if not (0 <= i < shape[0] and 0 <= k < shape[1]):
+            raise CertificateError(f"{field}.delta[{n}]: index ({i}, {k}) out of range for shape {shape}")
+        f = (Fraction(float(B[i, k])) + dl) * scale
+        if abs(f.numerator).bit_length() <= _ARRAY_BITS and f.denominator.bit_length() <= _ARRAY_BITS:
+            M.big.pop((i, k), None)
+            M.num[i, k], M.den[i, k] = f.numerator, f.denominator
+        else:
+            M.num[i, k], M.den[i, k] = 0, 1
+            M.big[(i, k)] = (f.numerator, f.denominator)
+    return M
+

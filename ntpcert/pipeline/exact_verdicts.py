@@ -199,8 +199,10 @@ def _certificate_body(
     svmsec = None
     claims_svm = None
     if svm is not None and svm.primal_feasible and sep.holds is True:
+        large = svm.W_base.size >= cf.FACTORED_MIN_ENTRIES
         svmsec = {
-            "W": cf.scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta),
+            **({"W_factored": cf.factored_record(svm.W_base, svm.scale, svm.W_delta)} if large else
+               {"W": cf.scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta)}),
             "a": cf.to_strings_dyadic(svm.a),
             "gap": fraction_str(svm.gap),
             "distance_bound": svm.distance_bound,

@@ -1011,7 +1011,10 @@ def _check_svm(sec: dict | None, ex: _Exact, checks: list[str]) -> dict | None:
     :math:`\sqrt{2P} \le` norm_upper (each within the slack of its quantity)."""
     if sec is None:
         return None
-    W = cf.matrix_rationals(sec["W"], (ex.V, ex.d), "svm.W")
+    if "W" in sec:
+        W = cf.matrix_rationals(sec["W"], (ex.V, ex.d), "svm.W")
+    else:
+        W = cf.factored_rationals(sec["W_factored"], (ex.V, ex.d), "svm.W_factored")
     primal = ex.check_primal(W, "svm.W")
     A = cf.matrix_rationals(sec["a"], (ex.V, ex.m), "svm.a")
     mass, sq = ex.dual_terms(A, "svm.a")
