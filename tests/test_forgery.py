@@ -575,17 +575,19 @@ def test_sparse_counts_of_a_huge_matrix_are_refused_before_it_is_built(sparse_ca
 # ---------------------------------------------------------------------------- factored svm.W
 @pytest.fixture(scope="module")
 def factored_case(tmp_path_factory) -> Case:
-    """The separable instance, its svm.W written factored (the size threshold lowered to 0)."""
+    """The separable instance, its svm.W written factored and its dual sparse (thresholds lowered)."""
     inst = _separable()
     tmp = tmp_path_factory.mktemp("forgery-factored")
     data, path = tmp / "sep.json", tmp / "sep.cert.json"
     write_json(inst, data)
-    old = cf.FACTORED_MIN_ENTRIES
-    cf.FACTORED_MIN_ENTRIES = 0
+    from ntpcert.pipeline import exact_verdicts as ev
+
+    old = cf.FACTORED_MIN_ENTRIES, ev.SPARSE_DUAL_MAX_FILL
+    cf.FACTORED_MIN_ENTRIES, ev.SPARSE_DUAL_MAX_FILL = 0, 1.0
     try:
         rep = exact_certify(inst, certificate_out=str(path), use_lemma1=False)
     finally:
-        cf.FACTORED_MIN_ENTRIES = old
+        cf.FACTORED_MIN_ENTRIES, ev.SPARSE_DUAL_MAX_FILL = old
     assert rep.verdict.valid, rep.verdict.reason
     return Case(inst, str(data), str(path), json.loads(path.read_text()))
 
@@ -646,4 +648,32 @@ def _add_delta(f: dict) -> None:
     ("neither form", lambda c: c["svm"].pop("W_factored"), "svm: give exactly one of W and W_factored"),
 ])
 def test_forged_factored_w_is_rejected(factored_case, name, edit, needle, tmp_path, capsys):
+    _rejected(factored_case, _forge(factored_case, edit), needle, tmp_path, capsys)
+
+
+def test_sparse_dual_is_the_same_matrix_and_verifies(cases, factored_case):
+    svm = factored_case.cert["svm"]
+    V, m = factored_case.instance.V, factored_case.instance.m
+    assert "a" not in svm and svm["a_sparse"]
+    dense = cf.matrix_fractions(cases["sep"].cert["svm"]["a"], (V, m), "a")
+    assert cf.sparse_rationals(svm["a_sparse"], (V, m), "a").fractions() == dense
+    assert verify_certificate(factored_case.cert, factored_case.instance).valid
+
+
+def _first_a(svm: dict) -> list:
+    return svm["a_sparse"][0]
+
+
+@pytest.mark.parametrize("name,edit,needle", [
+    ("entry changed", lambda c: _first_a(c["svm"]).__setitem__(2, fraction_str(parse_fraction(_first_a(c["svm"])[2]) * 2)),
+     "svm"),
+    ("entry dropped", lambda c: c["svm"]["a_sparse"].pop(0), "svm"),
+    ("entry repeated", lambda c: c["svm"]["a_sparse"].append(list(_first_a(c["svm"]))), "repeated"),
+    ("out of range", lambda c: c["svm"]["a_sparse"].append([0, 99, "-1"]), "index (0, 99) out of range"),
+    ("not canonical", lambda c: c["svm"]["a_sparse"].append([0, 0, "2/4"]), "svm.a_sparse["),
+    ("malformed", lambda c: c["svm"]["a_sparse"].append([0, 0]), "svm.a_sparse["),
+    ("both forms", lambda c: c["svm"].__setitem__("a", [["0"] * 4] * 5), "svm: give exactly one of a and a_sparse"),
+    ("neither form", lambda c: c["svm"].pop("a_sparse"), "svm: give exactly one of a and a_sparse"),
+])
+def test_forged_sparse_dual_is_rejected(factored_case, name, edit, needle, tmp_path, capsys):
     _rejected(factored_case, _forge(factored_case, edit), needle, tmp_path, capsys)

@@ -19,7 +19,8 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
                     | {"claim": false, "ray": [[v, j, "p/q"], ..]}       (nonzeros of a, shape (V, m))
                     | {"claim": null, "reason": ".."},
       "svm": {"W": [[..]] | "W_factored": {"scale": "p/q", "base": [[x, ..], ..], "delta": [[v, i, "p/q"], ..]},
-              "a": [[..]], "gap": "p/q", "distance_bound": x, "norm_lower": x, "norm_upper": x} | null,
+              "a": [[..]] | "a_sparse": [[v, j, "p/q"], ..], "gap": "p/q", "distance_bound": x,
+              "norm_lower": x, "norm_upper": x} | null,
       "checksum": SHA256 of the canonical JSON of every other field
     }
 
@@ -28,7 +29,8 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   :math:`W = \text{scale}\cdot(B + \Delta)`: ``base`` B holds finite floats, read as the exact
   dyadic rationals they are (like the embeddings), and ``delta`` the nonzero entries of a sparse
   rational :math:`\Delta` (each (v, i) once). It replaces ``W`` (exactly one of the two); the
-  checker forms the same exact rationals from it (:func:`factored_rationals`).
+  checker forms the same exact rationals from it (:func:`factored_rationals`). Likewise a large,
+  mostly-zero dual ``a`` is written as ``a_sparse``, its nonzero entries (each (v, j) once).
 * Equality rows are named by ``(j, z)``: context j, token :math:`z \in S_j` other than the anchor
   :math:`z_j = \min S_j`; the row is :math:`(e_z - e_{z_j}) \otimes h_j`.
 * ``instance.fingerprint`` is :meth:`~ntpcert.instance.NTPInstance.fingerprint` (SHA-256 of the
@@ -150,7 +152,8 @@ SCHEMA: dict[str, dict[str, str]] = {
     "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int"},
     "separability/false": {"claim": "bool|null", "ray": "list"},
     "separability/null": {"claim": "bool|null", "reason": "str"},
-    "svm": {"W?": "list", "W_factored?": "object", "a": "list", "gap": "rational", "distance_bound": "float",
+    "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
+            "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},
     "svm.W_factored": {"scale": "rational", "base": "list", "delta": "list"},
 }
@@ -309,7 +312,12 @@ def check_schema(cert: Any) -> None:
             _check_entries(svm["W_factored"]["base"], V, d, "svm.W_factored.base", _is_number, "a finite number",
                            _all_finite_floats)
             _check_sparse(svm["W_factored"]["delta"], "svm.W_factored.delta")
-        _check_entries(svm["a"], V, m, "svm.a", _is_str, "a rational string", _all_str)
+        if ("a" in svm) == ("a_sparse" in svm):
+            raise CertificateError("svm: give exactly one of a and a_sparse")
+        if "a" in svm:
+            _check_entries(svm["a"], V, m, "svm.a", _is_str, "a rational string", _all_str)
+        else:
+            _check_sparse(svm["a_sparse"], "svm.a_sparse")
 
 
 def _variant(claim: bool | None) -> str:
@@ -1134,4 +1142,28 @@ def factored_rationals(rec: dict, shape: tuple[int, int], field: str) -> Rationa
             M.num[i, k], M.den[i, k] = 0, 1
             M.big[(i, k)] = (f.numerator, f.denominator)
     return M
+
+
+def sparse_record(A: np.ndarray) -> list[list]:
+    """The nonzero entries of a float matrix (exact dyadics) as ``[[i, k, "p/q"], ...]``, row-major."""
+    A = np.asarray(A, dtype=np.float64)
+    rows, cols = np.nonzero(A)
+    return [[i, k, fraction_str(Fraction(x))] for i, k, x in zip(rows.tolist(), cols.tolist(), A[rows, cols].tolist())]
+
+
+def sparse_rationals(items: Any, shape: tuple[int, int], field: str) -> RationalMatrix:
+    """The matrix of shape ``shape`` whose nonzero entries ``[[i, k, "p/q"], ...]`` lists (canonical
+    rationals, each (i, k) once and in range), as a :class:`RationalMatrix`."""
+    entries = sparse_dict(items, field)
+    num = np.zeros(shape, dtype=np.int64)
+    den = np.ones(shape, dtype=np.int64)
+    big: dict[tuple[int, int], tuple[int, int]] = {}
+    for n, ((i, k), f) in enumerate(entries.items()):
+        if not (0 <= i < shape[0] and 0 <= k < shape[1]):
+            raise CertificateError(f"{field}[{n}]: index ({i}, {k}) out of range for shape {shape}")
+        if abs(f.numerator).bit_length() <= _ARRAY_BITS and f.denominator.bit_length() <= _ARRAY_BITS:
+            num[i, k], den[i, k] = f.numerator, f.denominator
+        else:
+            big[(i, k)] = (f.numerator, f.denominator)
+    return RationalMatrix(num, den, big)
 

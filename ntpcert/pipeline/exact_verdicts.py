@@ -46,6 +46,9 @@ from ntpcert.util.progress import Stages
 W_STAR_MAX_ROWS = 60
 W_STAR_MAX_WORK = 600
 
+#: A large dual ``a`` is written sparse (``a_sparse``) when at most this fraction of it is nonzero.
+SPARSE_DUAL_MAX_FILL = 0.25
+
 #: Digits of the closed-form W* norm in the report.
 W_STAR_DIGITS = 30
 
@@ -199,11 +202,8 @@ def _certificate_body(
     svmsec = None
     claims_svm = None
     if svm is not None and svm.primal_feasible and sep.holds is True:
-        large = svm.W_base.size >= cf.FACTORED_MIN_ENTRIES
         svmsec = {
-            **({"W_factored": cf.factored_record(svm.W_base, svm.scale, svm.W_delta)} if large else
-               {"W": cf.scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta)}),
-            "a": cf.to_strings_dyadic(svm.a),
+            **_svm_matrices(svm),
             "gap": fraction_str(svm.gap),
             "distance_bound": svm.distance_bound,
             "norm_lower": svm.norm_lower,
@@ -232,6 +232,21 @@ def _certificate_body(
         "svm": svmsec,
     }
     return cert
+
+
+def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
+    """``W`` (rational strings) or, when large, ``W_factored``; ``a`` or, when large and mostly
+    zero, ``a_sparse`` (:mod:`ntpcert.pipeline.certificate`)."""
+    out: dict[str, Any] = {}
+    if svm.W_base.size >= cf.FACTORED_MIN_ENTRIES:
+        out["W_factored"] = cf.factored_record(svm.W_base, svm.scale, svm.W_delta)
+    else:
+        out["W"] = cf.scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta)
+    if svm.a.size >= cf.FACTORED_MIN_ENTRIES and np.count_nonzero(svm.a) <= SPARSE_DUAL_MAX_FILL * svm.a.size:
+        out["a_sparse"] = cf.sparse_record(svm.a)
+    else:
+        out["a"] = cf.to_strings_dyadic(svm.a)
+    return out
 
 
 def exact_certify(

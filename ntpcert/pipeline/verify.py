@@ -1016,7 +1016,10 @@ def _check_svm(sec: dict | None, ex: _Exact, checks: list[str]) -> dict | None:
     else:
         W = cf.factored_rationals(sec["W_factored"], (ex.V, ex.d), "svm.W_factored")
     primal = ex.check_primal(W, "svm.W")
-    A = cf.matrix_rationals(sec["a"], (ex.V, ex.m), "svm.a")
+    if "a" in sec:
+        A = cf.matrix_rationals(sec["a"], (ex.V, ex.m), "svm.a")
+    else:
+        A = cf.sparse_rationals(sec["a_sparse"], (ex.V, ex.m), "svm.a_sparse")
     mass, sq = ex.dual_terms(A, "svm.a")
     dual = mass - sq / 2
     gap = primal - dual
