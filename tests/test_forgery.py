@@ -595,6 +595,7 @@ def factored_case(tmp_path_factory) -> Case:
 def test_factored_w_is_the_same_matrix_and_verifies(cases, factored_case, capsys):
     svm = factored_case.cert["svm"]
     assert "W" not in svm and set(svm["W_factored"]) == {"scale", "base", "delta"}
+    assert all(type(x) is int for row in svm["W_factored"]["base"] for x in row)  # written as integers
     dense = cases["sep"].cert["svm"]
     assert dense["gap"] == svm["gap"]  # the same pair, written two ways
     V, d = factored_case.instance.V, factored_case.instance.d
@@ -620,7 +621,7 @@ def _shrink_scale(f: dict) -> None:
 
 
 def _nudge_base(f: dict) -> None:
-    f["base"][0][0] = f["base"][0][0] + 2.0**-20
+    f["base"][0][0] = f["base"][0][0] + 1  # integers (a quantised point): one unit of the base
 
 
 def _add_delta(f: dict) -> None:
@@ -640,12 +641,14 @@ def _add_delta(f: dict) -> None:
     ("scale non-canonical", _factored(lambda f: f.__setitem__("scale", "2/4")), "svm.W_factored.scale"),
     ("scale a float", _factored(lambda f: f.__setitem__("scale", 0.5)), "svm.W_factored.scale"),
     ("base nan", _factored(lambda f: f["base"][1].__setitem__(2, "nan")), "svm.W_factored.base[1][2]"),
+    ("base integer past 2^53", _factored(lambda f: f["base"][1].__setitem__(2, 2**53 + 1)), "svm.W_factored.base[1][2]"),
+    ("base boolean", _factored(lambda f: f["base"][1].__setitem__(2, True)), "svm.W_factored.base[1][2]"),
     ("base short row", _factored(lambda f: f["base"][1].pop()), "svm.W_factored.base[1]"),
     ("base missing row", _factored(lambda f: f["base"].pop()), "svm.W_factored.base"),
     ("unknown key", _factored(lambda f: f.__setitem__("note", 1)), "svm.W_factored: unknown key 'note'"),
     ("scale missing", _factored(lambda f: f.pop("scale")), "svm.W_factored.scale: missing"),
     ("both forms", lambda c: c["svm"].__setitem__("W", [["0"] * 6] * 5), "svm: give exactly one of W and W_factored"),
-    ("neither form", lambda c: c["svm"].pop("W_factored"), "svm: give exactly one of W and W_factored"),
+    ("neither form", lambda c: c["svm"].pop("W_factored"), "svm.W: missing (give W or W_factored)"),
 ])
 def test_forged_factored_w_is_rejected(factored_case, name, edit, needle, tmp_path, capsys):
     _rejected(factored_case, _forge(factored_case, edit), needle, tmp_path, capsys)
@@ -673,7 +676,7 @@ def _first_a(svm: dict) -> list:
     ("not canonical", lambda c: c["svm"]["a_sparse"].append([0, 0, "2/4"]), "svm.a_sparse["),
     ("malformed", lambda c: c["svm"]["a_sparse"].append([0, 0]), "svm.a_sparse["),
     ("both forms", lambda c: c["svm"].__setitem__("a", [["0"] * 4] * 5), "svm: give exactly one of a and a_sparse"),
-    ("neither form", lambda c: c["svm"].pop("a_sparse"), "svm: give exactly one of a and a_sparse"),
+    ("neither form", lambda c: c["svm"].pop("a_sparse"), "svm.a: missing (give a or a_sparse)"),
 ])
 def test_forged_sparse_dual_is_rejected(factored_case, name, edit, needle, tmp_path, capsys):
     _rejected(factored_case, _forge(factored_case, edit), needle, tmp_path, capsys)
