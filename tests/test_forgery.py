@@ -680,3 +680,21 @@ def _first_a(svm: dict) -> list:
 ])
 def test_forged_sparse_dual_is_rejected(factored_case, name, edit, needle, tmp_path, capsys):
     _rejected(factored_case, _forge(factored_case, edit), needle, tmp_path, capsys)
+
+
+def test_integral_embeddings_are_written_as_integers_and_read_back_to_the_same_bytes(tmp_path):
+    """One-hot embeddings travel as JSON integers; a -0.0 keeps the float spelling (its bytes differ)."""
+    H = np.eye(4)[[0, 1, 2, 3, 0, 1]] * 2.0
+    C = np.array([[1, 2, 0], [0, 1, 3], [2, 0, 1], [1, 1, 0], [0, 4, 1], [3, 0, 2]])
+    inst = NTPInstance.from_counts(H, C)
+    rec = cf.instance_record(inst)
+    assert all(type(x) is int for row in rec["embeddings"] for x in row)
+    assert cf.instance_from_record(rec).fingerprint() == inst.fingerprint()
+    rep = exact_certify(inst, certificate_out=str(tmp_path / "c.json"))
+    assert rep.verdict.valid and verify_file(tmp_path / "c.json", inst).valid
+    Hz = H.copy()
+    Hz[0, 3] = -0.0
+    inst_z = NTPInstance.from_counts(Hz, C)
+    rec_z = cf.instance_record(inst_z)
+    assert type(rec_z["embeddings"][0][3]) is float
+    assert cf.instance_from_record(rec_z).fingerprint() == inst_z.fingerprint() != inst.fingerprint()
