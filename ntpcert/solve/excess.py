@@ -72,7 +72,9 @@ MAX_NEWTON = 200
 MAX_CG = 300
 #: Entries of softmax(W h_j) below this, off the support, are taken as the separable face (set to 0)
 #: before the repair: the Hessian is near-singular along them and the repair would step far.
-FACE_TOL = 1e-12
+FACE_TOL = 1e-6
+#: Rounds of the repair: off-support entries that come out negative join the face and it is redone.
+FACE_ROUNDS = 4
 #: Negative entries of the repaired q down to -CLIP_TOL are clipped to 0 (rows renormalised); the
 #: constraint residual is recomputed afterwards.
 CLIP_TOL = 1e-9
@@ -81,10 +83,25 @@ CLIP_TOL = 1e-9
 LOWER_SLACK = 1e-9
 #: CG iterations per Newton step.
 NEWTON_CG = 300
+#: Inexact Newton (Eisenstat-Walker forcing): the CG of a Newton step stops at the relative residual
+#: ``min(FORCING_MAX, max(FORCING_MIN, |G|_inf ** FORCING_POWER))``. Far from the optimum a loose solve
+#: keeps the step out of the near-flat directions of the separable face (solving them accurately there
+#: gave steps of 1e12 that the line search cut back to nothing: 20 s lost on pydoc k = 2).
+FORCING_MAX = 0.5
+FORCING_MIN = 1e-8
+FORCING_POWER = 0.5
+#: A Newton step is scaled down so that no centred logit moves by more than this (nats).
+STEP_CAP = 20.0
 #: A repaired q counts for the lower bound only when its constraint residual (max abs entry) is at most this.
 DUAL_TOL = 1e-9
+#: Newton steps on the reduced problem per dual-side attempt, and its gradient target.
+REDUCED_NEWTON = 12
+REDUCED_GRAD = 1e-11
+#: After the first dual-side attempt, the next ones come every this many Newton steps (each costs
+#: up to REDUCED_NEWTON steps; the first one is usually within 1e-9 of the optimum already).
+DUAL_EVERY = 15
 #: The dual repair is tried once the gradient's max abs entry is below this.
-REPAIR_AT = 1e-8
+REPAIR_AT = 1e-5
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,7 +187,9 @@ class ExcessBracket:
 class _Model:
     """CE, gradient and Hessian-vector products on one instance (H sparse when it pays)."""
 
-    def __init__(self, instance: NTPInstance):
+    def __init__(self, instance: NTPInstance, face: np.ndarray | None = None):
+        #: entries (j, v) removed from the softmax (the reduced problem of the lower end), or None
+        self.face = face
         H = np.asarray(instance.embeddings, dtype=np.float64)
         nnz = np.count_nonzero(H)
         self.H = sp.csr_matrix(H) if nnz <= 0.2 * H.size else H
@@ -188,12 +207,15 @@ class _Model:
     def state(self, W: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """(excess, G, Q, kl) at W: excess = Σ π_j KL(p_j‖q_j) ≥ 0 without cancellation."""
         Z = self.logits(W)
+        if self.face is not None:
+            Z = np.where(self.face, -np.inf, Z)
         Z = Z - Z.max(axis=1, keepdims=True)
         E = np.exp(Z)
         s = E.sum(axis=1, keepdims=True)
         logQ = Z - np.log(s)
         Q = E / s
-        kl = (self.P * (self.logP - logQ)).sum(axis=1)
+        with np.errstate(invalid="ignore"):
+            kl = np.where(self.P > 0, self.P * (self.logP - logQ), 0.0).sum(axis=1)
         G = np.asarray(self.HT @ ((Q - self.P) * self.pi[:, None])).T
         return float(self.pi @ kl), G, Q, kl
 
@@ -262,17 +284,19 @@ def dual_repair(instance: NTPInstance, W: np.ndarray, *, cg_tol: float = 1e-14,
 
 
 def _repair(model: _Model, Q: np.ndarray, G: np.ndarray, cg_tol: float, max_cg: int):
-    # the face: entries below FACE_TOL off the supports are the separable part; set them to 0 first
-    Qf = np.where((Q < FACE_TOL) & (model.P <= 0), 0.0, Q)
-    Qf /= Qf.sum(axis=1, keepdims=True)
-    Gf = np.asarray(model.HT @ ((Qf - model.P) * model.pi[:, None])).T
-    X, _ = model.cg(Qf, -Gf, tol=cg_tol, maxiter=max_cg)
-    Qt = Qf + model.delta(Qf, X)
-    how = "newton-repair"
+    # the face: entries below FACE_TOL off the supports are the separable part; set them to 0 first.
+    # Off-support entries that the repair drives negative join the face, and the repair is redone.
+    face = (Q < FACE_TOL) & (model.P <= 0)
+    for _ in range(FACE_ROUNDS):
+        Qt, how = _repair_on_face(model, Q, face, cg_tol, max_cg)
+        grow = (Qt < -CLIP_TOL) & (model.P <= 0) & ~face
+        if not grow.any():
+            break
+        face = face | grow
     if np.any(Qt < 0) and Qt.min() >= -CLIP_TOL:
         Qt = np.maximum(Qt, 0.0)
         Qt /= Qt.sum(axis=1, keepdims=True)
-        how = "newton-repair+clip"
+        how += "+clip"
     if np.any(Qt < 0):
         neg = Qt < 0
         if np.any(neg & (model.P <= 0)):
@@ -280,9 +304,17 @@ def _repair(model: _Model, Q: np.ndarray, G: np.ndarray, cg_tol: float, max_cg: 
         t = float(np.max(-Qt[neg] / (model.P[neg] - Qt[neg])))
         Qt = (1 - t) * Qt + t * model.P
         Qt = np.maximum(Qt, 0.0)
-        how = f"newton-repair+mix({t:.3g})"
+        how += f"+mix({t:.3g})"
     res = np.asarray(model.HT @ ((Qt - model.P) * model.pi[:, None]))
     return Qt, float(np.abs(res).max(initial=0.0)), how
+
+
+def _repair_on_face(model: _Model, Q: np.ndarray, face: np.ndarray, cg_tol: float, max_cg: int):
+    Qf = np.where(face, 0.0, Q)
+    Qf /= Qf.sum(axis=1, keepdims=True)
+    Gf = np.asarray(model.HT @ ((Qf - model.P) * model.pi[:, None])).T
+    X, _ = model.cg(Qf, -Gf, tol=cg_tol, maxiter=max_cg)
+    return Qf + model.delta(Qf, X), "newton-repair"
 
 
 def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton: int = MAX_NEWTON,
@@ -311,14 +343,16 @@ def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton:
     ex, G, Q, kl = model.state(W)
     best_low, best_q, best_res, best_how = H_p, model.P.copy(), 0.0, "p"
     status = "iteration limit"
-    it = 0
+    it = tried = last_try = 0
     for it in range(1, max_newton + 1):
-        # dual side, once the gradient is small
-        if float(np.abs(G).max(initial=0.0)) <= REPAIR_AT:
-            Qt, res, how = _repair(model, Q, G, 1e-10, MAX_CG)
-            low = float(model.pi @ entropy_rows(Qt)) - _first_order(model, Qt, W) - LOWER_SLACK
-            if res <= DUAL_TOL and low > best_low:
-                best_low, best_q, best_res, best_how = low, Qt, res, how
+        # dual side, once the gradient is small: the reduced problem on the entries above the face
+        if float(np.abs(G).max(initial=0.0)) <= REPAIR_AT and (tried == 0 or it - last_try >= DUAL_EVERY):
+            tried, last_try = tried + 1, it
+            found = _dual_side(instance, model, W, Q)
+            if found is not None:
+                Qt, res, how, low, Wr = found
+                if res <= DUAL_TOL and low > best_low:
+                    best_low, best_q, best_res, best_how = low, Qt, res, how
         exc_low = max(best_low - H_p, 0.0)
         if max(ex, 0.0) - exc_low <= max(tol * ex, ABS_TOL):
             status = "converged"
@@ -326,8 +360,10 @@ def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton:
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             status = "time limit"
             break
-        # primal Newton step with backtracking
-        X, _ = model.cg(Q, -G, tol=1e-6, maxiter=NEWTON_CG)
+        # primal Newton step (inexact, capped) with backtracking
+        g = float(np.abs(G).max(initial=0.0))
+        X, _ = model.cg(Q, -G, tol=min(FORCING_MAX, max(FORCING_MIN, g ** FORCING_POWER)), maxiter=NEWTON_CG)
+        X = _cap_step(model, Q, X)
         slope = float((G * X).sum())
         if slope >= 0:
             X, slope = -G, -float((G * G).sum())
@@ -345,6 +381,41 @@ def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton:
         dual_residual=best_res, method=f"newton-cg + {best_how}", status=status,
         seconds=time.perf_counter() - t0, iterations=it,
     )
+
+
+def _dual_side(instance: NTPInstance, model: _Model, W: np.ndarray, Q: np.ndarray):
+    r"""A lower end from the reduced problem: the off-support entries of :math:`\mathbb S(Wh_j)` below
+    :data:`FACE_TOL` are removed from the softmax (that CE is below the full one everywhere, so its
+    infimum is still a lower bound on :math:`L^*`, equal to it when the removed entries vanish at the
+    optimum); a few Newton steps on it (no separable directions left, so they converge fast), then the
+    repair of its softmax. Returns (q, residual, how, lower) or None."""
+    face = (Q < FACE_TOL) & (model.P <= 0)
+    red = _Model(instance, face)
+    ex, G, Qr, _ = red.state(W)
+    Wr = W
+    for _ in range(REDUCED_NEWTON):
+        g = float(np.abs(G).max(initial=0.0))
+        if g <= REDUCED_GRAD:
+            break
+        X, _ = red.cg(Qr, -G, tol=min(FORCING_MAX, max(FORCING_MIN, g)), maxiter=NEWTON_CG)
+        X = _cap_step(red, Qr, X)
+        found = _line_search(red, Wr, ex, X, float((G * X).sum()))
+        if found is None:
+            break
+        Wr, ex, G, Qr, _ = found
+    Qt, res, how = _repair(red, Qr, G, 1e-10, MAX_CG)
+    if how == "p":
+        return None
+    low = float(model.pi @ entropy_rows(Qt)) - _first_order(model, Qt, Wr) - LOWER_SLACK
+    return Qt, res, "reduced-" + how, low, Wr
+
+
+def _cap_step(model: _Model, Q: np.ndarray, X: np.ndarray) -> np.ndarray:
+    r"""X scaled so that the largest centred logit change :math:`|y_{j,z} - \langle q_j, y_j\rangle|` is at
+    most :data:`STEP_CAP`."""
+    Y = model.logits(X)
+    big = float(np.abs(Y - (Q * Y).sum(axis=1, keepdims=True)).max(initial=0.0))
+    return X * (STEP_CAP / big) if big > STEP_CAP else X
 
 
 def _first_order(model: _Model, Qt: np.ndarray, W: np.ndarray) -> float:
