@@ -17,8 +17,14 @@ Parts (each writes ``benchmarks/results/certify-<part>.md``):
 ``corpora``
     the whole text of ``pydoc_data.topics``: char k = 3 ``onehot-concat`` and word k = 1
     ``random:256`` with ``--exact``, char k = 4 float.
+``baseline``
+    the two heaviest ``--exact`` lines (word k = 1 on the whole pydoc text; V = 2000, m = 1000,
+    d = 1024 with ``--certificate-out``) run by this tree and by an earlier source tree given with
+    ``--baseline DIR`` (its ``ntpcert`` package first on ``PYTHONPATH``, ``python -P``; e.g.
+    ``git archive COMMIT ntpcert | tar -x -C DIR``), interleaved, with the ratio of each.
 
-Usage: ``python benchmarks/bench_certify.py small --repeat 3`` (parts: small large pydoc corpora all).
+Usage: ``python benchmarks/bench_certify.py small --repeat 3`` (parts: small large pydoc corpora
+baseline all).
 """
 
 from __future__ import annotations
@@ -52,11 +58,16 @@ def write_instance(path: Path, *, V: int, m: int, d: int, kmax: int, seed: int =
     write_npz(gaussian_instance(np.random.default_rng(seed), V=V, m=m, d=d, kmin=1, kmax=kmax), path)
 
 
-def run(args: list[str], timeout: float | None = None) -> dict:
+def run(args: list[str], timeout: float | None = None, tree: str | None = None) -> dict:
     """One ``ntpcert ARGS`` process: wall seconds, user + sys CPU seconds (from the reaped child's
-    rusage), peak MB, exit code, the JSON it printed (if any)."""
+    rusage), peak MB, exit code, the JSON it printed (if any). ``tree``: run the ``ntpcert`` package of
+    that source tree instead (first on ``PYTHONPATH``)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    pt = run_process(_ntpcert() + args, timeout=timeout)
+    if tree is None:
+        pt = run_process(_ntpcert() + args, timeout=timeout)
+    else:
+        pt = run_process([sys.executable, "-P", "-m", "ntpcert", *args], timeout=timeout,
+                         env={"PYTHONPATH": os.path.abspath(tree)})
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     out = {"cmd": "ntpcert " + " ".join(args), "wall": pt.seconds, "cpu": cpu, "peak_mb": pt.peak_mb,
@@ -225,16 +236,49 @@ def part_corpora(a) -> None:
     _write("corpora", text)
 
 
+def part_baseline(a) -> None:
+    if not a.baseline or not os.path.isdir(os.path.join(a.baseline, "ntpcert")):
+        raise SystemExit("baseline: give --baseline DIR, a source tree holding an earlier ntpcert package")
+    word = ["pydoc", *WHOLE_TEXT, "--tokenizer", "word", "-k", "1", "--embedding", "random:256"]
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "gauss-V2000-m1000-d1024.npz"
+        write_instance(f, V=2000, m=1000, d=1024, kmax=3)
+        load = load_average()
+        lines = [
+            ("certify pydoc (whole text) --tokenizer word -k 1 --embedding random:256 --exact --certificate-out C",
+             ["certify", *word, "--exact", "--json", "--force", "--certificate-out", str(Path(tmp) / "w.json")]),
+            ("certify V=2000,m=1000,d=1024 FILE --exact --certificate-out C",
+             ["certify", str(f), "--exact", "--json", "--force", "--certificate-out", str(Path(tmp) / "g.json")]),
+        ]
+        rows, ratios = [], []
+        for name, args in lines:
+            res: dict[str, list[dict]] = {"baseline": [], "this tree": []}
+            for _ in range(a.repeat):  # interleaved
+                res["baseline"].append(run(args, a.corpus_timeout, tree=a.baseline))
+                res["this tree"].append(run(args, a.corpus_timeout))
+            for who, runs in res.items():
+                rows.append((f"{name} [{who}]", runs))
+            ok = [(b, t) for b, t in zip(res["baseline"], res["this tree"]) if b["rc"] == 0 and t["rc"] == 0]
+            wall = median([t["wall"] / b["wall"] for b, t in ok])
+            cpu = median([t["cpu"] / b["cpu"] for b, t in ok])
+            ratios.append(f"- {name}: this tree / baseline = {wall:.2f} wall, {cpu:.2f} user+sys CPU")
+    text = (f"# certify --exact: this tree against an earlier one ({a.baseline})\n\nLoad before: {load}. "
+            f"{a.repeat} interleaved run(s) each.\n\n" + table(rows) + "\n" + "\n".join(ratios) + "\n")
+    _write("baseline", text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["small", "large", "pydoc", "corpora", "all"])
+    ap.add_argument("part", choices=["small", "large", "pydoc", "corpora", "baseline", "all"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--lp-timeout", type=float, default=300.0, help="seconds allowed to the HiGHS path")
     ap.add_argument("--corpus-timeout", type=float, default=600.0)
+    ap.add_argument("--baseline", default=None, metavar="DIR", help="source tree of an earlier ntpcert (part baseline)")
     a = ap.parse_args()
     parts = ["small", "large", "pydoc", "corpora"] if a.part == "all" else [a.part]
     for p in parts:
-        {"small": part_small, "large": part_large, "pydoc": part_pydoc, "corpora": part_corpora}[p](a)
+        {"small": part_small, "large": part_large, "pydoc": part_pydoc, "corpora": part_corpora,
+         "baseline": part_baseline}[p](a)
 
 
 if __name__ == "__main__":
