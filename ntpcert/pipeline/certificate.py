@@ -21,6 +21,8 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
       "svm": {"W": [[..]] | "W_factored": {"scale": "p/q", "base": [[x, ..], ..], "delta": [[v, i, "p/q"], ..]},
               "a": [[..]] | "a_sparse": [[v, j, "p/q"], ..], "gap": "p/q", "distance_bound": x,
               "norm_lower": x, "norm_upper": x} | null,
+      "excess": {"q": [[j, v, "p/q"], ..], "W": [["p/q", ..], ..], "lower": x, "upper": x,
+                 "excess_lower": x, "excess_upper": x} | null | absent,
       "checksum": SHA256 of the canonical JSON of every other field
     }
 
@@ -126,7 +128,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "certificate": {
         "format": "str", "version": "int", "instance": "object", "probabilities_exact_from_floats": "bool",
         "claims": "object", "compatibility": "object", "separability": "object", "svm": "object|null",
-        "checksum": "sha256",
+        "excess?": "object|null", "checksum": "sha256",
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
@@ -153,6 +155,8 @@ SCHEMA: dict[str, dict[str, str]] = {
     "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int"},
     "separability/false": {"claim": "bool|null", "ray": "list"},
     "separability/null": {"claim": "bool|null", "reason": "str"},
+    "excess": {"q": "list", "W": "list", "lower": "float", "upper": "float", "excess_lower": "float",
+               "excess_upper": "float"},
     "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
             "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},
@@ -300,6 +304,11 @@ def check_schema(cert: Any) -> None:
             _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string", _all_str)
     elif claim is False:
         _check_sparse(sep["ray"], "separability.ray")
+
+    if cert.get("excess") is not None:  # the excess-loss bracket (ntpcert.pipeline.excess_verify)
+        check_section(cert["excess"], "excess", "excess")
+        _check_sparse(cert["excess"]["q"], "excess.q")
+        _check_entries(cert["excess"]["W"], V, d, "excess.W", _is_str, "a rational string", _all_str)
 
     svm = cert["svm"]
     if svm is not None:

@@ -68,6 +68,7 @@ import numpy as np
 from ntpcert.errors import CertificateError
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
+from ntpcert.pipeline.excess_verify import check_excess
 from ntpcert.util.logic import and3
 from ntpcert.util.numbers import factorise, lcm_all
 
@@ -1095,6 +1096,8 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None) -> Verdi
         compat = _check_compatibility(cert["compatibility"], ex, checks)
         sep = _check_separability(cert["separability"], ex, checks)
         svm = _check_svm(cert["svm"], ex, checks)
+        why = check_excess(cert.get("excess"), inst, checks)
+        _need(not why, why)
         _check_claims(cert["claims"], compat, sep, svm)
         checks.append("claims agree with the witnesses")
     except _Invalid as err:

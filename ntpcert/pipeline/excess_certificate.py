@@ -1,0 +1,120 @@
+r"""The excess-loss bracket, certified: ``certify --exact`` and ``explain --exact``.
+
+From the float bracket (:func:`ntpcert.solve.excess.float_bracket`: a decoder W and a dual point q
+feasible up to ~1e-12), :func:`exact_excess` makes
+
+* q exactly feasible (:func:`ntpcert.exact.excess.repair`; when that fails, q = p, which is always
+  feasible and gives the entropy bound as the lower end);
+* W a rational matrix (the float W rounded to the grid :math:`2^{-W\_BITS}`);
+* the four numbers ``lower``, ``upper``, ``excess_lower``, ``excess_upper`` from ``arb`` balls
+  (:mod:`ntpcert.exact.excess`), rounded outward to floats;
+
+and the certificate section ``excess`` that :mod:`ntpcert.pipeline.excess_verify` re-checks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ntpcert.exact import excess as xe
+from ntpcert.exact.dyadic import fraction_down, fraction_up
+from ntpcert.instance import NTPInstance
+from ntpcert.pipeline import certificate as cf
+from ntpcert.solve.excess import EXCESS_TOL, ExcessBracket, float_bracket
+
+#: The rational decoder is the float W rounded to multiples of 2^-W_BITS.
+W_BITS = 52
+#: ``certify`` adds the bracket automatically only up to this many (context, token) cells (m * V);
+#: beyond, the key says it was skipped (``ntpcert explain`` and :func:`exact_excess` have no cap).
+AUTO_MAX_CELLS = 250_000
+#: Seconds given to the float solver inside ``certify`` and ``explain``.
+TIME_LIMIT = 120.0
+#: Relative width asked of the float solver inside ``certify`` and ``explain``.
+PIPELINE_TOL = 1e-7
+
+
+@dataclass(frozen=True, eq=False)
+class ExactExcess:
+    """A certified bracket.
+
+    Attributes
+    ----------
+    float_bracket : ExcessBracket
+    lower, upper, excess_lower, excess_upper : float
+        Certified (rounded outward) bounds on :math:`L^*` and :math:`L^* - \\mathcal H`.
+    section : dict
+        The certificate section ``excess``.
+    repair : str
+        ``"exact"`` when the float q was made exactly feasible, else why q = p was used.
+    seconds : float
+    """
+
+    float_bracket: ExcessBracket
+    lower: float
+    upper: float
+    excess_lower: float
+    excess_upper: float
+    section: dict
+    repair: str
+    seconds: float
+
+    @property
+    def relative_width(self) -> float:
+        w = self.excess_upper - max(self.excess_lower, 0.0)
+        return w / self.excess_upper if self.excess_upper > 0 else (0.0 if w <= 0 else float("inf"))
+
+    def to_json(self, *, per_context: bool = True) -> dict[str, Any]:
+        out = self.float_bracket.to_json(per_context=per_context)
+        out["float"] = {k: out[k] for k in ("lower", "upper", "excess_lower", "excess_upper", "relative_width")}
+        out.update(lower=self.lower, upper=self.upper, excess_lower=max(self.excess_lower, 0.0),
+                   excess_upper=self.excess_upper, relative_width=self.relative_width, exact=True,
+                   exact_repair=self.repair, q_nonzeros=len(self.section["q"]), exact_seconds=self.seconds)
+        return out
+
+
+def exact_excess(instance: NTPInstance, bracket: ExcessBracket | None = None, *, tol: float = EXCESS_TOL,
+                 time_limit: float | None = None) -> ExactExcess:
+    """Certify the bracket (module doc); ``bracket`` is computed when not given."""
+    b = bracket if bracket is not None else float_bracket(instance, tol=tol, time_limit=time_limit)
+    t0 = time.perf_counter()
+    data = xe.ExactData.of(instance)
+    m, V = instance.m, instance.V
+    rep = xe.repair(instance, b.q, data) if not b.method.endswith("+ p") else xe.Repair(None, "the float q is p")
+    if rep.q is not None:
+        q, how = rep.q, "exact"
+    else:
+        q = {(j, v): Fraction(c, data.varpi[j]) for (j, v), c in data.P.items()}
+        how = f"q = p ({rep.reason})"
+    Wg = np.ldexp(np.round(np.ldexp(np.asarray(b.W, dtype=np.float64), W_BITS)), -W_BITS)
+    Wf = [[Fraction(float(x)) for x in row] for row in Wg]
+    num, den = xe.rational_decoder(Wf)
+    balls = xe.bracket_balls(data, q, num, den, m, V)
+    lower = fraction_down(xe.lower_end(balls.entropy_q))
+    upper = fraction_up(xe.upper_end(balls.ce))
+    ex_lo = fraction_down(xe.lower_end(balls.excess_q))
+    ex_up = fraction_up(xe.upper_end(balls.excess_ce))
+    section = {"q": cf.sparse_list(q), "W": cf.matrix_strings(Wf), "lower": lower, "upper": upper,
+               "excess_lower": max(ex_lo, 0.0), "excess_upper": ex_up}
+    return ExactExcess(b, lower, upper, ex_lo, ex_up, section, how, time.perf_counter() - t0)
+
+
+def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | None = None,
+               cap: int | None = AUTO_MAX_CELLS) -> tuple[dict, Any]:
+    """The ``excess_loss`` key of ``certify --json`` / ``explain --json`` and the object behind it
+    (an :class:`ExactExcess`, an :class:`ExcessBracket`, or None when skipped)."""
+    if cap is not None and instance.m * instance.V > cap:
+        return {"skipped": f"m * V = {instance.m * instance.V} cells exceed the {cap} bracketed here; "
+                           "run 'ntpcert explain DATA'"}, None
+    b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, time_limit=TIME_LIMIT)
+    if not exact:
+        return b.to_json(), b
+    ee = exact_excess(instance, b)
+    return ee.to_json(), ee
+
+
+__all__ = ["AUTO_MAX_CELLS", "ExactExcess", "exact_excess", "excess_key"]
