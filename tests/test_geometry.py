@@ -11,7 +11,9 @@ from ntpcert.errors import InputError
 from ntpcert.geometry.certificate import certify_pair, repair_primal
 from ntpcert.geometry.cvx import solve_nuclear_cvxpy
 from ntpcert.geometry.pattern import SupportPattern, finite_part, ufm_excess_loss
-from ntpcert.geometry.structured import _escape_column, solve_nuclear_structured
+from ntpcert.geometry.certificate import nuclear_norm
+from ntpcert.geometry.structured import (GAP_TOL, GAP_TOL_LARGE, LARGE_ENTRIES, _escape_column, _lbfgs,
+                                       default_gap_tol, solve_nuclear_structured)
 from tests.conftest import TOL, random_instance
 
 #: The certified relative duality gap the structured solver must report.
@@ -213,3 +215,37 @@ def test_bad_masks_rejected(mask: np.ndarray, field: str) -> None:
 def test_cvxpy_rejects_non_sdp_solver() -> None:
     with pytest.raises(InputError, match="solver"):
         solve_nuclear_cvxpy(SupportPattern.from_mask(np.eye(3, dtype=bool)), solver="OSQP")
+
+
+def test_repair_averages_rows_of_tokens_with_the_same_support_row() -> None:
+    S = np.array([[1, 0, 1], [1, 0, 1], [0, 1, 0], [0, 0, 0], [0, 0, 0]], dtype=bool)
+    pattern = SupportPattern.from_mask(S)
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        L = rng.standard_normal(S.shape)
+        Lf = repair_primal(L, pattern)
+        assert np.array_equal(Lf[0], Lf[1]) and np.array_equal(Lf[3], Lf[4])
+        assert pattern.equality_violation(Lf) <= TOL["linalg"] and pattern.min_margin(Lf) >= 1 - TOL["linalg"]
+        assert np.abs(Lf.sum(axis=0)).max() <= TOL["linalg"]
+        # averaging is a projection on the rows: never larger than the repair without it
+        base = L.copy()
+        c = np.where(S, base, 0).sum(axis=0) / S.sum(axis=0)
+        base = np.where(S, c, np.minimum(base, c - 1))
+        base -= base.mean(axis=0)
+        assert nuclear_norm(Lf) <= nuclear_norm(base) * (1 + TOL["linalg"])
+
+
+def test_lbfgs_solves_an_ill_conditioned_quadratic() -> None:
+    rng = np.random.default_rng(13)
+    Q = np.linalg.qr(rng.standard_normal((40, 40)))[0]
+    A = Q @ np.diag(np.logspace(0, 3, 40)) @ Q.T  # condition number 1e3
+    b = rng.standard_normal(40)
+    x = _lbfgs(lambda v: (0.5 * v @ A @ v - b @ v, A @ v - b), np.zeros(40), maxiter=5000, memory=10, gtol=1e-10)
+    assert np.linalg.norm(A @ x - b) <= 1e-7 * np.linalg.norm(b)  # scipy L-BFGS-B stops at 2.6e-7 here
+
+
+def test_default_gap_target_depends_on_the_merged_size() -> None:
+    small = SupportPattern.from_mask(random_mask(np.random.default_rng(0), 5, 8))
+    large = SupportPattern.from_mask(np.eye(120, dtype=bool)[:, :100] | np.eye(120, 100, k=-1, dtype=bool))
+    assert default_gap_tol(small) == GAP_TOL and default_gap_tol(large) == GAP_TOL_LARGE
+    assert large.V * large.r > LARGE_ENTRIES >= small.V * small.r

@@ -24,6 +24,9 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--out", metavar="DIR", default=None, help="write arrays, summary.json and figures here")
     p.add_argument("--solver", default="structured", choices=GEOMETRY_SOLVERS,
                    help="structured (default) or an SDP solver through cvxpy (small instances)")
+    p.add_argument("--gap-tol", type=float_in(0.0, 1.0), default=None, metavar="TOL",
+                   help="structured solver: stop at this certified relative gap (default 1e-10, or 1e-6 when "
+                        "V times the number of distinct supports exceeds 10,000)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--train", action="store_true",
                    help="also train W and H jointly (GD, NGD, Adam) and write training.png and training.json")
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         out = check_output_dir(args.out, "--out", names=OUTPUT_NAMES, overwrite=args.force, inputs=data_inputs(args))
     inst = load_data(args)
-    rep = analyse(inst, solver=args.solver)
+    rep = analyse(inst, solver=args.solver, gap_tol=args.gap_tol)
     summary = rep.to_json()
     trajs = []
     if args.train:
@@ -76,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     s = rep.solution
     lines = [f"V = {rep.pattern.V}, m = {rep.pattern.m}, distinct supports = {rep.pattern.r}",
              f"L^mm: ||L||_* = {s.objective:.10g}, certified relative gap {s.relative_gap:.2e} ({s.solver}, "
-             f"{s.status}), rank {s.rank}, min margin {s.min_margin:.6g}",
+             f"{s.status}{', target ' + format(summary['nuclear_svm']['gap_tol'], '.0e') if 'gap_tol' in summary['nuclear_svm'] else ''}), "
+             f"rank {s.rank}, min margin {s.min_margin:.6g}",
              f"centred support proxy: cosine {rep.proxy_cosine:.6f}, certified relative gap {rep.proxy_relative_gap:.2e}"]
     lines += [f"check {c.name}: defect {c.defect:.2e} ({c.statement})" for c in rep.checks]
     for t in trajs:

@@ -37,6 +37,8 @@ class GeometryReport:
         Cosine between :math:`\\tilde S` and :math:`L^{mm}`.
     proxy_relative_gap : float
         Certified relative suboptimality of :math:`\\tilde S` itself (dual from its polar factor).
+    gap_tol : float or None
+        The target gap asked of the structured solver (None: its size-dependent default).
     """
 
     pattern: SupportPattern
@@ -46,12 +48,18 @@ class GeometryReport:
     finite_part: np.ndarray
     proxy_cosine: float
     proxy_relative_gap: float
+    gap_tol: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         p = self.pattern
+        from ntpcert.geometry.structured import default_gap_tol
+
+        svm = self.solution.to_json()
+        if self.solution.solver == "structured":
+            svm["gap_tol"] = self.gap_tol if self.gap_tol is not None else default_gap_tol(p)
         return {
             "V": p.V, "m": p.m, "distinct_supports": p.r, "margins": p.n_margins,
-            "nuclear_svm": self.solution.to_json(),
+            "nuclear_svm": svm,
             "singular_values": [float(x) for x in self.embeddings.singular_values],
             "checks": [c.to_json() for c in self.checks],
             "proxy_centred_support": {"cosine": self.proxy_cosine, "relative_gap": self.proxy_relative_gap},
@@ -59,24 +67,27 @@ class GeometryReport:
         }
 
 
-def solve_geometry(pattern: SupportPattern, solver: str = "structured") -> NuclearSVMSolution:
-    """:math:`L^{mm}` by ``solver`` (``structured``, or ``clarabel``/``scs`` through cvxpy)."""
+def solve_geometry(pattern: SupportPattern, solver: str = "structured", gap_tol: float | None = None) -> NuclearSVMSolution:
+    """:math:`L^{mm}` by ``solver`` (``structured``, or ``clarabel``/``scs`` through cvxpy); ``gap_tol`` is the
+    structured solver's target relative gap (default :func:`~ntpcert.geometry.structured.default_gap_tol`)."""
     name = str(solver).lower()
     if name not in GEOMETRY_SOLVERS:
         raise InputError(f"--solver: value {solver!r} is not one of {', '.join(GEOMETRY_SOLVERS)}")
+    if gap_tol is not None and not (0.0 < gap_tol < 1.0):
+        raise InputError(f"--gap-tol: value {gap_tol!r} is not in (0, 1)")
     if name == "structured":
         from ntpcert.geometry.structured import solve_nuclear_structured
 
-        return solve_nuclear_structured(pattern)
+        return solve_nuclear_structured(pattern, gap_tol=gap_tol)
     from ntpcert.geometry.cvx import solve_nuclear_cvxpy
 
     return solve_nuclear_cvxpy(pattern, solver=name.upper())
 
 
-def analyse(instance: NTPInstance, solver: str = "structured") -> GeometryReport:
+def analyse(instance: NTPInstance, solver: str = "structured", gap_tol: float | None = None) -> GeometryReport:
     """The :class:`GeometryReport` of ``instance`` (its embeddings play no role: only supports and probabilities)."""
     pattern = SupportPattern.from_instance(instance)
-    sol = solve_geometry(pattern, solver)
+    sol = solve_geometry(pattern, solver, gap_tol)
     emb = Embeddings.from_logits(sol.L)
     St = pattern.centered_support()
     nL, nS = float(np.linalg.norm(sol.L)), float(np.linalg.norm(St))
@@ -85,7 +96,7 @@ def analyse(instance: NTPInstance, solver: str = "structured") -> GeometryReport
     k = int(np.sum(s > 1e-10 * s[0])) if s.size and s[0] > 0 else 0
     proxy = certify_pair(St, U[:, :k] @ Qt[:k], pattern, solver="proxy", status="", seconds=0.0, iterations=0)
     return GeometryReport(pattern, sol, emb, all_checks(sol.L, pattern, emb), finite_part(instance), cos,
-                          proxy.relative_gap)
+                          proxy.relative_gap, gap_tol)
 
 
 #: The centred support matrix counts as L^mm in :func:`sweep_values` when its own certified relative gap is

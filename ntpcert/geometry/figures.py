@@ -10,6 +10,17 @@ from ntpcert.geometry.embeddings import Embeddings
 from ntpcert.geometry.pattern import SupportPattern
 
 
+#: Tokens are labelled in the figures up to this vocabulary size (smaller type above 40).
+LABEL_MAX_V = 100
+
+
+def _names(V: int, token_names: Sequence[str] | None) -> list[str]:
+    """Labels for the figures: the token names with a space shown as ␣ (plain indices without names)."""
+    if token_names is None:
+        return [str(i) for i in range(V)]
+    return ["␣" if str(t) == " " else str(t) for t in token_names]
+
+
 def _plt():
     import matplotlib
 
@@ -27,12 +38,13 @@ def word_gram_figure(emb: Embeddings, pattern: SupportPattern, path: str,
     labels = pattern.token_groups()
     order = np.lexsort((np.arange(pattern.V), labels))
     C = emb.word_cosines()[np.ix_(order, order)]
-    names = [str(i) for i in range(pattern.V)] if token_names is None else list(token_names)
+    names = _names(pattern.V, token_names)
     fig, ax = plt.subplots(figsize=(1.5 + 0.35 * pattern.V, 1.0 + 0.35 * pattern.V) if pattern.V <= 30 else (9, 8))
     im = ax.imshow(C, cmap="RdBu_r", vmin=-1, vmax=1)
-    if pattern.V <= 40:
-        ax.set_xticks(range(pattern.V), [names[i] for i in order], rotation=90)
-        ax.set_yticks(range(pattern.V), [names[i] for i in order])
+    if pattern.V <= LABEL_MAX_V:
+        fs = 10 if pattern.V <= 40 else 5
+        ax.set_xticks(range(pattern.V), [names[i] for i in order], rotation=90, fontsize=fs)
+        ax.set_yticks(range(pattern.V), [names[i] for i in order], fontsize=fs)
     bounds = np.flatnonzero(np.diff(labels[order])) + 0.5
     for b in bounds:
         ax.axhline(b, color="k", lw=0.8)
@@ -53,14 +65,15 @@ def embedding_projection_figure(emb: Embeddings, pattern: SupportPattern, path: 
     W = np.zeros((pattern.V, 2))
     H = np.zeros((pattern.m, 2))
     W[:, :k], H[:, :k] = emb.W[:, :k], emb.H[:, :k]
-    names = [str(i) for i in range(pattern.V)] if token_names is None else list(token_names)
+    names = _names(pattern.V, token_names)
     fig, ax = plt.subplots(figsize=(6.5, 6))
     sc = ax.scatter(H[:, 0], H[:, 1], c=pattern.group_of, cmap="tab20", s=60, alpha=0.6, marker="o",
                     label="contexts (colour = support)")
     ax.scatter(W[:, 0], W[:, 1], c="k", marker="x", s=60, label="words")
-    if pattern.V <= 40:
+    if pattern.V <= LABEL_MAX_V:
         for i in range(pattern.V):
-            ax.annotate(names[i], W[i], textcoords="offset points", xytext=(4, 4))
+            ax.annotate(names[i], W[i], textcoords="offset points", xytext=(4, 4),
+                        fontsize=10 if pattern.V <= 40 else 7)
     ax.axhline(0, color="0.8", lw=0.5)
     ax.axvline(0, color="0.8", lw=0.5)
     ax.set_xlabel("singular direction 1")
