@@ -87,3 +87,106 @@ def test_pydoc_bracket_width_and_independent_lbfgs():
     assert b.relative_width <= 1e-6
     ce = _lbfgs_ce(inst, 400)
     assert ce >= b.lower - 1e-12
+
+
+# ---------------------------------------------------------------------------- exact mode
+def _section(inst, tol=1e-7):
+    from ntpcert.pipeline.excess_certificate import exact_excess
+
+    return exact_excess(inst, float_bracket(inst, tol=tol))
+
+
+def _check(inst, sec):
+    import copy
+
+    from ntpcert.pipeline.excess_verify import check_excess
+
+    checks: list[str] = []
+    return check_excess(copy.deepcopy(sec), inst, checks), checks
+
+
+def test_exact_bracket_on_a_nonseparable_instance_is_checked_and_positive():
+    inst = random_instance(np.random.default_rng(7), m=30, d=4, V=5, kmin=1, kmax=3)
+    ee = _section(inst)
+    assert ee.repair == "exact"
+    assert 0 < ee.excess_lower <= ee.excess_upper
+    assert ee.lower <= ee.float_bracket.upper and ee.upper >= ee.float_bracket.lower
+    why, checks = _check(inst, ee.section)
+    assert why == "" and len(checks) == 3
+    ce = _lbfgs_ce(inst, 3000)
+    assert ee.lower <= ce  # weak duality: the certified lower end is below any decoder's loss
+
+
+def test_exact_bracket_paper_contains_zero():
+    inst = load_instance("paper")
+    ee = _section(inst, tol=1e-8)
+    assert ee.excess_lower <= 0.0 <= ee.excess_upper <= 1e-6
+    assert _check(inst, ee.section)[0] == ""
+
+
+@pytest.mark.parametrize("tamper, field", [
+    ("q_infeasible", "excess.q"),
+    ("q_row_sum", "excess.q"),
+    ("q_negative", "excess.q"),
+    ("lower_too_high", "excess.lower"),
+    ("excess_lower_too_high", "excess.excess_lower"),
+    ("upper_too_low", "excess.upper"),
+    ("excess_upper_too_low", "excess.excess_upper"),
+])
+def test_forged_excess_sections_are_rejected(tamper, field):
+    from fractions import Fraction
+
+    inst = random_instance(np.random.default_rng(7), m=30, d=4, V=5, kmin=1, kmax=3)
+    sec = dict(_section(inst).section)
+    q = [list(t) for t in sec["q"]]
+    if tamper == "q_infeasible":  # move mass between two tokens of one context: rows still sum to 1
+        j = q[0][0]
+        row = [t for t in q if t[0] == j]
+        a, b = row[0], row[1]
+        eps = Fraction(1, 10**6)
+        a[2] = str(Fraction(a[2]) - eps) if Fraction(a[2]) > eps else str(Fraction(a[2]) + eps)
+        b[2] = str(Fraction(b[2]) + (eps if Fraction(a[2]) < Fraction(q[0][2]) + eps else -eps))
+        s = sum(Fraction(t[2]) for t in q if t[0] == j)
+        b[2] = str(Fraction(b[2]) + 1 - s)  # restore the row sum exactly
+    elif tamper == "q_row_sum":
+        q[0][2] = str(Fraction(q[0][2]) / 2)
+    elif tamper == "q_negative":
+        q[0][2] = str(-Fraction(q[0][2]))
+    elif tamper == "lower_too_high":
+        sec["lower"] = sec["lower"] + 1e-6
+    elif tamper == "excess_lower_too_high":
+        sec["excess_lower"] = sec["excess_lower"] + 1e-6
+    elif tamper == "upper_too_low":
+        sec["upper"] = sec["upper"] - 1e-6
+    elif tamper == "excess_upper_too_low":
+        sec["excess_upper"] = sec["excess_upper"] - 1e-6
+    sec["q"] = q
+    why, _ = _check(inst, sec)
+    assert why.startswith(field), why
+
+
+def test_forged_section_fails_the_whole_certificate():
+    from ntpcert.pipeline import certificate as cf
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.verify import verify_certificate
+
+    inst = random_instance(np.random.default_rng(7), m=30, d=4, V=5, kmin=1, kmax=3)
+    rep = exact_certify(inst, svm=False)
+    assert rep.verdict.valid and "excess" in rep.certificate
+    assert any(c.startswith("excess: q exactly") for c in rep.verdict.checks)
+    cert = dict(rep.certificate)
+    cert["excess"] = dict(cert["excess"], lower=cert["excess"]["lower"] + 1e-3)
+    v = verify_certificate(cf.seal(cert))
+    assert not v.valid and "excess.lower" in v.reason
+
+
+@pytest.mark.slow
+def test_pydoc_exact_bracket_is_certified_and_checked():
+    inst = load_instance("pydoc")
+    ee = _section(inst)
+    assert ee.repair == "exact"
+    assert ee.excess_lower > 0
+    assert ee.relative_width <= 1e-6
+    assert _check(inst, ee.section)[0] == ""
+    ce = _lbfgs_ce(inst, 400)
+    assert ee.lower <= ce

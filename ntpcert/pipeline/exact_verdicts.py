@@ -89,6 +89,8 @@ class ExactReport:
     path: str | None
     seconds: float
     stages: dict = field(default_factory=dict)
+    #: The ``excess_loss`` key (:func:`ntpcert.pipeline.excess_certificate.excess_key`), or None.
+    excess: dict | None = None
 
     @property
     def compatible(self) -> bool | None:
@@ -140,6 +142,8 @@ class ExactReport:
         out["probabilities_exact_from_floats"] = bool(self.float_report.instance.probs_exact_from_floats)
         out["seconds"] = self.seconds
         out["stages"] = {**out.get("stages", {}), **self.stages}
+        if self.excess is not None:
+            out["excess_loss"] = dict(self.excess, certificate_checked=self.verdict.valid and "q_nonzeros" in self.excess)
         return out
 
 
@@ -259,6 +263,7 @@ def exact_certify(
     w_star: str = "auto",
     separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
     use_lemma1: bool = True,
+    excess: bool = True,
 ) -> ExactReport:
     """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
 
@@ -277,6 +282,9 @@ def exact_certify(
         The engine that decides separability in the float stage (:mod:`ntpcert.pipeline.decide`).
     use_lemma1 : bool
         Decide by Lemma 1 when it applies (default); false: explicit witnesses (a feasible W, null vectors).
+    excess : bool
+        Also certify the excess-loss bracket (section ``excess``; instances up to
+        :data:`~ntpcert.pipeline.excess_certificate.AUTO_MAX_CELLS` cells).
     """
     t0 = time.perf_counter()
     if certificate_out is not None:
@@ -300,16 +308,26 @@ def exact_certify(
                 if bound is None or not bound.primal_feasible:
                     bounder = bounder if bounder is not None else ExactSVMBounder(instance)
                     bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
+        ex_key, ex_obj = None, None
+        if excess:  # the excess-loss bracket, certified (ntpcert.pipeline.excess_certificate)
+            from ntpcert.pipeline.excess_certificate import excess_key
+
+            te = time.perf_counter()
+            ex_key, ex_obj = excess_key(instance, exact=True, check=False)
+            stages.seconds["excess_bracket"] = time.perf_counter() - te
         with stages.stage("independent check", key="independent_check"):
             # one encoding of the (large) certificate serves its checksum and the file
-            cert, text = cf.seal_canonical(_certificate_body(instance, compat, sep, bound, wstar))
+            body = _certificate_body(instance, compat, sep, bound, wstar)
+            if ex_obj is not None:
+                body["excess"] = ex_obj.section
+            cert, text = cf.seal_canonical(body)
             verdict = verify_certificate(cert)
             if certificate_out is not None:  # its checksum checked just now
                 cf.save(cert, certificate_out, reseal=False, canonical=text)
     finally:
         stages.close()
     return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0,
-                       dict(stages.seconds))
+                       dict(stages.seconds), ex_key)
 
 
 #: The whole-system exact test (fraction-free null space of G) is run only up to this many rows.

@@ -104,9 +104,11 @@ def exact_excess(instance: NTPInstance, bracket: ExcessBracket | None = None, *,
 
 
 def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | None = None,
-               cap: int | None = AUTO_MAX_CELLS) -> tuple[dict, Any]:
+               cap: int | None = AUTO_MAX_CELLS, check: bool = True) -> tuple[dict, Any]:
     """The ``excess_loss`` key of ``certify --json`` / ``explain --json`` and the object behind it
-    (an :class:`ExactExcess`, an :class:`ExcessBracket`, or None when skipped)."""
+    (an :class:`ExactExcess`, an :class:`ExcessBracket`, or None when skipped). With ``exact`` and
+    ``check``, the section is also re-checked by the independent checker
+    (:mod:`ntpcert.pipeline.excess_verify`): keys ``checked`` and ``checks``."""
     if cap is not None and instance.m * instance.V > cap:
         return {"skipped": f"m * V = {instance.m * instance.V} cells exceed the {cap} bracketed here; "
                            "run 'ntpcert explain DATA'"}, None
@@ -114,7 +116,14 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     if not exact:
         return b.to_json(), b
     ee = exact_excess(instance, b)
-    return ee.to_json(), ee
+    out = ee.to_json()
+    if check:
+        from ntpcert.pipeline.excess_verify import check_excess
+
+        checks: list[str] = []
+        why = check_excess(ee.section, instance, checks)
+        out.update(checked=not why, check_reason=why, checks=checks)
+    return out, ee
 
 
 __all__ = ["AUTO_MAX_CELLS", "ExactExcess", "exact_excess", "excess_key"]

@@ -120,8 +120,36 @@ def explanation_lines(exp: Any) -> list[str]:
                   else [f"Why not compatible: not explained ({exp.notes.get('why_not_compatible', '')})"])
     elif exp.compatible is None:
         lines += ["", f"Compatibility undetermined: {exp.compatible_witness}"]
+    if getattr(exp, "excess_loss", None) is not None:
+        lines += [""] + excess_lines(exp.excess_loss, inst)
     lines += ["", f"({exp.seconds:.2f} s)"]
     return lines
 
 
-__all__ = ["compatibility_lines", "explanation_lines", "separability_lines"]
+#: Contexts listed by their excess loss at the optimum.
+EXCESS_SHOWN = 8
+
+
+def excess_lines(key: dict, inst: Any) -> list[str]:
+    """The ``excess_loss`` key (:func:`ntpcert.pipeline.excess_certificate.excess_key`) as text."""
+    from ntpcert.pipeline.explain.names import context_text
+
+    if "skipped" in key:
+        return [f"Best loss of a linear decoder: not bracketed ({key['skipped']})"]
+    how = ("certified: exact dual point, arb balls" + ("" if key.get("checked", True) else
+           f"; CHECK FAILED: {key.get('check_reason', '')}")) if key.get("exact") else "float"
+    lines = [f"Best loss of a linear decoder: L* in [{key['lower']:.10f}, {key['upper']:.10f}] nats ({how})",
+             f"  excess over the entropy bound: L* - H in [{key['excess_lower']:.10g}, {key['excess_upper']:.10g}]"
+             f" (relative width {key['relative_width']:.2g})"]
+    per = key.get("per_context_excess")
+    if per:
+        tot = sum(per) or 1.0
+        order = sorted(range(len(per)), key=lambda j: -per[j])[:EXCESS_SHOWN]
+        lines.append(f"  contexts carrying the most excess loss at the optimum (pi_j KL(p_j || softmax(W h_j))):")
+        width = max(len(q(context_text(inst, j))) for j in order)
+        for j in order:
+            lines.append(f"    {q(context_text(inst, j)).ljust(width)}  {per[j]:.4g} nats  ({100 * per[j] / tot:.1f} %)")
+    return lines
+
+
+__all__ = ["compatibility_lines", "excess_lines", "explanation_lines", "separability_lines"]

@@ -72,6 +72,8 @@ class Explanation:
     notes: dict = field(default_factory=dict)
     seconds: float = 0.0
     stages: dict = field(default_factory=dict)
+    #: The ``excess_loss`` key (:func:`ntpcert.pipeline.excess_certificate.excess_key`), or None.
+    excess_loss: dict | None = None
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
@@ -86,6 +88,8 @@ class Explanation:
             "entropy_bound_reachable": self.entropy_bound_reachable,
         }
         out.update(_keys(self.compatible, self.why_not_compatible, self.separable, self.why_not_separable, self.notes))
+        if self.excess_loss is not None:
+            out["excess_loss"] = self.excess_loss
         out["seconds"] = self.seconds
         out["stages"] = dict(self.stages)
         return out
@@ -101,7 +105,8 @@ def _keys(compatible, wnc, separable, wns, notes) -> dict:
 
 
 def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT_SEPARABILITY_ENGINE,
-            time_budget: float = EXPLAIN_BUDGET, time_limit: float | None = None) -> Explanation:
+            time_budget: float = EXPLAIN_BUDGET, time_limit: float | None = None,
+            excess: bool = True) -> Explanation:
     """Decide (4) and (6) and explain each negative verdict by an irreducible culprit.
 
     Parameters
@@ -117,6 +122,8 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
         Seconds for each shrinking (the result says when it ran out).
     time_limit : float, optional
         Seconds for the separability decision on the whole instance (without ``exact``).
+    excess : bool
+        Also bracket the best loss :math:`L^*` (key ``excess_loss``; certified with ``exact``).
     """
     t0 = time.perf_counter()
     stages: dict[str, float] = {}
@@ -151,16 +158,22 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
         wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget) if violating else None
         if wnc is None:
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
-    lap("why_not_compatible", ts)
+    ts = lap("why_not_compatible", ts)
+    excess_loss = None
+    if excess:
+        from ntpcert.pipeline.excess_certificate import excess_key
+
+        excess_loss = excess_key(instance, exact=exact, cap=None)[0]
+        lap("excess_loss", ts)
     return Explanation(instance, compatible, cby, cwit, separable, sby, swit, wnc, wns, notes,
-                       time.perf_counter() - t0, stages)
+                       time.perf_counter() - t0, stages, excess_loss)
 
 
 def _exact_verdicts(instance: NTPInstance, engine: str) -> tuple:
     """The checked verdicts of ``certify --exact`` (no NTP-SVM) and their witnesses."""
     from ntpcert.pipeline.exact_verdicts import exact_certify
 
-    rep = exact_certify(instance, svm=False, separability_solver=engine)
+    rep = exact_certify(instance, svm=False, separability_solver=engine, excess=False)
     valid = "checked by the independent checker" if rep.verdict.valid else f"certificate invalid: {rep.verdict.reason}"
     comp, sep = rep.compatibility, rep.separability
     cwit = comp.reason or f"exact ({comp.method}); {valid}"
