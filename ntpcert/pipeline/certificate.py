@@ -1188,7 +1188,8 @@ def sparse_record(A: np.ndarray) -> list[list]:
     """The nonzero entries of a float matrix (exact dyadics) as ``[[i, k, "p/q"], ...]``, row-major."""
     A = np.asarray(A, dtype=np.float64)
     rows, cols = np.nonzero(A)
-    return [[i, k, fraction_str(Fraction(x))] for i, k, x in zip(rows.tolist(), cols.tolist(), A[rows, cols].tolist())]
+    texts = to_strings_dyadic(A[rows, cols].reshape(1, -1))[0] if rows.size else []
+    return [[i, k, t] for i, k, t in zip(rows.tolist(), cols.tolist(), texts)]
 
 
 def sparse_rationals(items: Any, shape: tuple[int, int], field: str) -> RationalMatrix:
@@ -1197,8 +1198,7 @@ def sparse_rationals(items: Any, shape: tuple[int, int], field: str) -> Rational
 
     The rationals are read all at once (:func:`_read_rationals`, the reader of
     :func:`matrix_rationals`); anything unusual is read again entry by entry by :func:`sparse_dict`,
-    which names the first bad entry."""
-    _check_sparse(items, field)
+    which names the first bad entry. :func:`check_schema` has checked the shape of every entry."""
     n = len(items)
     idx = np.array([t[:2] for t in items], dtype=np.uint64).reshape(n, 2)  # indices < 2^63 (checked)
     got = _read_rationals([t[2] for t in items])
