@@ -120,3 +120,17 @@ def test_unsolved_subspace_refuses_what_needs_F():
     for call in (lambda: sub.project(W), sub.basis, lambda: sub.min_norm_solution(np.zeros(2))):
         with pytest.raises(InputError, match="Subspace.unsolved"):
             call()
+
+
+def test_a_pair_ray_is_checked_once_by_the_pipeline(monkeypatch):
+    """The exact pipeline does not check again a ray that decide checked on the whole instance; the
+    certificate checker still checks it (and a ray that fails there makes the certificate INVALID)."""
+    from ntpcert.exact import separability as xs
+
+    calls = []
+    real = xs.check_ray
+    monkeypatch.setattr(xs, "check_ray", lambda inst, ray: calls.append(len(ray)) or real(inst, ray))
+    rep = exact_certify(_instance(1, m=1000))  # V (d + m) above the size that goes to HiGHS first
+    assert rep.float_report.sep_decision.engine == "pair-farkas"
+    assert rep.verdict.valid and rep.separable is False
+    assert len(calls) == 1

@@ -389,7 +389,10 @@ def _separability(instance: NTPInstance, rep: Report) -> tuple[ExactSeparability
     if dec is not None and dec.engine == "vacuous":
         return check_separability_exact(instance, np.zeros((instance.V, instance.d)), try_ray=False), None
     if rep.separable.ray:
-        why = check_ray_sparse(instance, rep.separable.ray)
+        # pair and part rays were checked exactly on the whole instance by check_ray_sparse when found
+        # (ntpcert.pipeline.decide); other rays are checked here
+        checked = dec is not None and dec.engine in RAYS_CHECKED_BY_DECIDE and dec.ray is rep.separable.ray
+        why = "" if checked else check_ray_sparse(instance, rep.separable.ray)
         if not why:
             return ExactSeparability(False, None, rep.separable.ray, None, "", time.perf_counter() - t0), None
     candidates = [W for W in ((rep.svm.W if rep.svm is not None else None), rep.separable.W) if W is not None]
@@ -409,6 +412,11 @@ def _separability(instance: NTPInstance, rep: Report) -> tuple[ExactSeparability
         notes.append(f"{rep.separable.by}; the HiGHS ray LP is not tried on V * m > {RAY_LP_MAX_ENTRIES}")
     return ExactSeparability(None, None, None, None, "; ".join(notes), time.perf_counter() - t0), bounder
 
+
+#: Deciding engines whose Farkas ray :func:`ntpcert.pipeline.decide.check_ray_sparse` has already
+#: checked exactly on the whole instance (not checked a second time here; the certificate checker
+#: checks it again independently).
+RAYS_CHECKED_BY_DECIDE = ("pair-farkas", "part-farkas")
 
 #: The HiGHS Farkas-ray LP has V * m variables; it is tried only up to this many.
 RAY_LP_MAX_ENTRIES = 200_000
