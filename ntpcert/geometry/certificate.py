@@ -25,9 +25,9 @@ off-support entries to :math:`\le 0`, shifting its in-support entries so that ea
 dividing by its spectral norm; its objective is then a lower bound :math:`D` on :math:`\|L^{mm}\|_*`.
 Any L is made primal feasible by setting each support to its mean c and clipping the other entries to
 :math:`\le c - 1`, then centring the columns (:math:`(I - \mathbf 1\mathbf 1^\top/V)L` is feasible and no
-larger in nuclear norm, since the projection has spectral norm 1), then averaging the rows of tokens with
-the same row of the support matrix (feasible, since such tokens are in or out of every support together,
-and no larger in nuclear norm: the average is an orthogonal projection on the rows, centring included). The reported gap is
+larger in nuclear norm, since the projection has spectral norm 1). The structured solver first averages the
+rows of tokens with the same row of the support matrix (:func:`average_token_rows`: feasible, since such
+tokens are in or out of every support together, and no larger in nuclear norm, being a projection). The reported gap is
 :math:`\|L\|_* - D \ge 0`; it bounds the suboptimality of L, whichever solver produced the pair.
 """
 
@@ -47,19 +47,27 @@ RANK_RTOL = 1e-6
 
 def repair_primal(L: np.ndarray, pattern: SupportPattern) -> np.ndarray:
     """A feasible L close to ``L`` (shape (V, m)): supports set to their mean c, other entries clipped to
-    at most c - 1, columns centred, and rows of tokens with the same row of the support matrix averaged
-    (see the module doc)."""
+    at most c - 1, columns centred (see the module doc)."""
     L = pattern.check_logits(L)
     S = pattern.mask
     c = np.where(S, L, 0.0).sum(axis=0) / S.sum(axis=0)
     out = np.where(S, c[None, :], np.minimum(L, c[None, :] - 1.0))
-    out = out - out.mean(axis=0, keepdims=True)
+    return out - out.mean(axis=0, keepdims=True)
+
+
+def average_token_rows(L: np.ndarray, pattern: SupportPattern) -> np.ndarray:
+    """``L`` (shape (V, m)) with the rows of tokens that have the same row of the support matrix replaced by
+    their mean: an orthogonal projection on the rows, so never a larger nuclear norm, and it keeps feasibility
+    (such tokens are in or out of every support together) and the column means. :func:`repair_primal` keeps
+    equal rows equal. Used by the structured solver; the cvxpy path does not average, so that the
+    word-collapse statement is tested on its solutions independently."""
+    L = pattern.check_logits(L)
     labels = pattern.token_groups()
-    if labels.max() + 1 < labels.size:  # some tokens share a row of S
-        sums = np.zeros((int(labels.max()) + 1, out.shape[1]))
-        np.add.at(sums, labels, out)
-        out = (sums / np.bincount(labels)[:, None])[labels]
-    return out
+    if labels.max() + 1 == labels.size:  # every token has its own row of S
+        return L
+    sums = np.zeros((int(labels.max()) + 1, L.shape[1]))
+    np.add.at(sums, labels, L)
+    return (sums / np.bincount(labels)[:, None])[labels]
 
 
 def project_dual(Lam: np.ndarray, pattern: SupportPattern) -> np.ndarray:
@@ -172,5 +180,5 @@ def certify_pair(L: np.ndarray, Lam: np.ndarray, pattern: SupportPattern, *, sol
                               rank, solver, status, float(seconds), int(iterations))
 
 
-__all__ = ["NuclearSVMSolution", "RANK_RTOL", "certify_pair", "dual_value", "nuclear_norm", "project_dual",
+__all__ = ["NuclearSVMSolution", "RANK_RTOL", "average_token_rows", "certify_pair", "dual_value", "nuclear_norm", "project_dual",
            "repair_primal"]

@@ -55,7 +55,7 @@ from typing import Callable
 import numpy as np
 
 from ntpcert.errors import InputError, SolverError
-from ntpcert.geometry.certificate import NuclearSVMSolution, certify_pair, repair_primal
+from ntpcert.geometry.certificate import NuclearSVMSolution, average_token_rows, certify_pair, repair_primal
 from ntpcert.geometry.pattern import SupportPattern
 from ntpcert.util.progress import progress_bar
 
@@ -98,10 +98,11 @@ ESCAPE_STEPS = tuple(2.0 ** -i for i in range(0, 16))
 
 
 def _expand(pattern: SupportPattern, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The full (V, m) primal and dual of a merged pair ``(X, Y)``."""
+    """The full (V, m) primal (rows of tokens with equal support rows averaged) and dual of a merged pair
+    ``(X, Y)``."""
     s = np.sqrt(pattern.multiplicity.astype(np.float64))
     g = pattern.group_of
-    return X[:, g] / s[g], -Y[:, g] / s[g]
+    return average_token_rows(X[:, g] / s[g], pattern), -Y[:, g] / s[g]
 
 
 def _bb_refine(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray, iters: int) -> np.ndarray:
