@@ -34,8 +34,10 @@ W_BITS = 52
 AUTO_MAX_CELLS = 250_000
 #: Seconds given to the float solver inside ``certify`` and ``explain``.
 TIME_LIMIT = 120.0
-#: Relative width asked of the float solver inside ``certify`` and ``explain``.
+#: Relative width asked of the float solver inside ``certify`` and ``explain``, and the absolute width
+#: (nats) that also ends it (where L* = H, e.g. on ``paper``, only the absolute width can shrink).
 PIPELINE_TOL = 1e-7
+PIPELINE_ABS_TOL = 1e-10
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,7 +114,8 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     if cap is not None and instance.m * instance.V > cap:
         return {"skipped": f"m * V = {instance.m * instance.V} cells exceed the {cap} bracketed here; "
                            "run 'ntpcert explain DATA'"}, None
-    b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, time_limit=TIME_LIMIT)
+    b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, time_limit=TIME_LIMIT,
+                                                          abs_tol=PIPELINE_ABS_TOL)
     if not exact:
         return b.to_json(), b
     ee = exact_excess(instance, b)

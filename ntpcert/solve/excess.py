@@ -318,7 +318,8 @@ def _repair_on_face(model: _Model, Q: np.ndarray, face: np.ndarray, cg_tol: floa
 
 
 def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton: int = MAX_NEWTON,
-                  W0: np.ndarray | None = None, time_limit: float | None = None) -> ExcessBracket:
+                  W0: np.ndarray | None = None, time_limit: float | None = None,
+                  abs_tol: float = ABS_TOL) -> ExcessBracket:
     """Newton-CG on CE with a dual repair at every step; stops when the relative width ≤ ``tol``.
 
     Parameters
@@ -332,6 +333,9 @@ def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton:
         Starting decoder (default 0).
     time_limit : float, optional
         Seconds; the best bracket so far is returned with status ``"time limit"``.
+    abs_tol : float
+        The bracket is also accepted when its width is at most this (nats): where L* = H the relative
+        width cannot shrink, and the upper end only approaches H as the decoder grows.
     """
     if not (isinstance(tol, float) and 0 < tol < 1):
         raise InputError(f"tol: value {tol!r} is not a float in (0, 1)")
@@ -354,7 +358,7 @@ def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton:
                 if res <= DUAL_TOL and low > best_low:
                     best_low, best_q, best_res, best_how = low, Qt, res, how
         exc_low = max(best_low - H_p, 0.0)
-        if max(ex, 0.0) - exc_low <= max(tol * ex, ABS_TOL):
+        if max(ex, 0.0) - exc_low <= max(tol * ex, abs_tol):
             status = "converged"
             break
         if time_limit is not None and time.perf_counter() - t0 > time_limit:

@@ -1,0 +1,74 @@
+"""The excess_loss key in certify --json, certify --exact --json (certificate section checked by verify)
+and explain (text and --json)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ntpcert.cli.app import main
+from ntpcert.instance import NTPInstance
+
+from .conftest import random_instance
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def nonsep(tmp_path):
+    inst = random_instance(np.random.default_rng(7), m=30, d=4, V=5, kmin=1, kmax=3)
+    path = tmp_path / "nonsep.json"
+    path.write_text(json.dumps({"embeddings": inst.embeddings.tolist(), "counts": inst.counts.tolist()}))
+    return str(path)
+
+
+def test_certify_json_carries_the_float_bracket(capsys):
+    out = _json(capsys, ["certify", "paper", "--json"])
+    ex = out["excess_loss"]
+    assert ex["exact"] is False
+    assert ex["excess_lower"] <= 0.0 <= ex["excess_upper"] <= 1e-6
+    assert len(ex["per_context_excess"]) == out.get("m", len(ex["per_context_excess"]))
+
+
+def test_certify_exact_writes_a_checked_excess_section(capsys, nonsep, tmp_path):
+    cert = tmp_path / "c.json"
+    out = _json(capsys, ["certify", nonsep, "--exact", "--json", "--certificate-out", str(cert)])
+    ex = out["excess_loss"]
+    assert ex["exact"] is True and ex["certificate_checked"] is True and ex["exact_repair"] == "exact"
+    assert 0 < ex["excess_lower"] <= ex["excess_upper"]
+    assert json.loads(cert.read_text())["excess"]["lower"] == ex["lower"]
+    v = _json(capsys, ["verify", str(cert), "--json"])
+    assert v["valid"] is True
+    assert sum(c.startswith("excess:") for c in v["checks"]) == 3
+
+
+def test_verify_rejects_a_raised_lower_end(capsys, nonsep, tmp_path):
+    from ntpcert.pipeline import certificate as cf
+
+    cert = tmp_path / "c.json"
+    _json(capsys, ["certify", nonsep, "--exact", "--json", "--certificate-out", str(cert)])
+    c = cf.load(cert)
+    c["excess"]["excess_lower"] = c["excess"]["excess_upper"] + 1e-3
+    cf.save(c, tmp_path / "forged.json")
+    assert main(["verify", str(tmp_path / "forged.json")]) == 3
+    assert "excess.excess_lower" in capsys.readouterr().out
+
+
+def test_explain_prints_and_returns_the_bracket(capsys):
+    toy = NTPInstance.from_counts([[1.0], [2.0]], [[2, 1], [2, 1]], token_names=["a", "b"])
+    from ntpcert.pipeline.explain import explain
+    from ntpcert.report.explain import explanation_lines
+
+    exp = explain(toy)
+    ex = exp.to_json()["excess_loss"]
+    assert 0 < ex["excess_lower"] <= ex["excess_upper"]  # not compatible: L* > H
+    text = "\n".join(explanation_lines(exp))
+    assert "Best loss of a linear decoder: L* in [" in text and "contexts carrying the most excess" in text
+    exact = explain(toy, exact=True).to_json()["excess_loss"]
+    assert exact["exact"] is True and exact["checked"] is True
+    assert exact["excess_lower"] > 0
