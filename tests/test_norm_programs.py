@@ -153,3 +153,22 @@ def test_infeasible_data_through_the_direct_route():
             solve_norm_svm(nonsep, norm, solver="direct")
         with pytest.raises(InfeasibleError):  # auto: the cvxpy fallback confirms it
             solve_norm_svm(nonsep, norm)
+
+
+def test_trajectory_cli_reports_each_gap_and_shows_progress(instances, tmp_path, capsys):
+    import json
+
+    from ntpcert.cli.app import main
+
+    inst = instances["wide"]
+    data = tmp_path / "wide.npz"
+    np.savez(data, embeddings=inst.embeddings, counts=inst.counts)
+    out = tmp_path / "run"
+    assert main(["trajectory", str(data), "--optimizer", "sign", "--steps", "20", "--norms", "max,spectral",
+                 "--no-plot", "--no-checks", "--progress", "--out", str(out)]) == 0
+    stdout, stderr = capsys.readouterr()
+    for n in ("max", "spectral"):
+        assert f"{n}-norm NTP-SVM: norm" in stdout and "checked relative duality gap" in stdout
+        assert f"{n}-norm NTP-SVM: direct/" in stderr  # progress: the route and its checked gap
+    svms = json.loads((out / "trajectory.json").read_text())["limits"]["norm_svms"]
+    assert set(svms) == {"max", "spectral"} and all(v["relative_gap"] <= GAP for v in svms.values())

@@ -347,6 +347,13 @@ def render_markdown(s: dict[str, Any]) -> str:
                 continue
             lines.append(f"| {k} | {_fmt(f['margin_ratio'])} | " + " | ".join(_fmt(f[f'margin_ratio_{n}']) for n in norms)
                          + f" | {_fmt(f['cos_mm_centered'])} | " + " | ".join(_fmt(f[f'cos_{n}_centered']) for n in norms) + " |")
+        svms = s["limits"].get("norm_svms") or {}
+        if svms:
+            lines += ["", "The NTP-SVM in each norm, with its checked duality gap (upper bound: the repaired point's norm; "
+                      "lower bound: weak duality from the solver's multipliers):", "",
+                      "| norm | ‖W^N‖_N | relative gap | route | seconds |", "|---|---|---|---|---|"]
+            for n, v in svms.items():
+                lines.append(f"| {n} | {v['value']:.8g} | {v['relative_gap']:.1e} | {v['solver']} | {v['seconds']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
