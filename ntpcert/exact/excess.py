@@ -154,39 +154,21 @@ def ce_ball(data: ExactData, W_num: flint.fmpz_mat, W_den: int, m: int, V: int) 
     r""":math:`\mathrm{CE}(W)` for the rational ``W = W_num / W_den`` (shape (V, d)) as an ``arb`` ball."""
     Z = data.N * W_num.transpose()  # m x V integers; logits = Z / (2^s W_den)
     scale = (1 << data.s) * W_den
-    exact = Fraction(0)
+    rows: dict[int, list[tuple[int, int]]] = {}
+    for (j, v), c in data.P.items():
+        rows.setdefault(j, []).append((v, c))
+    exact = 0  # sum_j (varpi_j max_v Z_jv - sum_v P_jv Z_jv), over D * scale
     with _prec():
         logs = flint.arb(0)
         for j in range(m):
             row = [int(Z[j, v]) for v in range(V)]
             zmax = max(row)
-            pz = sum(c * row[v] for (jj, v), c in _row_items(data, j))  # Σ_v P_jv Z_jv
-            exact += Fraction(data.varpi[j] * zmax * 1, 1) - Fraction(pz, 1)
+            exact += data.varpi[j] * zmax - sum(c * row[v] for v, c in rows.get(j, ()))
             acc = flint.arb(0)
             for z in row:
                 acc += flint.arb(flint.fmpq(z - zmax, scale)).exp()
             logs += flint.arb(flint.fmpq(data.varpi[j], data.D)) * acc.log()
-        exact /= data.D * scale
-        return logs + flint.arb(flint.fmpq(exact.numerator, exact.denominator))
-
-
-def _row_items(data: ExactData, j: int):
-    rows = _row_index(data)
-    return rows.get(j, ())
-
-
-_ROW_CACHE: dict[int, dict] = {}
-
-
-def _row_index(data: ExactData) -> dict:
-    key = id(data.P)
-    if key not in _ROW_CACHE:
-        rows: dict[int, list] = {}
-        for (j, v), c in data.P.items():
-            rows.setdefault(j, []).append(((j, v), c))
-        _ROW_CACHE.clear()
-        _ROW_CACHE[key] = rows
-    return _ROW_CACHE[key]
+        return logs + flint.arb(flint.fmpq(exact, data.D * scale))
 
 
 class _prec:
