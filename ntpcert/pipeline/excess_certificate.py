@@ -26,6 +26,7 @@ from ntpcert.exact.dyadic import fraction_down, fraction_up
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.solve.excess import EXCESS_TOL, ExcessBracket, float_bracket
+from ntpcert.util.numbers import single_thread
 
 #: The rational decoder is the float W rounded to multiples of 2^-W_BITS.
 W_BITS = 52
@@ -86,7 +87,8 @@ def exact_excess(instance: NTPInstance, bracket: ExcessBracket | None = None, *,
     t0 = time.perf_counter()
     data = xe.ExactData.of(instance)
     m, V = instance.m, instance.V
-    rep = xe.repair(instance, b.q, data) if not b.method.endswith("+ p") else xe.Repair(None, "the float q is p")
+    with single_thread():  # small QRs only: threads cost more than they give (4-5x CPU under load)
+        rep = xe.repair(instance, b.q, data) if not b.method.endswith("+ p") else xe.Repair(None, "the float q is p")
     if rep.q is not None:
         q, how = rep.q, "exact"
     else:

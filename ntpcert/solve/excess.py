@@ -317,7 +317,16 @@ def _repair_on_face(model: _Model, Q: np.ndarray, face: np.ndarray, cg_tol: floa
     return Qf + model.delta(Qf, X), "newton-repair"
 
 
-def float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton: int = MAX_NEWTON,
+def float_bracket(instance: NTPInstance, **options: Any) -> ExcessBracket:
+    """:func:`_float_bracket` with BLAS on one thread: its products are small (m x V), and threads
+    that wait for each other doubled or quadrupled its time on a loaded 2-core machine."""
+    from ntpcert.util.numbers import single_thread
+
+    with single_thread():
+        return _float_bracket(instance, **options)
+
+
+def _float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton: int = MAX_NEWTON,
                   W0: np.ndarray | None = None, time_limit: float | None = None,
                   abs_tol: float = ABS_TOL) -> ExcessBracket:
     """Newton-CG on CE with a dual repair at every step; stops when the relative width ≤ ``tol``.
