@@ -44,6 +44,8 @@ exact integer lower bound or settled in Python integers. What it checks:
 
   each also within a relative :data:`BOUND_RELATIVE_SLACK` of its quantity (so a bound is never
   looser than the rounding of the quantity it names).
+* **excess** (optional): the excess-loss bracket, by :mod:`ntpcert.pipeline.excess_verify` (q exactly
+  dual feasible, the entropy and CE re-evaluated in ``arb`` against the claimed ends).
 * **claims**: the summary claims equal (type-exactly, ``is``) the sections they summarise, and
   ``entropy_bound_reachable`` is their Kleene conjunction.
 
