@@ -120,6 +120,8 @@ CASES = [
     ("geometry-steps-1e15", ["geometry", "D.json", "--train", "--steps", "1e15", "--out", "g"], "--steps"),
     ("geometry-weight-decay-nan", ["geometry", "D.json", "--train", "--weight-decay", "nan", "--out", "g"],
      "--weight-decay"),
+    ("geometry-gap-tol-nan", ["geometry", "D.json", "--gap-tol", "nan", "--out", "g"], "--gap-tol"),
+    ("geometry-gap-tol-zero", ["geometry", "D.json", "--gap-tol", "0", "--out", "g"], "--gap-tol"),
     ("geometry-weight-decay-negative", ["geometry", "D.json", "--train", "--weight-decay", "-1", "--out", "g"],
      "--weight-decay"),
     # ---------------------------------------------------------------- sweep (never a store left behind)
