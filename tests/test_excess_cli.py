@@ -72,3 +72,18 @@ def test_explain_prints_and_returns_the_bracket(capsys):
     exact = explain(toy, exact=True).to_json()["excess_loss"]
     assert exact["exact"] is True and exact["checked"] is True
     assert exact["excess_lower"] > 0
+
+
+def test_probabilities_read_from_floats_that_miss_the_simplex_are_not_certified(tmp_path, capsys):
+    from ntpcert.errors import InputError
+    from ntpcert.pipeline.excess_certificate import exact_excess
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+
+    inst = NTPInstance.from_probs(np.random.default_rng(3).standard_normal((3, 5)),
+                                  [[0.1, 0.9, 0, 0], [0, 0.3, 0.7, 0], [0.25, 0, 0, 0.75]])
+    rep = exact_certify(inst, svm=False)
+    assert rep.verdict.valid and "excess" not in rep.certificate
+    ex = rep.to_json()["excess_loss"]
+    assert "do not sum to 1" in ex["exact_skipped"] and ex["certificate_checked"] is False
+    with pytest.raises(InputError, match="probs"):
+        exact_excess(inst)

@@ -89,6 +89,19 @@ class ExactData:
                    s, tuple(tuple(r) for r in N_rows))
 
 
+    def row_off_simplex(self) -> int | None:
+        r"""The first context whose exact probabilities do not sum to 1 (probabilities read from
+        floats, such as 0.1 and 0.9, are the dyadic rationals they are), or None. Where one does, the
+        duality of the module doc does not hold as written and nothing is certified."""
+        sums = [0] * len(self.varpi)
+        for (j, _), c in self.P.items():
+            sums[j] += c
+        for j, (t, w) in enumerate(zip(sums, self.varpi)):
+            if t != w:
+                return j
+        return None
+
+
 def _scale_of(H: np.ndarray, N_rows: list) -> int:
     """The s with ``H = N / 2^s`` (found from one non-zero entry)."""
     idx = np.argwhere(H != 0)

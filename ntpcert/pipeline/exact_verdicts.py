@@ -318,7 +318,7 @@ def exact_certify(
         with stages.stage("independent check", key="independent_check"):
             # one encoding of the (large) certificate serves its checksum and the file
             body = _certificate_body(instance, compat, sep, bound, wstar)
-            if ex_obj is not None:
+            if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
             cert, text = cf.seal_canonical(body)
             verdict = verify_certificate(cert)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ntpcert.errors import InputError
 from ntpcert.exact import excess as xe
 from ntpcert.exact.dyadic import fraction_down, fraction_up
 from ntpcert.instance import NTPInstance
@@ -82,7 +83,12 @@ class ExactExcess:
 
 def exact_excess(instance: NTPInstance, bracket: ExcessBracket | None = None, *, tol: float = EXCESS_TOL,
                  time_limit: float | None = None) -> ExactExcess:
-    """Certify the bracket (module doc); ``bracket`` is computed when not given."""
+    """Certify the bracket (module doc); ``bracket`` is computed when not given. Raises
+    :class:`~ntpcert.errors.InputError` when a row of the exact probabilities does not sum to 1."""
+    bad = xe.ExactData.of(instance).row_off_simplex()
+    if bad is not None:
+        raise InputError(f"probs: the exact probabilities of context {bad} do not sum to 1 (read from floats); "
+                         "the excess bracket is not certified")
     b = bracket if bracket is not None else float_bracket(instance, tol=tol, time_limit=time_limit)
     t0 = time.perf_counter()
     data = xe.ExactData.of(instance)
@@ -120,6 +126,10 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
                                                           abs_tol=PIPELINE_ABS_TOL)
     if not exact:
         return b.to_json(), b
+    bad = xe.ExactData.of(instance).row_off_simplex()
+    if bad is not None:
+        return dict(b.to_json(), exact_skipped=f"the exact probabilities of context {bad} do not sum to 1 "
+                    "(read from floats): the bracket is not certified"), b
     ee = exact_excess(instance, b)
     out = ee.to_json()
     if check:
