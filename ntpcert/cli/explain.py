@@ -16,7 +16,8 @@ def register(subparsers: Any, name: str) -> None:
         description="Decide compatibility and separability, and shrink the exact witness of each negative "
         "verdict to an irreducible culprit: contexts that no linear decoder separates (each one-context "
         "deletion certified separable), and a cycle of log-odds equations no W satisfies, with its mismatch "
-        "in nats.",
+        "in nats; and how far the best linear decoder stays from the entropy bound (a bracket on inf_W CE(W), "
+        "certified with --exact) with the contexts that carry the excess.",
     )
     data_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
