@@ -34,6 +34,9 @@ W_BITS = 52
 #: ``certify`` adds the bracket automatically only up to this many (context, token) cells (m * V);
 #: beyond, the key says it was skipped (``ntpcert explain`` and :func:`exact_excess` have no cap).
 AUTO_MAX_CELLS = 250_000
+#: ``explain`` brackets instances up to this many cells (dense (m, V) arrays; the solver has
+#: :data:`TIME_LIMIT` seconds and returns the best bracket so far).
+EXPLAIN_MAX_CELLS = 2_000_000
 #: Seconds given to the float solver inside ``certify`` and ``explain``.
 TIME_LIMIT = 120.0
 #: Relative width asked of the float solver inside ``certify`` and ``explain``, and the absolute width
@@ -141,4 +144,4 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     return out, ee
 
 
-__all__ = ["AUTO_MAX_CELLS", "ExactExcess", "exact_excess", "excess_key"]
+__all__ = ["AUTO_MAX_CELLS", "EXPLAIN_MAX_CELLS", "ExactExcess", "exact_excess", "excess_key"]

@@ -161,9 +161,9 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
     ts = lap("why_not_compatible", ts)
     excess_loss = None
     if excess:
-        from ntpcert.pipeline.excess_certificate import excess_key
+        from ntpcert.pipeline.excess_certificate import EXPLAIN_MAX_CELLS, excess_key
 
-        excess_loss = excess_key(instance, exact=exact, cap=None)[0]
+        excess_loss = excess_key(instance, exact=exact, cap=EXPLAIN_MAX_CELLS)[0]
         lap("excess_loss", ts)
     return Explanation(instance, compatible, cby, cwit, separable, sby, swit, wnc, wns, notes,
                        time.perf_counter() - t0, stages, excess_loss)
