@@ -87,3 +87,14 @@ def test_probabilities_read_from_floats_that_miss_the_simplex_are_not_certified(
     assert "do not sum to 1" in ex["exact_skipped"] and ex["certificate_checked"] is False
     with pytest.raises(InputError, match="probs"):
         exact_excess(inst)
+
+
+def test_checker_refuses_a_section_on_probabilities_off_the_simplex():
+    from ntpcert.pipeline.excess_verify import check_excess
+
+    inst = NTPInstance.from_probs(np.random.default_rng(3).standard_normal((3, 5)),
+                                  [[0.1, 0.9, 0, 0], [0, 0.3, 0.7, 0], [0.25, 0, 0, 0.75]])
+    sec = {"q": [[0, 0, "1/10"], [0, 1, "9/10"]], "W": [["0"] * 5] * 4, "lower": 0.0, "upper": 9.0,
+           "excess_lower": 0.0, "excess_upper": 9.0}
+    why = check_excess(sec, inst, [])
+    assert why.startswith("excess:") and "do not sum to 1" in why

@@ -3,6 +3,7 @@ r"""The independent check of a certificate's ``excess`` section (the excess-loss
 Called by :func:`ntpcert.pipeline.verify.verify_certificate`; it imports no solver, only the file
 format and exact arithmetic (:mod:`ntpcert.exact.excess`). It re-derives, from the instance alone:
 
+* **the instance's exact probabilities lie in the simplex** (not so for some read from floats);
 * **q is exactly feasible**: every entry a non-negative rational at a valid index, every row summing
   to 1 exactly, and :math:`\sum_j \pi_j (q_j - p_j) h_j^\top = 0` exactly (integer matrix product);
 * **lower ends**: ``lower`` is at most the lower end of the ``arb`` ball of :math:`\sum_j \pi_j H(q_j)`
@@ -34,6 +35,10 @@ def check_excess(sec: dict | None, inst: NTPInstance, checks: list[str]) -> str:
         if x < 0:
             return f"excess.q: entry ({j}, {v}) is negative ({cf.show(str(x))})"
     data = xe.ExactData.of(inst)
+    off = data.row_off_simplex()
+    if off is not None:
+        return (f"excess: the exact probabilities of context {off} do not sum to 1 (read from floats): "
+                "the duality behind the bracket does not hold as written")
     bad = xe.rows_sum_to_one(q, m)
     if bad is not None:
         return f"excess.q: row {bad} does not sum to 1"
