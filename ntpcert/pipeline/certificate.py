@@ -843,6 +843,22 @@ def seal_canonical(cert: dict) -> tuple[dict, str]:
     return sealed, canonical_json(sealed)
 
 
+def sealed_text_matches(cert: dict, text: str) -> bool:
+    """Whether ``text`` is in the form :func:`seal_canonical` makes for ``cert`` as far as a hash shows
+    without encoding ``cert`` again: ``{"checksum":"<cert's checksum>",`` followed by a body whose
+    SHA-256 is that checksum, with the body's first key one of ``cert``'s."""
+    digest = cert.get("checksum")
+    if type(digest) is not str:
+        return False
+    head = '{"checksum":"' + digest + '",'
+    if not text.startswith(head) or not text.endswith("}"):
+        return False
+    body = "{" + text[len(head):]
+    if not any(body.startswith('{"' + k + '":') for k in cert if k != "checksum"):
+        return False
+    return hashlib.sha256(body.encode("ascii")).hexdigest() == digest
+
+
 #: Certificates whose matrices hold more entries than this, V·(d + m) by the header, are written
 #: in the compact canonical form (no indentation): the indented form needs Python's pure-Python
 #: JSON encoder, which took 17-27 s on V = 2000, m = 1000, d = 1024, against about 1 s.

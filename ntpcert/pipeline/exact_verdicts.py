@@ -321,7 +321,8 @@ def exact_certify(
             if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
             cert, text = cf.seal_canonical(body)
-            verdict = verify_certificate(cert)
+            # the checksum over the text to be written, not a second encoding of cert
+            verdict = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
             if certificate_out is not None:  # its checksum checked just now
                 cf.save(cert, certificate_out, reseal=False, canonical=text)
     finally:
