@@ -5,7 +5,7 @@ cost of the ``why_not_*`` keys inside ``certify`` (in process, on the built-in c
 pydoc text at k = 3 and 4).
 
 The target of the issue: ``explain pydoc -k 2`` in at most 30 s, whole process, including the excess-loss
-bracket (``excess_loss``: float, or certified with ``--exact``), which ``certify --json`` computes too.
+bracket (``excess_loss``: float, or certified with ``--exact``), which ``certify --excess --json`` computes too.
 
 Writes ``benchmarks/results/explain.md``. Usage: ``python benchmarks/bench_explain.py --repeat 3``
 (``--no-corpora`` skips the whole-text rows, which take minutes).

@@ -28,7 +28,7 @@ def nonsep(tmp_path):
 
 
 def test_certify_json_carries_the_float_bracket(capsys):
-    out = _json(capsys, ["certify", "paper", "--json"])
+    out = _json(capsys, ["certify", "paper", "--json", "--excess"])
     ex = out["excess_loss"]
     assert ex["exact"] is False
     assert ex["excess_lower"] <= 0.0 <= ex["excess_upper"] <= 1e-6
@@ -37,7 +37,7 @@ def test_certify_json_carries_the_float_bracket(capsys):
 
 def test_certify_exact_writes_a_checked_excess_section(capsys, nonsep, tmp_path):
     cert = tmp_path / "c.json"
-    out = _json(capsys, ["certify", nonsep, "--exact", "--json", "--certificate-out", str(cert)])
+    out = _json(capsys, ["certify", nonsep, "--exact", "--excess", "--json", "--certificate-out", str(cert)])
     ex = out["excess_loss"]
     assert ex["exact"] is True and ex["certificate_checked"] is True and ex["exact_repair"] == "exact"
     assert 0 < ex["excess_lower"] <= ex["excess_upper"]
@@ -47,11 +47,24 @@ def test_certify_exact_writes_a_checked_excess_section(capsys, nonsep, tmp_path)
     assert sum(c.startswith("excess:") for c in v["checks"]) == 3
 
 
+def test_certify_without_excess_is_zero_by_the_theorem_or_says_how(capsys, nonsep, tmp_path):
+    reached = _json(capsys, ["certify", "paper", "--json"])
+    assert reached["entropy_bound_reachable"] is True
+    assert reached["excess_loss"]["by"] == "theorem"
+    assert reached["excess_loss"]["excess_lower"] == reached["excess_loss"]["excess_upper"] == 0.0
+    assert "excess_bracket" not in reached["stages"]
+    for extra in ([], ["--exact", "--certificate-out", str(tmp_path / "c.json")]):
+        out = _json(capsys, ["certify", nonsep, "--json", *extra])
+        assert out["entropy_bound_reachable"] is False
+        assert "--excess" in out["excess_loss"]["skipped"]
+    assert "excess" not in json.loads((tmp_path / "c.json").read_text())
+
+
 def test_verify_rejects_a_raised_lower_end(capsys, nonsep, tmp_path):
     from ntpcert.pipeline import certificate as cf
 
     cert = tmp_path / "c.json"
-    _json(capsys, ["certify", nonsep, "--exact", "--json", "--certificate-out", str(cert)])
+    _json(capsys, ["certify", nonsep, "--exact", "--excess", "--json", "--certificate-out", str(cert)])
     c = cf.load(cert)
     c["excess"]["excess_lower"] = c["excess"]["excess_upper"] + 1e-3
     cf.save(c, tmp_path / "forged.json")
