@@ -305,3 +305,33 @@ def test_corpus_bigrams_are_not_separable_with_an_exact_ray():
         row = [sum(val * Fraction(float(H[j, i])) for (vv, j), val in ray.entries.items() if vv == v)
                for i in range(inst.d)]
         assert all(x == 0 for x in row)
+
+
+@pytest.mark.parametrize("lemma1", [True, False])
+def test_float_certify_skips_the_exact_bound_and_reports_the_same_svm(lemma1):
+    """``certify(svm_certificate="float")`` (the float CLI) solves the same NTP-SVM without the exact
+    gap bound; the library default keeps it for the exact pipeline to reuse."""
+    from ntpcert.pipeline.float_verdicts import certify
+
+    rng = np.random.default_rng(11)
+    inst = random_instance(rng, m=12, d=16, V=5, kmin=1, kmax=2)  # d >= m: separable either way
+    exact = certify(inst, use_lemma1=lemma1)
+    fl = certify(inst, use_lemma1=lemma1, svm_certificate="float")
+    assert exact.separable.holds is True and fl.separable.holds is True
+    assert exact.svm.exact_bound is not None and fl.svm.exact_bound is None
+    assert fl.svm.info["certificate"]["kind"] == "float" and exact.svm.info["certificate"]["kind"] == "exact"
+    assert fl.svm.relative_gap <= 1e-6
+    assert np.linalg.norm(fl.svm.W - exact.svm.W) <= 1e-5 * np.linalg.norm(exact.svm.W)
+    with pytest.raises(InputError, match="svm_certificate"):
+        certify(inst, svm_certificate="interval")
+
+
+def test_float_certify_passes_the_float_certificate_through_the_structured_decision():
+    """Past the small-LP size and without Lemma 1 (d < m), the structured solver decides separability
+    and solves the NTP-SVM; the float option reaches that solve too."""
+    from ntpcert.pipeline.float_verdicts import certify
+
+    inst = random_instance(np.random.default_rng(3), m=200, d=150, V=40, kmin=1, kmax=2)
+    rep = certify(inst, svm_certificate="float")
+    assert rep.separable.holds is True and rep.separable.status == "structured-point"
+    assert rep.svm.info["certificate"]["kind"] == "float" and rep.svm.exact_bound is None

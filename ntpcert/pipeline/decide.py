@@ -280,9 +280,11 @@ def point_recheck(system: KeslerSystem, W: np.ndarray) -> tuple[bool, float, flo
 
 def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
                         lemma1_modulus: int | None = None, svm_solver: str | None = None,
-                        time_limit: float | None = None, progress: bool | None = None) -> SeparabilityDecision:
+                        time_limit: float | None = None, progress: bool | None = None,
+                        svm_options: dict | None = None) -> SeparabilityDecision:
     """Settle (6) (module doc). With ``svm_solver`` a structured backend (``auto``, ``structured``,
-    ``structured-float``), the deciding solve is the NTP-SVM itself and its solution is returned."""
+    ``structured-float``), the deciding solve is the NTP-SVM itself and its solution is returned
+    (``svm_options`` go to :func:`~ntpcert.solve.svm.solve_svm`)."""
     from ntpcert.errors import InputError
 
     if engine not in SEPARABILITY_ENGINES:
@@ -311,7 +313,7 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
                                     f"Farkas ray with {len(ray)} non-zero entries found on a part of "
                                     f"{last['contexts']} contexts and {last['tokens']} tokens, verified exactly "
                                     "on the whole instance", ray=ray, parts=log)
-    return _structured(system, svm_solver, time_limit, log, progress)
+    return _structured(system, svm_solver, time_limit, log, progress, svm_options or {})
 
 
 def _pair_ray(inst: NTPInstance) -> SeparabilityDecision | None:
@@ -328,7 +330,7 @@ def _pair_ray(inst: NTPInstance) -> SeparabilityDecision | None:
     return SeparabilityDecision(False, "pair-farkas", text + ", verified exactly on the whole instance", ray=ray)
 
 
-def _structured(system, svm_solver, time_limit, log, progress) -> SeparabilityDecision:
+def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> SeparabilityDecision:
     """A feasibility solve of the structured solver (capped at ``SEPARABILITY_MAX_EPOCHS``), then,
     when separable and asked for, the NTP-SVM with ``svm_solver``."""
     from ntpcert.solve.structured.solver import solve as structured
@@ -362,7 +364,7 @@ def _structured(system, svm_solver, time_limit, log, progress) -> SeparabilityDe
     svm, err = None, None
     if svm_solver is not None:
         try:
-            svm = solve_svm(system, solver=svm_solver, progress=bool(progress))
+            svm = solve_svm(system, solver=svm_solver, progress=bool(progress), **svm_options)
         except (InfeasibleError, SolverError) as e:
             err = f"NTP-SVM not certified: {e}"
     return SeparabilityDecision(True, "structured-point",

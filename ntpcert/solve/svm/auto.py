@@ -29,7 +29,7 @@ SMALL_EPOCHS = 300
 
 
 def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float | None = None, verbose: bool = False,
-          progress: bool = False) -> SVMSolution:
+          progress: bool = False, certificate: str = "exact") -> SVMSolution:
     """Solve the NTP-SVM with the structured solver, falling back to Clarabel (see the module doc).
 
     Parameters
@@ -42,11 +42,14 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
         Seconds for both stages together.
     verbose, progress : bool
         Clarabel's log; the structured solver's progress bar.
+    certificate : {"exact", "float"}
+        How the structured solver certifies its gap (its ``certificate`` option): an exact bound, or
+        the float gap recomputed from the primal/dual pair, as every other backend reports it.
     """
     from ntpcert.solve.structured import solver as structured
 
     t0 = time.perf_counter()
-    opts = {} if tol is None else {"tol": tol}
+    opts = {"certificate": certificate} if tol is None else {"tol": tol, "certificate": certificate}
     if system.n_vars > SMALL_VARS:
         return structured.solve(system, time_limit=time_limit, progress=progress, **opts)
     try:
