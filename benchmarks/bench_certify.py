@@ -17,6 +17,9 @@ Parts (each writes ``benchmarks/results/certify-<part>.md``):
 ``corpora``
     the whole text of ``pydoc_data.topics``: char k = 3 ``onehot-concat`` and word k = 1
     ``random:256`` with ``--exact``, char k = 4 float.
+``large-exact``
+    ``certify --exact --certificate-out C`` and ``verify C --data FILE`` on the V = 2000 instance, by
+    ``--baseline DIR`` and by this tree (or ``--tree DIR``), interleaved, with the ratio of each.
 ``baseline``
     the two heaviest ``--exact`` lines (word k = 1 on the whole pydoc text; V = 2000, m = 1000,
     d = 1024 with ``--certificate-out``) run by this tree and by an earlier source tree given with
@@ -267,18 +270,58 @@ def part_baseline(a) -> None:
     _write("baseline", text)
 
 
+def part_large_exact(a) -> None:
+    """``certify --exact --certificate-out C`` on V = 2000, m = 1000, d = 1024 and ``verify C --data
+    FILE``: an earlier tree (``--baseline DIR``) and this one (or ``--tree DIR``) interleaved, with the
+    ratio of each pair of runs; writes ``certify-large-exact.md``."""
+    if not a.baseline or not os.path.isdir(os.path.join(a.baseline, "ntpcert")):
+        raise SystemExit("large-exact: give --baseline DIR, a source tree holding an earlier ntpcert package")
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "gauss-V2000-m1000-d1024.npz"
+        write_instance(f, V=2000, m=1000, d=1024, kmax=3)
+        load = load_average()
+        trees = {"baseline": a.baseline, "this tree": a.tree}
+        res: dict[str, list[dict]] = {}
+        for _ in range(a.repeat):  # interleaved
+            for who, tree in trees.items():
+                c = Path(tmp) / f"{who.replace(' ', '-')}.cert.json"
+                for name, args in [
+                    ("certify FILE --exact --certificate-out C",
+                     ["certify", str(f), "--exact", "--json", "--force", "--certificate-out", str(c)]),
+                    ("verify C --data FILE", ["verify", str(c), "--data", str(f), "--json"]),
+                ]:
+                    res.setdefault(f"{name} [{who}]", []).append(run(args, a.corpus_timeout, tree=tree))
+        ratios = []
+        for name in ("certify FILE --exact --certificate-out C", "verify C --data FILE"):
+            pairs = [(b, t) for b, t in zip(res[f"{name} [baseline]"], res[f"{name} [this tree]"])
+                     if b["rc"] == 0 and t["rc"] == 0]
+            if pairs:
+                wall = median([t["wall"] / b["wall"] for b, t in pairs])
+                cpu = median([t["cpu"] / b["cpu"] for b, t in pairs])
+                ratios.append(f"- {name}: this tree / baseline = {wall:.2f} wall, {cpu:.2f} user+sys CPU "
+                              f"(median of {len(pairs)} interleaved pairs)")
+    text = (f"# certify --exact on V = 2000, m = 1000, d = 1024 (supports 1..3): this tree "
+            f"({a.tree or 'the working tree'}) against {a.baseline}\n\nLoad before: {load}. {a.repeat} interleaved "
+            f"run(s) each; user+sys CPU from the reaped process.\n\n" + table(list(res.items())) + "\n"
+            + "\n".join(ratios) + "\n")
+    _write("large-exact", text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("part", choices=["small", "large", "pydoc", "corpora", "baseline", "all"])
+    ap.add_argument("part", choices=["small", "large", "pydoc", "corpora", "baseline", "large-exact", "all"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--lp-timeout", type=float, default=300.0, help="seconds allowed to the HiGHS path")
     ap.add_argument("--corpus-timeout", type=float, default=600.0)
-    ap.add_argument("--baseline", default=None, metavar="DIR", help="source tree of an earlier ntpcert (part baseline)")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="source tree of an earlier ntpcert (parts baseline, large-exact)")
+    ap.add_argument("--tree", default=None, metavar="DIR",
+                    help="part large-exact: the source tree to compare (default: this working tree)")
     a = ap.parse_args()
     parts = ["small", "large", "pydoc", "corpora"] if a.part == "all" else [a.part]
     for p in parts:
         {"small": part_small, "large": part_large, "pydoc": part_pydoc, "corpora": part_corpora,
-         "baseline": part_baseline}[p](a)
+         "baseline": part_baseline, "large-exact": part_large_exact}[p](a)
 
 
 if __name__ == "__main__":
