@@ -56,15 +56,24 @@ def residues(A: np.ndarray, p: int) -> np.ndarray:
     return out
 
 
-def rank_mod(R: np.ndarray, p: int) -> int:
-    """Rank over the integers mod ``p`` of an int64 matrix of residues in [0, p)."""
+def nmod_matrix(R: np.ndarray, p: int):
+    """A ``flint.nmod_mat`` of a 2-d int64 array of residues in [0, p). Built through an ``fmpz_mat``
+    of the nested lists: 0.16 s for 1000 x 1024, against 0.37-0.47 s for ``nmod_mat`` of a flat list."""
     import flint
 
     R = np.asarray(R, dtype=np.int64)
+    n, k = R.shape
+    if n == 0 or k == 0:
+        return flint.nmod_mat(n, k, p)
+    return flint.nmod_mat(flint.fmpz_mat(R.tolist()), p)
+
+
+def rank_mod(R: np.ndarray, p: int) -> int:
+    """Rank over the integers mod ``p`` of an int64 matrix of residues in [0, p)."""
+    R = np.asarray(R, dtype=np.int64)
     if R.size == 0:
         return 0
-    n, k = R.shape
-    return int(flint.nmod_mat(n, k, R.ravel().tolist(), p).rank())
+    return int(nmod_matrix(R, p).rank())
 
 
 def certify_full_row_rank(A: np.ndarray, *, primes: tuple[int, ...] = PRIMES[:2]) -> int | None:
@@ -86,11 +95,9 @@ def gram_residues(H: np.ndarray, eq_context: np.ndarray, eq_token: np.ndarray, e
     r"""The equality Gram matrix :math:`G = A_{eq}A_{eq}^\top` (times :math:`2^{2s}`) modulo p, shape
     (r, r), from the residues of H (:math:`G_{ik} = T_{ik} K_{j_i j_k}` with :math:`K = HH^\top` and
     :math:`T_{ik} = \langle e_{z_i} - e_{a_i}, e_{z_k} - e_{a_k}\rangle \in \{-2, \dots, 2\}`)."""
-    import flint
-
     Rh = residues(H, p)
     m, d = Rh.shape
-    Hm = flint.nmod_mat(m, d, Rh.ravel().tolist(), p)
+    Hm = nmod_matrix(Rh, p)
     K = np.array((Hm * Hm.transpose()).entries(), dtype=object).astype(np.int64).reshape(m, m)
     z, a, c = eq_token, eq_anchor, eq_context
     T = ((z[:, None] == z[None, :]).astype(np.int64) - (z[:, None] == a[None, :])
@@ -98,4 +105,4 @@ def gram_residues(H: np.ndarray, eq_context: np.ndarray, eq_token: np.ndarray, e
     return (T * K[np.ix_(c, c)]) % p
 
 
-__all__ = ["PRIMES", "certify_full_row_rank", "gram_residues", "rank_mod", "residues"]
+__all__ = ["PRIMES", "certify_full_row_rank", "gram_residues", "nmod_matrix", "rank_mod", "residues"]

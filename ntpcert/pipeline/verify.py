@@ -436,7 +436,8 @@ class _Exact:
             pow2 = np.array([pow(2, t, p) for t in range(int(k.max()) + 1)], dtype=np.int64)
             r = (np.abs(self._hm) % p) * pow2[k] % p
             r = np.where(self._hm < 0, (p - r) % p, r)
-            return flint.nmod_mat(self.m, self.d, r.ravel().tolist(), p)
+            # through an fmpz_mat of nested lists: about 3x faster than nmod_mat of a flat list
+            return flint.nmod_mat(flint.fmpz_mat(r.tolist()), p) if r.size else flint.nmod_mat(self.m, self.d, p)
         return flint.nmod_mat(self.Hint, p)
 
     def rank_H_mod(self, p: int) -> int:
