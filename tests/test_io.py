@@ -181,6 +181,19 @@ def test_bad_files_raise_one_line_input_error_naming_the_field(tmp_path, case):
 def test_tokenizers():
     assert tokenize("ab a", "char") == ["a", "b", " ", "a"]
     assert tokenize("Hello, World! it's", "word") == ["hello", ",", "world", "!", "it", "'", "s"]
+    assert tokenize(" Hello, hello\n\tWorld! it's ", "whitespace") == ["Hello,", "hello", "World!", "it's"]
+    with pytest.raises(InputError, match="tokenizer: unknown value 'bpe'"):
+        tokenize("a b", "bpe")
+
+
+def test_whitespace_tokenizer_from_the_cli(tmp_path, capsys):
+    from ntpcert.cli.app import main
+
+    path = tmp_path / "t.txt"
+    path.write_text("The cat. the cat! The dog.\n")
+    assert main(["info", str(path), "--tokenizer", "whitespace", "-k", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["V"] == 5 and out["m"] == 4  # The, cat., the, cat!, dog. ; "dog." ends the text
 
 
 def test_char_k1_counts_by_hand():

@@ -116,7 +116,9 @@ def data_options(p: argparse.ArgumentParser, *, positional: bool = True) -> None
         p.add_argument("--data", metavar="DATA", default=None,
                        help="check against this instance (file or built-in name) instead of the embedded one")
     g = p.add_argument_group("corpus options (text files and text built-ins)")
-    g.add_argument("--tokenizer", choices=["char", "word"], default=None, help="tokenizer for text (default char)")
+    g.add_argument("--tokenizer", choices=["char", "word", "whitespace"], default=None,
+                   help="tokenizer for text (default char; word: lower-cased words and punctuation; "
+                        "whitespace: str.split(), case kept)")
     g.add_argument("-k", "--context-length", type=int_in(1), default=None, metavar="K",
                    help="context length k (default 2 for text, 4 for dyck)")
     g.add_argument("--all-prefixes", action="store_true", help="also use all shorter contexts, lengths 1..k-1")

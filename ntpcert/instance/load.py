@@ -48,7 +48,7 @@ def load_instance(
     ----------
     spec : str or path-like
         A file path or a built-in dataset name.
-    tokenizer : {"char", "word"}, optional
+    tokenizer : {"char", "word", "whitespace"}, optional
         Text files and ``pydoc``; default ``char``.
     context_length : int, optional
         k, the number of previous tokens in a context; text files (default 2), ``dyck``

@@ -53,7 +53,7 @@ def pydoc(
 
     Parameters
     ----------
-    tokenizer : {"char", "word"}
+    tokenizer : {"char", "word", "whitespace"}
     k : int
         Context length.
     all_prefixes : bool

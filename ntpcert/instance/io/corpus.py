@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: The tokenizers :func:`tokenize` knows.
-TOKENIZERS = ("char", "word")
+TOKENIZERS = ("char", "word", "whitespace")
 
 #: The ``word`` tokenizer: runs of word characters, or single non-space non-word characters.
 WORD_PATTERN = re.compile(r"\w+|[^\w\s]")
@@ -74,11 +74,13 @@ def tokenize(text: str, tokenizer: str = "char") -> list[str]:
     Parameters
     ----------
     text : str
-    tokenizer : {"char", "word"}
+    tokenizer : {"char", "word", "whitespace"}
         ``char``: every character is a token, whitespace included, case kept.
         ``word``: the text is lower-cased and split by the regular expression ``\w+|[^\w\s]``:
         a token is a maximal run of word characters (letters, digits, underscore) or a single
         punctuation character; whitespace only separates tokens.
+        ``whitespace``: ``str.split()``: a token is a maximal run of non-whitespace characters,
+        case and punctuation kept (``"Hello,"`` and ``"hello"`` are different tokens).
 
     Returns
     -------
@@ -90,6 +92,8 @@ def tokenize(text: str, tokenizer: str = "char") -> list[str]:
         return list(text)
     if tokenizer == "word":
         return WORD_PATTERN.findall(text.lower())
+    if tokenizer == "whitespace":
+        return text.split()
     raise InputError(f"tokenizer: unknown value {tokenizer!r} (expected one of {', '.join(TOKENIZERS)})")
 
 
