@@ -102,10 +102,11 @@ def test_fraction_strings_round_trip_beyond_the_int_digit_limit():
     assert parse_fraction("-3/6") == Fraction(-1, 2)
 
 
+@pytest.mark.parametrize("right_fill", [1.0, 0.05])
 @pytest.mark.parametrize("fill", [0.0, 0.02, 0.1, 0.5])
-def test_sparse_and_zero_row_products_equal_the_rational_product(fill):
-    """Sparse left slices (CSR) and zero rows skipped give the exact product, including extremes
-    of the 53-bit bound: full-width mantissas on an inner dimension of 1000."""
+def test_sparse_and_zero_row_products_equal_the_rational_product(fill, right_fill):
+    """Sparse slices (CSR, left, right or both) and zero rows skipped give the exact product,
+    including extremes of the 53-bit bound: full-width mantissas on an inner dimension of 1000."""
     rng = np.random.default_rng(int(fill * 100) + 7)
     p, n, q = 40, 1000, 3
     X = rng.standard_normal((p, n)) * np.exp2(rng.integers(-40, 41, size=(p, n)))
@@ -113,12 +114,13 @@ def test_sparse_and_zero_row_products_equal_the_rational_product(fill):
     X[::3] = 0.0  # zero rows
     X[1, :] = np.nextafter(1.0, 2.0)  # a dense row of full-width mantissas
     Y = rng.standard_normal((n, q)) * np.exp2(rng.integers(-40, 41, size=(n, q)))
-    Y[:, 0] = -np.nextafter(1.0, 2.0)
+    Y[rng.random((n, q)) >= right_fill] = 0.0
+    Y[:: 1 if right_fill == 1.0 else 40, 0] = -np.nextafter(1.0, 2.0)
     L = exact_matmul(X, Y)
     F = L.to_fractions()
     Xf = [[_fr(x) for x in row] for row in X]
     Yf = [[_fr(y) for y in row] for row in Y]
     for i in range(p):
         for j in range(q):
-            assert F[i, j] == sum((Xf[i][k] * Yf[k][j] for k in range(n) if X[i, k]), Fraction(0))
+            assert F[i, j] == sum((Xf[i][k] * Yf[k][j] for k in range(n) if X[i, k] and Y[k, j]), Fraction(0))
     assert all(F[i, j] == 0 for i in range(0, p, 3) for j in range(q))

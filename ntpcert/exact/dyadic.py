@@ -54,14 +54,19 @@ SPARSE_SLICE_MAX_FILL = 0.15
 
 
 def left_factor(X: np.ndarray):
-    """``X`` as the left factor of slice products: a CSR copy when it is sparse
-    (:data:`SPARSE_SLICE_MAX_FILL`), else ``X`` itself; ``np.asarray(left_factor(X) @ Y)`` is exact
-    whenever ``X @ Y`` is."""
+    """``X`` as a factor of slice products: a CSR copy when it is sparse
+    (:data:`SPARSE_SLICE_MAX_FILL`), else ``X`` itself; ``_dense(left_factor(X) @ left_factor(Y))``
+    is exact whenever ``X @ Y`` is."""
     if X.size and np.count_nonzero(X) <= SPARSE_SLICE_MAX_FILL * X.size:
         import scipy.sparse as sp
 
         return sp.csr_matrix(X)
     return X
+
+
+def _dense(P) -> np.ndarray:
+    """A product of slices (dense, sparse times dense, or sparse times sparse) as a float64 array."""
+    return np.asarray(P.toarray() if hasattr(P, "toarray") else P, dtype=np.float64)
 
 
 def slice_bits(inner: int) -> int:
@@ -302,6 +307,7 @@ def exact_matmul(X: np.ndarray | Split, Y: np.ndarray | Split) -> LimbMatrix:
         live |= x.any(axis=1)
     rows = None if live.all() else np.flatnonzero(live)
     xs = tuple(left_factor(x if rows is None else x[rows]) for x in xs)
+    ys = tuple(left_factor(y) for y in ys)  # a sparse right slice too (H's last slice: 0.2 % nonzeros)
     levels = []
     for lev in range(nl):
         pairs = [(s, lev - s) for s in range(max(0, lev - len(ys) + 1), min(len(xs), lev + 1))]
@@ -309,7 +315,7 @@ def exact_matmul(X: np.ndarray | Split, Y: np.ndarray | Split) -> LimbMatrix:
         for g0 in range(0, len(pairs), group):
             part = None
             for s, t in pairs[g0 : g0 + group]:
-                prod = np.asarray(xs[s] @ ys[t])
+                prod = _dense(xs[s] @ ys[t])
                 part = prod if part is None else part + prod
             acc += part.astype(np.int64)
         if rows is not None:
