@@ -93,3 +93,51 @@ def test_null_vectors_exact():
     rows = pairs.integer_rows(H)
     assert all(sum(y * r[i] for y, r in zip(ys[0], rows)) == 0 for i in range(4))
     assert [Fraction(x) for x in rows[0]] != [0] * 4
+
+
+def _few_shared(seed: int, *, m: int = 60, d: int = 6, V: int = 5, shared: int = 2) -> NTPInstance:
+    """Tokens 0 and 1 share only ``shared`` < d contexts; in the others exactly one of them follows,
+    at random: the pair's part of (6) is infeasible (60 random signs in 4 free dimensions), but no
+    d + 1 shared contexts exist for the null-vector route."""
+    rng = np.random.default_rng(seed)
+    H = rng.standard_normal((m, d))
+    C = np.zeros((m, V), dtype=np.int64)
+    for j in range(m):
+        if j < shared:
+            C[j, 0], C[j, 1] = rng.integers(1, 9, size=2)
+        else:
+            C[j, int(rng.random() < 0.5)] = rng.integers(1, 9)
+        for v in range(2, V):
+            if rng.random() < 0.3:
+                C[j, v] = rng.integers(1, 9)
+    return NTPInstance.from_counts(H, C)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lp_route_finds_an_exact_ray_with_fewer_than_d_shared_contexts(seed):
+    inst = _few_shared(seed)
+    S = inst.support_mask()
+    assert int((S[:, 0] & S[:, 1]).sum()) < inst.d
+    found = pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]), np.flatnonzero(S[:, 0] ^ S[:, 1]), S)
+    assert found is not None
+    ray, text = found
+    assert "by LP" in text
+    assert dm.check_ray_sparse(inst, ray) == ""  # exact, on the whole instance
+    assert dm.decide_separability(KeslerSystem.build(inst), engine="highs").holds is False
+    forged = {k: (v * 2 if k[1] == next(iter(ray))[1] else v) for k, v in ray.items() if k[0] == 0}
+    forged.update({k: v for k, v in ray.items() if k[0] != 0})
+    assert dm.check_ray_sparse(inst, forged) != ""
+
+
+def test_lp_route_claims_nothing_on_a_separable_pair():
+    rng = np.random.default_rng(0)
+    m, d = 30, 6
+    H = rng.standard_normal((m, d))
+    u = rng.standard_normal(d)
+    C = np.zeros((m, 4), dtype=np.int64)
+    C[np.arange(m), (H @ u < 0).astype(int)] = 1  # token 0 where h_j . u > 0: separable by u
+    C[:, 2] = 1
+    inst = NTPInstance.from_counts(H, C)
+    S = inst.support_mask()
+    assert pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]),
+                              np.flatnonzero(S[:, 0] ^ S[:, 1]), S) is None

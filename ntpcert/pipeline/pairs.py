@@ -26,6 +26,17 @@ over :math:`\mathbb Q`). That is what ``ntpcert verify`` checks for ``violating_
 (6) (:mod:`ntpcert.exact.separability`): :math:`\mathbf 1^\top a_j = 0`, :math:`\sum_j a_j h_j^\top = 0`,
 and its only off-support entry is negative. It is checked again exactly on the whole instance.
 
+**Not separable, fewer than d shared contexts** (``pair-farkas`` by LP). With :math:`\sigma_j = +1`
+when z is the token of the pair in :math:`S_j` and :math:`-1` otherwise (:math:`j \in X`), the pair's
+part of (6) is infeasible exactly when some :math:`y` with :math:`y_X \ge 0`, :math:`y_X \ne 0` has
+:math:`\sum_{j\in B} y_j h_j + \sum_{j \in X} y_j \sigma_j h_j = 0` (Farkas). A float LP
+(HiGHS dual simplex, :math:`\mathbf 1^\top y_X = 1`) finds a basic such y; its support, at most
+d + 1 contexts, is then re-solved exactly (``fmpz_mat.nullspace``), and the ray
+:math:`a_{j,z} = \sigma_j y_j,\ a_{j,z'} = -\sigma_j y_j` (:math:`\sigma_j = 1` on B) is kept only
+when that null space is one vector whose X entries all have one sign. Random embeddings with m >> d
+give such pairs long before any pair shares d contexts (the whitespace-split pydoc text: m = 8,831,
+d = 256, at most 170 shared contexts, a ray from the first pair).
+
 Pairs are taken among the :data:`PAIR_TOKENS` tokens in the most supports, most shared contexts
 first; nothing is claimed from a pair that does not yield a checked witness.
 """
@@ -48,6 +59,11 @@ PAIRS_MAX = 12
 PAIRS_TIME_BUDGET = 20.0
 #: Xor contexts tried per pair for a Farkas ray.
 XOR_TRIES = 3
+#: The LP route (module doc): at most this many pairs and seconds, and pairs with at most this many
+#: contexts in B and X together (its LP has d + 1 rows and that many columns).
+LP_PAIRS_MAX = 6
+LP_TIME_BUDGET = 30.0
+LP_MAX_CONTEXTS = 20_000
 
 
 def applies(instance: NTPInstance) -> bool:
@@ -177,7 +193,62 @@ def separability_witness(instance: NTPInstance) -> tuple[dict, str] | None:
                 text = (f"Farkas ray on the pair of tokens ({z}, {zp}): {int(np.count_nonzero(y))} contexts, "
                         f"{len(ray)} non-zero entries")
                 return ray, text
+    return _lp_separability_witness(instance, S)
+
+
+def _lp_separability_witness(instance: NTPInstance, S: np.ndarray) -> tuple[dict, str] | None:
+    """The LP route of the module doc over the first :data:`LP_PAIRS_MAX` pairs; None when none gives
+    an exact ray."""
+    t0 = time.perf_counter()
+    d = instance.d
+    for n, (z, zp, B, X) in enumerate(pairs(instance)):
+        if n >= LP_PAIRS_MAX or time.perf_counter() - t0 > LP_TIME_BUDGET:
+            break
+        if X.size == 0 or B.size + X.size <= d or B.size + X.size > LP_MAX_CONTEXTS:
+            continue
+        found = _lp_pair_ray(instance, z, zp, B, X, S)
+        if found is not None:
+            return found
     return None
+
+
+def _lp_pair_ray(instance: NTPInstance, z: int, zp: int, B: np.ndarray, X: np.ndarray,
+                 S: np.ndarray) -> tuple[dict, str] | None:
+    from scipy.optimize import linprog
+
+    H = np.asarray(instance.embeddings, dtype=np.float64)
+    ctx = np.concatenate([B, X])
+    sig = np.concatenate([np.ones(B.size), np.where(S[X, z], 1.0, -1.0)])
+    rows = H[ctx] * sig[:, None]  # (|B| + |X|, d)
+    A_eq = np.vstack([rows.T, np.concatenate([np.zeros(B.size), np.ones(X.size)])])
+    b_eq = np.zeros(instance.d + 1)
+    b_eq[-1] = 1.0
+    bounds = [(None, None)] * B.size + [(0, None)] * X.size
+    res = linprog(np.zeros(ctx.size), A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs-ds")
+    if res.status != 0 or res.x is None:
+        return None  # the pair's part of (6) is (numerically) feasible: nothing to claim
+    supp = np.flatnonzero(np.abs(res.x) > 1e-12 * max(1.0, float(np.abs(res.x).max())))
+    if supp.size > instance.d + 1:
+        return None
+    basis = null_vectors(rows[supp])
+    if len(basis) != 1:
+        return None
+    y = basis[0]
+    on_x = supp >= B.size
+    xs = [v for v, x in zip(y, on_x) if x]
+    if not xs or not (all(v > 0 for v in xs) or all(v < 0 for v in xs)):
+        return None
+    if xs[0] < 0:
+        y = [-v for v in y]
+    ray: dict[tuple[int, int], Fraction] = {}
+    for i, c in zip(supp, y):
+        if c:
+            j, sj = int(ctx[i]), int(sig[i])
+            ray[(z, j)] = Fraction(sj * c)
+            ray[(zp, j)] = Fraction(-sj * c)
+    text = (f"Farkas ray on the pair of tokens ({z}, {zp}) by LP: {len(supp)} of its {B.size} shared and "
+            f"{X.size} separating contexts, {len(ray)} non-zero entries")
+    return ray, text
 
 
 __all__ = ["applies", "compatibility_witness", "null_vectors", "pairs", "separability_witness"]
