@@ -49,11 +49,12 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     from ntpcert.solve.structured import solver as structured
 
     t0 = time.perf_counter()
-    opts = {"certificate": certificate} if tol is None else {"tol": tol, "certificate": certificate}
+    opts = {} if tol is None else {"tol": tol}
     if system.n_vars > SMALL_VARS:
-        return structured.solve(system, time_limit=time_limit, progress=progress, **opts)
+        return structured.solve(system, time_limit=time_limit, progress=progress, certificate=certificate, **opts)
     try:
-        return structured.solve(system, time_limit=time_limit, max_epochs=SMALL_EPOCHS, progress=progress, **opts)
+        return structured.solve(system, time_limit=time_limit, max_epochs=SMALL_EPOCHS, progress=progress,
+                                certificate=certificate, **opts)
     except InfeasibleError:
         raise
     except SolverError as err:
