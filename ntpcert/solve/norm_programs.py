@@ -41,7 +41,6 @@ the gap from the multipliers, exactly as for the cvxpy route.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +49,7 @@ import numpy as np
 
 from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.util.progress import progress_note
 
 #: Norms with a direct program here.
 DIRECT_NORMS = ("max", "l1", "spectral", "nuclear")
@@ -137,7 +137,7 @@ class _Progress:
         if not self.enabled or now - self.last < every:
             return
         self.last = now
-        print(f"{self.norm}-norm NTP-SVM [{now - self.t0:6.1f} s] {text}", file=sys.stderr, flush=True)
+        progress_note(f"{self.norm}-norm NTP-SVM [{now - self.t0:6.1f} s] {text}", True)
 
 
 def row_basis(H: np.ndarray) -> np.ndarray | None:

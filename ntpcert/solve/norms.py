@@ -36,7 +36,6 @@ the upper bound. ``gap`` is their difference.
 
 from __future__ import annotations
 
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace
 from ntpcert.solve import norm_programs
+from ntpcert.util.progress import progress_note
 
 #: ``solver`` names of the direct route: ``direct`` (backend by norm and size) or ``direct:BACKEND``.
 DIRECT = "direct"
@@ -307,7 +307,7 @@ def solve_norm_svm(
                 label = f"direct/{raw.backend}"
             else:
                 if progress:
-                    print(f"{norm}-norm NTP-SVM: cvxpy/{name.lower()}", file=sys.stderr, flush=True)
+                    progress_note(f"{norm}-norm NTP-SVM: cvxpy/{name.lower()}", True)
                 Wraw, lam, nu, status = _solve_once(system, norm, name, "norm", None, verbose)
                 label = f"cvxpy/{name.lower()}"
         except InfeasibleError as err:
@@ -315,20 +315,20 @@ def solve_norm_svm(
                 raise
             last_err = err  # unchecked; the cvxpy fallback decides
             if progress:
-                print(f"{norm}-norm NTP-SVM: {err}; trying cvxpy", file=sys.stderr, flush=True)
+                progress_note(f"{norm}-norm NTP-SVM: {err}; trying cvxpy", True)
             continue
         except SolverError as err:
             last_err = err
             if progress:
-                print(f"{norm}-norm NTP-SVM: {err}", file=sys.stderr, flush=True)
+                progress_note(f"{norm}-norm NTP-SVM: {err}", True)
             continue
         W = repair(sub, Wraw)
         value = matrix_norm(W, norm)
         lb, a = lower_bound(system, lam, nu, norm)
         rel = (value - lb) / value if value > 0 else 0.0
         if progress:
-            print(f"{norm}-norm NTP-SVM: {label} gives norm {value:.10g}, checked relative gap {rel:.2e} "
-                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+            progress_note(f"{norm}-norm NTP-SVM: {label} gives norm {value:.10g}, checked relative gap {rel:.2e} "
+                          f"({time.perf_counter() - t0:.1f} s)", True)
         cand = (W, Wraw, value, lb, a, rel, name, status, label)
         if best is None or rel < best[5]:
             best = cand

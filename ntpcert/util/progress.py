@@ -96,4 +96,18 @@ class Stages:
         self._bar.close()
 
 
-__all__ = ["Stages", "enabled_default", "iterate", "progress_bar"]
+
+
+def progress_note(text: str, enabled: bool | None = None) -> None:
+    """One line of progress on stderr (through ``tqdm.write``, so that it does not break a bar that is
+    drawn), when ``enabled`` (``None``: when stderr is a terminal). Library code reports progress
+    this way, never with ``print``."""
+    if not enabled_default(enabled):
+        return
+    from tqdm import tqdm
+
+    tqdm.write(text, file=sys.stderr)
+    sys.stderr.flush()
+
+
+__all__ = ["Stages", "enabled_default", "iterate", "progress_bar", "progress_note"]
