@@ -141,3 +141,44 @@ def test_lp_route_claims_nothing_on_a_separable_pair():
     S = inst.support_mask()
     assert pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]),
                               np.flatnonzero(S[:, 0] ^ S[:, 1]), S) is None
+
+
+def _open_compatibility(m: int) -> NTPInstance:
+    """Tokens 0 and 1 share two contexts and split the rest at random; token 2 follows everywhere with
+    the same count: (6) fails on the pair (0, 1), while no pair's null vector refutes (4) (b = 0)."""
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((m, 6))
+    C = np.zeros((m, 3), dtype=np.int64)
+    C[:2, :2] = 1
+    C[2 + np.arange(m - 2), (rng.random(m - 2) < 0.5).astype(int)] = 1
+    C[:, 2] = 1
+    return NTPInstance.from_counts(H, C)
+
+
+def test_float_certify_skips_the_fit_once_pairs_refute_separability():
+    """Past the dense path (LSMR) and with (4) left open by the exact witnesses, a pair's exact ray
+    settles (6) first and W* (which needs both conditions) is not fitted; with fit_when_refuted
+    (the float CLI) it is."""
+    from ntpcert.pipeline.float_verdicts import certify
+    from ntpcert.rows.subspace import dense_preferred
+
+    inst = _open_compatibility(600)
+    assert not dense_preferred(KeslerSystem.build(inst))
+    rep = certify(inst, svm=False, fit_when_refuted=False)
+    assert rep.separable.holds is False and rep.sep_decision.engine == "pair-farkas"
+    assert rep.compatible.W_star is None and rep.compatible.solver["method"] == "none"
+    assert "refuted exactly first" in rep.compatible.solver["why"]
+    fitted = certify(inst, svm=False)
+    assert fitted.compatible.W_star is not None and fitted.separable.holds is False
+
+
+@pytest.mark.slow
+def test_exact_certify_skips_the_fit_once_pairs_refute_separability():
+    """The same through certify --exact: a valid certificate without the fit (about a minute: the
+    exact compatibility solve and its independent re-check dominate)."""
+    rep = exact_certify(_open_compatibility(900), svm=False)
+    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.separable is False
+    fl = rep.float_report
+    assert fl.sep_decision.engine == "pair-farkas"
+    assert fl.compatible.W_star is None and "refuted exactly first" in fl.compatible.solver["why"]

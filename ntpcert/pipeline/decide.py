@@ -303,7 +303,7 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
         dec = _highs(system, time_limit)
         if dec.holds is not None:
             return dec
-    pair = _pair_ray(inst)
+    pair = pair_separability(inst)
     if pair is not None:
         return pair
     ray, log = separability_on_parts(inst, progress=progress)
@@ -316,7 +316,7 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
     return _structured(system, svm_solver, time_limit, log, progress, svm_options or {})
 
 
-def _pair_ray(inst: NTPInstance) -> SeparabilityDecision | None:
+def pair_separability(inst: NTPInstance) -> SeparabilityDecision | None:
     """A Farkas ray found on a pair of tokens (:mod:`ntpcert.pipeline.pairs`), checked exactly on the
     whole instance; None when no pair gives one."""
     from ntpcert.pipeline import pairs
@@ -328,6 +328,9 @@ def _pair_ray(inst: NTPInstance) -> SeparabilityDecision | None:
     if check_ray_sparse(inst, ray):
         return None
     return SeparabilityDecision(False, "pair-farkas", text + ", verified exactly on the whole instance", ray=ray)
+
+
+_pair_ray = pair_separability
 
 
 def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> SeparabilityDecision:

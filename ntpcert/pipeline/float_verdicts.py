@@ -20,12 +20,14 @@ from ntpcert.pipeline.decide import (
     SeparabilityDecision,
     decide_compatibility,
     lemma1,
+    pair_separability,
     point_recheck,
 )
 from ntpcert.pipeline.decide import decide_separability as _decide_sep
 from ntpcert.pipeline.float_witness import settle_compatibility
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.rows.subspace import CompatibilityResult, Subspace, check_compatibility, refuted_without_fit
+from ntpcert.rows.subspace import (CompatibilityResult, Subspace, check_compatibility, dense_preferred,
+                                   refuted_without_fit, unsettled_without_fit)
 from ntpcert.solve.separability_lp import SeparabilityResult
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
@@ -186,9 +188,18 @@ def certify(
             p = lemma1(instance) if use_lemma1 else None
         with stages.stage("subspace F and W*", key="compatibility"):
             cdec = decide_compatibility(system, lemma1_modulus=p)
+            early = None  # an exact Farkas ray from pairs, found before a costly fit
+            if (cdec.holds is None and not fit_when_refuted and p is None
+                    and separability_solver == DEFAULT_SEPARABILITY_ENGINE and not dense_preferred(system)):
+                early = pair_separability(instance)
             if cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
                 subspace = Subspace.unsolved(system)
                 comp = refuted_without_fit(subspace, cdec.witness)
+            elif early is not None:
+                subspace = Subspace.unsolved(system)
+                comp = unsettled_without_fit(subspace, cdec.witness,
+                                             "(6) refuted exactly first (" + early.engine + "): the entropy bound is "
+                                             "out of reach and W* (which needs (4) and (6)) is not fitted")
             else:
                 # refuted exactly: W* does not exist, the least-squares point is only reported, so LSMR is cut short
                 subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
@@ -203,9 +214,9 @@ def certify(
                     cdec = CompatibilityDecision(comp.holds, "float-rank", comp.by)
         with stages.stage("separability", key="separability"):
             ts = time.perf_counter()
-            sdec = _decide_sep(system, engine=separability_solver, lemma1_modulus=p,
-                               svm_solver=solver if svm else None, time_limit=lp_time_limit,
-                               progress=progress, svm_options=svm_options)
+            sdec = early if early is not None else _decide_sep(
+                system, engine=separability_solver, lemma1_modulus=p, svm_solver=solver if svm else None,
+                time_limit=lp_time_limit, progress=progress, svm_options=svm_options)
             sep = _sep_result(sdec, time.perf_counter() - ts)
         sol: SVMSolution | None = sdec.svm
         err: str | None = sdec.svm_error if sol is None else None

@@ -471,6 +471,14 @@ def check_compatibility(subspace: Subspace) -> CompatibilityResult:
                                solver=solver)
 
 
+def unsettled_without_fit(subspace: Subspace, by: str, why: str) -> CompatibilityResult:
+    """(4) left undetermined by the exact witnesses (``by``), with no least-squares fit because ``why``
+    (e.g. separability is already refuted exactly, so W* of the theorem, which needs both
+    conditions, is not asked for): ``W_star`` None, residuals NaN (null in JSON)."""
+    return CompatibilityResult(None, float("nan"), float("nan"), None, subspace.dim, by,
+                               solver={"method": "none", "why": why})
+
+
 def refuted_without_fit(subspace: Subspace, by: str) -> CompatibilityResult:
     """"Not compatible" settled by an exact witness (``by``), with no least-squares fit: W* does
     not exist, so ``W_star`` is None and the residuals NaN (null in JSON)."""
