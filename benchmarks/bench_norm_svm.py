@@ -30,19 +30,15 @@ import numpy as np
 
 from ntpcert import NTPInstance
 from ntpcert.instance.load import load_instance
+from ntpcert.instance.datasets.teacher import teacher as teacher_data
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace
 from ntpcert.solve.norms import AUTO_SOLVER, NORM_SVM_TOL, solve_norm_svm
 
 
 def teacher_instance(seed: int = 0, m: int = 40, d: int = 20, V: int = 5) -> NTPInstance:
-    rng = np.random.default_rng(seed)
-    H = rng.standard_normal((m, d))
-    T = rng.standard_normal((V, d))
-    y = np.argmax(H @ T.T, axis=1)
-    C = np.zeros((m, V), dtype=np.int64)
-    C[np.arange(m), y] = 1
-    return NTPInstance.from_counts(H, C, name=f"teacher seed={seed}")
+    """One-hot separable data: Gaussian embeddings, labels argmax_v (T h_j)_v of a random linear teacher T."""
+    return teacher_data(m=m, d=d, V=V, seed=seed)
 
 
 INSTANCES = {

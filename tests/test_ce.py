@@ -14,6 +14,7 @@ import pytest
 from ntpcert import NTPInstance
 from ntpcert.dynamics.trajectory import Limits
 from ntpcert.instance import ce
+from ntpcert.instance.datasets.teacher import teacher as teacher_data
 from tests.conftest import random_instance
 
 #: The done-when bound of issue 13 on the gradient's direction at margins 40-80.
@@ -22,13 +23,7 @@ COS_GAP = 1e-12
 
 def teacher_instance(seed: int = 0, m: int = 40, d: int = 20, V: int = 5) -> NTPInstance:
     """One-hot separable data: Gaussian embeddings, labels argmax_v (T h_j)_v of a random linear teacher T."""
-    rng = np.random.default_rng(seed)
-    H = rng.standard_normal((m, d))
-    T = rng.standard_normal((V, d))
-    y = np.argmax(H @ T.T, axis=1)
-    C = np.zeros((m, V), dtype=np.int64)
-    C[np.arange(m), y] = 1
-    return NTPInstance.from_counts(H, C, name=f"teacher seed={seed}")
+    return teacher_data(m=m, d=d, V=V, seed=seed)
 
 
 def mp_reference(inst: NTPInstance, W: np.ndarray) -> tuple[list[list], object]:

@@ -107,3 +107,24 @@ BAD_CALLS = [
 def test_bad_dataset_options_raise_input_error(call, pattern):
     with pytest.raises(InputError, match=pattern):
         call()
+
+
+def test_teacher_data_are_one_hot_and_separated_by_their_teacher():
+    import pytest as _pytest
+
+    from ntpcert import InputError as _InputError
+    from ntpcert.instance.datasets.teacher import teacher
+
+    inst = teacher(m=30, d=6, V=4, seed=3)
+    C = inst.counts
+    assert C.shape == (30, 4) and np.all(C.sum(axis=1) == 1)
+    rng = np.random.default_rng(3)
+    H = rng.standard_normal((30, 6))
+    T = rng.standard_normal((4, 6))
+    np.testing.assert_array_equal(inst.embeddings, H)
+    L = H @ T.T  # the teacher's logits put each context's token strictly first
+    y = np.argmax(C, axis=1)
+    assert np.all(L[np.arange(30), y][:, None] >= L) and np.all(np.sort(L, axis=1)[:, -2] < L.max(axis=1))
+    assert teacher(m=30, d=6, V=4, rng=np.random.default_rng(3)).fingerprint() == inst.fingerprint()
+    with _pytest.raises(_InputError, match="V: value 1"):
+        teacher(V=1)
