@@ -43,7 +43,7 @@ def test_pair_decides_like_highs(seed):
     assert dm.check_ray_sparse(inst, ray) == ""
     highs = dm.decide_separability(system, engine="highs")
     assert highs.holds is False
-    dec = dm._pair_ray(inst)
+    dec = dm.pair_separability(inst)
     assert dec.holds is False and dec.engine == "pair-farkas"
     assert dm.decide_separability(system).holds is False
     assert check_separability_exact(inst, None, try_ray=True).holds is False
@@ -113,12 +113,17 @@ def _few_shared(seed: int, *, m: int = 60, d: int = 6, V: int = 5, shared: int =
     return NTPInstance.from_counts(H, C)
 
 
+def _lp_ray_on_tokens_0_1(inst: NTPInstance):
+    S = inst.support_mask()
+    return pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]), np.flatnonzero(S[:, 0] ^ S[:, 1]), S)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_lp_route_finds_an_exact_ray_with_fewer_than_d_shared_contexts(seed):
     inst = _few_shared(seed)
     S = inst.support_mask()
     assert int((S[:, 0] & S[:, 1]).sum()) < inst.d
-    found = pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]), np.flatnonzero(S[:, 0] ^ S[:, 1]), S)
+    found = _lp_ray_on_tokens_0_1(inst)
     assert found is not None
     ray, text = found
     assert "by LP" in text
@@ -138,9 +143,7 @@ def test_lp_route_claims_nothing_on_a_separable_pair():
     C[np.arange(m), (H @ u < 0).astype(int)] = 1  # token 0 where h_j . u > 0: separable by u
     C[:, 2] = 1
     inst = NTPInstance.from_counts(H, C)
-    S = inst.support_mask()
-    assert pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]),
-                              np.flatnonzero(S[:, 0] ^ S[:, 1]), S) is None
+    assert _lp_ray_on_tokens_0_1(inst) is None
 
 
 def _open_compatibility(m: int) -> NTPInstance:

@@ -330,9 +330,6 @@ def pair_separability(inst: NTPInstance) -> SeparabilityDecision | None:
     return SeparabilityDecision(False, "pair-farkas", text + ", verified exactly on the whole instance", ray=ray)
 
 
-_pair_ray = pair_separability
-
-
 def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> SeparabilityDecision:
     """A feasibility solve of the structured solver (capped at ``SEPARABILITY_MAX_EPOCHS``), then,
     when separable and asked for, the NTP-SVM with ``svm_solver``."""

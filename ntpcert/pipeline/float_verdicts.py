@@ -12,7 +12,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
     DEFAULT_SEPARABILITY_ENGINE,
@@ -246,7 +246,6 @@ def certify(
 
 def _svm_options(solver: str, svm_certificate: str) -> dict:
     """``{"certificate": "float"}`` when asked for and the backend takes it, else nothing."""
-    from ntpcert.errors import InputError
     from ntpcert.solve.svm import backend_options
 
     if svm_certificate not in ("exact", "float"):
