@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.optimize as so
@@ -14,8 +16,12 @@ from ntpcert.solve.excess import DUAL_TOL, excess_bracket, float_bracket
 from .conftest import random_instance
 
 
-def _lbfgs_ce(instance: NTPInstance, iters: int) -> float:
-    """An independent minimisation of CE with scipy's L-BFGS-B (written here, not the package's)."""
+def _lbfgs_ce(instance: NTPInstance, iters: int, memory: int = 100) -> float:
+    """An independent minimisation of CE with scipy's L-BFGS-B (written here, not the package's).
+
+    ``memory`` correction pairs: with scipy's default of 10 the run crawls along the directions that go
+    to infinity on a partly separable instance (pydoc: 4.7e-6 above the bracket after 1,500
+    iterations); with 100 it converges there in about 760."""
     H, P, pi, V, d = instance.embeddings, instance.probs, instance.weights, instance.V, instance.d
 
     def fg(w):
@@ -28,7 +34,8 @@ def _lbfgs_ce(instance: NTPInstance, iters: int) -> float:
         return f, g.ravel()
 
     r = so.minimize(fg, np.zeros(V * d), jac=True, method="L-BFGS-B",
-                    options={"maxiter": iters, "ftol": 1e-15, "gtol": 1e-12})
+                    options={"maxiter": iters, "maxcor": memory, "ftol": 1e-15, "gtol": 1e-12,
+                                                "maxfun": 4 * iters})
     return float(r.fun)
 
 
@@ -85,12 +92,15 @@ def test_pydoc_bracket_width_and_independent_lbfgs():
     b = excess_bracket(inst, tol=1e-7)
     assert b.excess_lower > 0
     assert b.relative_width <= 1e-6
-    # an independent L-BFGS never goes below the lower end (weak duality) and closes in on the bracket
-    # from above (it is slow on the separable face: 1.2e-4 above the upper end after 400 iterations,
-    # 2.7e-6 after 1500, 1.4e-6 after 4000)
-    ce = _lbfgs_ce(inst, 1500)
-    assert ce >= b.lower - 1e-12
-    assert ce - b.upper <= 1e-5
+    # an independent L-BFGS lands inside the bracket: never below the lower end (weak duality), and
+    # below the upper end once converged
+    ce = _pydoc_lbfgs()
+    assert b.lower - 1e-12 <= ce <= b.upper
+
+
+@functools.lru_cache(maxsize=1)
+def _pydoc_lbfgs() -> float:
+    return _lbfgs_ce(load_instance("pydoc"), 2000)
 
 
 # ---------------------------------------------------------------------------- exact mode
@@ -192,5 +202,5 @@ def test_pydoc_exact_bracket_is_certified_and_checked():
     assert ee.excess_lower > 0
     assert ee.relative_width <= 1e-6
     assert _check(inst, ee.section)[0] == ""
-    ce = _lbfgs_ce(inst, 400)
-    assert ee.lower <= ce
+    ce = _pydoc_lbfgs()  # the independent L-BFGS lands inside the certified bracket too
+    assert ee.lower <= ce <= ee.upper
