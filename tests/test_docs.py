@@ -31,7 +31,8 @@ def test_python_blocks_run(page, capsys):
 
 
 @pytest.mark.parametrize("page", [p for p in RUNNABLE if p not in PYTHON_ONLY and "```console" in (DOCS / p).read_text()])
-def test_console_lines_run(page, capsys):
+def test_console_lines_run(page, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # files the lines write (certificates, figures) land here
     lines = [ln[2:] for body in blocks(page, "console") for ln in body.splitlines() if ln.startswith("$ ntpcert ")]
     assert lines
     for line in lines:

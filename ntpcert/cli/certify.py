@@ -51,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_exact(args: argparse.Namespace) -> int:
+    from functools import partial
+
     from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.explain import why_not_with_sections
     from ntpcert.report.text import exact_report_lines
     from ntpcert.util.files import check_output_file
 
@@ -66,6 +69,8 @@ def _run_exact(args: argparse.Namespace) -> int:
         separability_solver=args.separability_solver,
         use_lemma1=not args.no_lemma1,
         excess=args.excess,
+        # negative verdicts explained by irreducible culprits, written into the certificate and checked
+        why_not=partial(why_not_with_sections, engine=args.separability_solver),
     )
     if args.json:
         emit_json(_with_why_not(rep, args))
@@ -80,7 +85,8 @@ def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:
     from ntpcert.pipeline.explain import why_not_of_report
 
     out = rep.to_json()
-    out.update(why_not_of_report(rep, engine=args.separability_solver))
+    if getattr(rep, "why_not", None) is None:  # certify --exact explained them already
+        out.update(why_not_of_report(rep, engine=args.separability_solver))
     if "excess_loss" not in out:  # the exact report carries its certified bracket when asked for
         if args.excess:
             from ntpcert.pipeline.excess_certificate import excess_key

@@ -23,6 +23,9 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
               "norm_lower": x, "norm_upper": x} | null,
       "excess": {"q": [[j, v, "p/q"], ..], "W": [["p/q", ..], ..], "lower": x, "upper": x,
                  "excess_lower": x, "excess_upper": x} | null | absent,
+      "why_not_separable": {"contexts": [j, ..], "ray": [[v, j, "p/q"], ..],
+                            "deletions": [{"context": j, "cols": [i, ..], "W": [["p/q", ..], ..]}, ..]} | absent,
+      "why_not_compatible": {"y": [[j, z, "p/q"], ..]} | absent,
       "checksum": SHA256 of the canonical JSON of every other field
     }
 
@@ -43,6 +46,13 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   are mostly zero (:data:`SPARSE_COUNTS_MAX_FILL`) are written as ``"V": V, "counts_sparse":
   [[j, t, c], ...]``: the positive counts only, ``(j, t)`` strictly increasing (one spelling), at
   most :data:`MAX_SPARSE_CELLS` cells m·V.
+* ``why_not_separable`` (with a false separability claim): an irreducible non-separable set of
+  contexts (strictly increasing), a Farkas ray whose support is exactly that set, and per context
+  of the set, in the same order, a rational W on the embedding columns ``cols`` (V rows of
+  ``len(cols)`` entries; W is zero on the other columns) that separates the set without it (``cols``
+  and ``W`` empty for a set of one context). ``why_not_compatible`` (with a false compatibility
+  claim): a violating null vector y whose rows form a circuit (an irreducible cycle of log-odds).
+  Both are checked by :mod:`ntpcert.pipeline.why_not_verify`.
 * ``checksum`` catches truncation and accidental edits; a deliberate forger can recompute it, which
   is why :mod:`ntpcert.pipeline.verify` re-derives every claim from the instance.
 
@@ -103,6 +113,9 @@ MAX_CERTIFICATE_BYTES = 256 * 2**20
 #: of any length travel as rational strings; the integers of the schema are sizes and indices.
 MAX_JSON_INTEGER_DIGITS = 4300
 
+#: The most entries the points of a ``why_not_separable`` section may hold in all (V per column).
+MAX_WHY_NOT_CELLS = 2_000_000
+
 #: Every integer the schema reads (sizes, indices, counts) is below this bound.
 MAX_SCHEMA_INT = 2**63
 
@@ -128,7 +141,8 @@ SCHEMA: dict[str, dict[str, str]] = {
     "certificate": {
         "format": "str", "version": "int", "instance": "object", "probabilities_exact_from_floats": "bool",
         "claims": "object", "compatibility": "object", "separability": "object", "svm": "object|null",
-        "excess?": "object|null", "checksum": "sha256",
+        "excess?": "object|null", "why_not_separable?": "object", "why_not_compatible?": "object",
+        "checksum": "sha256",
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
@@ -157,6 +171,9 @@ SCHEMA: dict[str, dict[str, str]] = {
     "separability/null": {"claim": "bool|null", "reason": "str"},
     "excess": {"q": "list", "W": "list", "lower": "float", "upper": "float", "excess_lower": "float",
                "excess_upper": "float"},
+    "why_not_separable": {"contexts": "list", "ray": "list", "deletions": "list"},
+    "why_not_separable.deletion": {"context": "int", "cols": "list", "W": "list"},
+    "why_not_compatible": {"y": "list"},
     "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
             "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},
@@ -310,6 +327,12 @@ def check_schema(cert: Any) -> None:
         _check_sparse(cert["excess"]["q"], "excess.q")
         _check_entries(cert["excess"]["W"], V, d, "excess.W", _is_str, "a rational string", _all_str)
 
+    if "why_not_separable" in cert:
+        _check_why_not_separable(cert["why_not_separable"], m, d, V)
+    if "why_not_compatible" in cert:
+        check_section(cert["why_not_compatible"], "why_not_compatible", "why_not_compatible")
+        _check_sparse(cert["why_not_compatible"]["y"], "why_not_compatible.y")
+
     svm = cert["svm"]
     if svm is not None:
         check_section(svm, "svm", "svm")
@@ -422,6 +445,41 @@ def _check_sparse(items: Any, field: str) -> None:
     for n, t in enumerate(items):
         if type(t) is not list or len(t) != 3 or not (_is_count(t[0]) and _is_count(t[1]) and type(t[2]) is str):
             raise CertificateError(f"{field}[{n}]: expected [i, k, \"p/q\"] with indices >= 0, got {show(t)}")
+
+
+def _check_indices(items: Any, bound: int, field: str) -> None:
+    """A strictly increasing list of integers ``0 <= i < bound``."""
+    check_kind(items, "list", field)
+    last = -1
+    for n, x in enumerate(items):
+        if not (type(x) is int and last < x < bound):
+            raise CertificateError(f"{field}[{n}]: expected an integer index in ({last}, {bound}) (strictly "
+                                   f"increasing), got {_type_name(x)} {show(x)}")
+        last = x
+
+
+def _check_why_not_separable(sec: Any, m: int, d: int, V: int) -> None:
+    field = "why_not_separable"
+    check_section(sec, field, field)
+    _check_indices(sec["contexts"], m, f"{field}.contexts")
+    if not sec["contexts"]:
+        raise CertificateError(f"{field}.contexts: empty")
+    _check_sparse(sec["ray"], f"{field}.ray")
+    dels = sec["deletions"]
+    if len(dels) != len(sec["contexts"]):
+        raise CertificateError(f"{field}.deletions: {len(dels)} entries for {len(sec['contexts'])} contexts")
+    cells = 0
+    for k, rec in enumerate(dels):
+        name = f"{field}.deletions[{k}]"
+        check_section(rec, "why_not_separable.deletion", name)
+        _check_indices(rec["cols"], d, f"{name}.cols")
+        cells += V * len(rec["cols"])
+        if cells > MAX_WHY_NOT_CELLS:
+            raise CertificateError(f"{name}.W: the deletions' points exceed {MAX_WHY_NOT_CELLS} entries in all")
+        if rec["cols"]:
+            _check_entries(rec["W"], V, len(rec["cols"]), f"{name}.W", _is_str, "a rational string", _all_str)
+        elif rec["W"] != []:
+            raise CertificateError(f"{name}.W: expected [] with no columns, got {show(rec['W'])}")
 
 
 def _is_count(x: Any) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,8 @@ class ExactReport:
     stages: dict = field(default_factory=dict)
     #: The ``excess_loss`` key (:func:`ntpcert.pipeline.excess_certificate.excess_key`), or None.
     excess: dict | None = None
+    #: The keys ``why_not_separable`` / ``why_not_compatible`` made by the ``why_not`` hook, or None.
+    why_not: dict | None = None
 
     @property
     def compatible(self) -> bool | None:
@@ -144,6 +147,8 @@ class ExactReport:
         out["stages"] = {**out.get("stages", {}), **self.stages}
         if self.excess is not None:
             out["excess_loss"] = dict(self.excess, certificate_checked=self.verdict.valid and "q_nonzeros" in self.excess)
+        if self.why_not is not None:
+            out.update(self.why_not)
         return out
 
 
@@ -264,6 +269,7 @@ def exact_certify(
     separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
     use_lemma1: bool = True,
     excess: bool = True,
+    why_not: Callable[..., tuple[dict, dict]] | None = None,
 ) -> ExactReport:
     """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
 
@@ -285,6 +291,11 @@ def exact_certify(
     excess : bool
         Also certify the excess-loss bracket (section ``excess``; instances up to
         :data:`~ntpcert.pipeline.excess_certificate.AUTO_MAX_CELLS` cells).
+    why_not : callable, optional
+        Explains negative verdicts: called as ``why_not(instance, compatible=, violating=, separable=,
+        ray=, system=)`` with the exact verdicts and witnesses, it returns ``(keys, sections)``: JSON
+        keys for the report and certificate sections, which are written and checked with the rest
+        (:func:`ntpcert.pipeline.explain.why_not_with_sections`, passed in by ``certify --exact``).
     """
     t0 = time.perf_counter()
     if certificate_out is not None:
@@ -315,11 +326,18 @@ def exact_certify(
             te = time.perf_counter()
             ex_key, ex_obj = excess_key(instance, exact=True, check=False)
             stages.seconds["excess_bracket"] = time.perf_counter() - te
+        why_keys, why_sections = None, {}
+        if why_not is not None and (compat.holds is False or sep.holds is False):
+            tw = time.perf_counter()
+            why_keys, why_sections = why_not(instance, compatible=compat.holds, violating=compat.violating,
+                                             separable=sep.holds, ray=sep.ray, system=rep.subspace.system)
+            stages.seconds["why_not"] = time.perf_counter() - tw
         with stages.stage("independent check", key="independent_check"):
             # one encoding of the (large) certificate serves its checksum and the file
             body = _certificate_body(instance, compat, sep, bound, wstar)
             if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
+            body.update(why_sections)
             cert, text = cf.seal_canonical(body)
             # the checksum over the text to be written, not a second encoding of cert
             verdict = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
@@ -328,7 +346,7 @@ def exact_certify(
     finally:
         stages.close()
     return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0,
-                       dict(stages.seconds), ex_key)
+                       dict(stages.seconds), ex_key, why_keys)
 
 
 #: The whole-system exact test (fraction-free null space of G) is run only up to this many rows.

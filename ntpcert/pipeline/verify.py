@@ -46,6 +46,10 @@ exact integer lower bound or settled in Python integers. What it checks:
   looser than the rounding of the quantity it names).
 * **excess** (optional): the excess-loss bracket, by :mod:`ntpcert.pipeline.excess_verify` (q exactly
   dual feasible, the entropy and CE re-evaluated in ``arb`` against the claimed ends).
+* **why_not_separable / why_not_compatible** (optional): an irreducible non-separable set of contexts
+  and an irreducible cycle of log-odds, by :mod:`ntpcert.pipeline.why_not_verify` (the Farkas ray on
+  exactly the set and an exact separating W for each one-context deletion; a null vector whose rows
+  have rank one less than their number, with :math:`y^\top E \ne 0`).
 * **claims**: the summary claims equal (type-exactly, ``is``) the sections they summarise, and
   ``entropy_bound_reachable`` is their Kleene conjunction.
 
@@ -71,6 +75,7 @@ from ntpcert.errors import CertificateError
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.excess_verify import check_excess
+from ntpcert.pipeline.why_not_verify import check_why_not
 from ntpcert.util.logic import and3
 from ntpcert.util.numbers import factorise, lcm_all
 
@@ -1120,6 +1125,8 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *, seale
         sep = _check_separability(cert["separability"], ex, checks)
         svm = _check_svm(cert["svm"], ex, checks)
         why = check_excess(cert.get("excess"), inst, checks)
+        _need(not why, why)
+        why = check_why_not(cert, ex, compat, sep, checks)
         _need(not why, why)
         _check_claims(cert["claims"], compat, sep, svm)
         checks.append("claims agree with the witnesses")

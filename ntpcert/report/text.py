@@ -83,6 +83,7 @@ def exact_report_lines(r: Any) -> list[str]:
     else:
         w(f"  NTP-separable (6)          : undetermined  ({s.reason})")
     w(f"  entropy bound reachable    : {fmt(r.entropy_bound_reachable)}")
+    out += _why_not_lines(getattr(r, "why_not", None), r.verdict.valid)
     if r.svm is not None and r.svm_certified:
         b = r.svm
         w(f"  NTP-SVM ||W^mm||_F in [{b.norm_lower:.12g}, {b.norm_upper:.12g}]; exact gap {b.gap_float:.3e} "
@@ -98,6 +99,33 @@ def exact_report_lines(r: Any) -> list[str]:
           + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))
     else:
         w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined")
+    return out
+
+
+def _why_not_lines(keys: dict | None, valid: bool) -> list[str]:
+    """One line per explained negative verdict (``certify --exact``): the irreducible culprit, and
+    whether the certificate carries it."""
+    out = []
+    where = {True: "in the certificate" if valid else "in the certificate, which is INVALID",
+             False: "not in the certificate"}
+    sep = (keys or {}).get("why_not_separable")
+    if sep is not None and "skipped" not in sep:
+        texts = ", ".join(f"'{c['text']}'" for c in sep["contexts"][:6]) + (", ..." if sep["size"] > 6 else "")
+        state = "irreducible" if sep["irreducible"] else "not proved irreducible"
+        out.append(f"  why not separable          : {sep['size']} contexts, {state} ({texts}); "
+                   f"{where[sep.get('in_certificate', False)]}")
+    elif sep is not None:
+        out.append(f"  why not separable          : {sep['skipped']}")
+    comp = (keys or {}).get("why_not_compatible")
+    if comp is not None and "skipped" not in comp:
+        state = "an irreducible cycle" if comp["irreducible"] else "a cycle not proved irreducible"
+        exact = f" = {comp['mismatch_exact']}" if comp.get("mismatch_exact") else ""
+        out.append(f"  why not compatible         : {state} of {comp['equations']} log-odds equations, mismatch "
+                   f"{comp['mismatch_nats']:.6g} nats{exact}; {where[comp.get('in_certificate', False)]}")
+    elif comp is not None:
+        out.append(f"  why not compatible         : {comp['skipped']}")
+    if out:
+        out.append("  (ntpcert explain DATA prints the contexts, their supports and the equations)")
     return out
 
 

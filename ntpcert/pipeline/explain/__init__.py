@@ -26,6 +26,7 @@ from ntpcert.pipeline.decide import (
     lemma1,
 )
 from ntpcert.pipeline.explain.compatibility import LogOddsTerm, WhyNotCompatible, why_not_compatible
+from ntpcert.pipeline.explain.sections import compatibility_section, separability_section
 from ntpcert.pipeline.explain.separability import Deletion, WhyNotSeparable, why_not_separable
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.util.logic import and3
@@ -190,6 +191,36 @@ def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict |
     """The keys ``why_not_separable`` / ``why_not_compatible`` for a report whose verdicts and exact
     witnesses are given: present only for a negative verdict; ``{"skipped": why}`` when the witness is
     larger than the caps (then ``ntpcert explain`` gives it)."""
+    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, engine, max_contexts,
+                                max_equations, time_budget)
+    return _keys(compatible, wnc, separable, wns, notes)
+
+
+def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, violating: dict | None,
+                          separable: bool | None, ray: dict | None, system: KeslerSystem | None = None,
+                          engine: str = DEFAULT_SEPARABILITY_ENGINE) -> tuple[dict, dict]:
+    """:func:`why_not`, and the irreducible culprits as certificate sections
+    (:mod:`.sections`; the hook ``why_not`` of
+    :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`). Each key says whether its culprit is in
+    the certificate (``in_certificate``), and why not when it is not."""
+    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, engine,
+                                CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_BUDGET)
+    keys = _keys(compatible, wnc, separable, wns, notes)
+    sections = {}
+    for key, (sec, why) in (("why_not_separable", separability_section(wns)),
+                            ("why_not_compatible", compatibility_section(wnc))):
+        if key not in keys or "skipped" in keys[key]:
+            continue
+        if sec is not None:
+            sections[key] = sec
+        keys[key]["in_certificate"] = sec is not None
+        if sec is None:
+            keys[key]["not_in_certificate"] = why
+    return keys, sections
+
+
+def _culprits(instance, compatible, violating, separable, ray, system, engine, max_contexts, max_equations,
+              time_budget) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
     notes: dict[str, str] = {}
     wns = wnc = None
     if separable is False:
@@ -214,7 +245,7 @@ def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict |
             wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget)
             if wnc is None:
                 notes["why_not_compatible"] = "the violating null vector failed its exact re-check"
-    return _keys(compatible, wnc, separable, wns, notes)
+    return wnc, wns, notes
 
 
 def why_not_of_report(rep, *, engine: str = DEFAULT_SEPARABILITY_ENGINE) -> dict:
@@ -242,6 +273,7 @@ __all__ = [
     "WhyNotSeparable",
     "explain",
     "why_not",
+    "why_not_with_sections",
     "why_not_compatible",
     "why_not_of_report",
     "why_not_separable",
