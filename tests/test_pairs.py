@@ -158,12 +158,22 @@ def _open_compatibility(m: int) -> NTPInstance:
     return NTPInstance.from_counts(H, C)
 
 
-def test_float_certify_skips_the_fit_once_pairs_refute_separability():
+def _without_tall_route(monkeypatch) -> None:
+    """Keep (4) open in the decision engine: the instance is tall (rows outnumber the 18 columns), so
+    particular solutions would settle it before the order of the other witnesses matters."""
+    import ntpcert.pipeline.decide as decide
+
+    monkeypatch.setattr(decide, "check_compatibility_by_columns", lambda instance: None)
+
+
+def test_float_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch):
     """Past the dense path (LSMR) and with (4) left open by the exact witnesses, a pair's exact ray
     settles (6) first and W* (which needs both conditions) is not fitted; with fit_when_refuted
     (the float CLI) it is."""
     from ntpcert.pipeline.float_verdicts import certify
     from ntpcert.rows.subspace import dense_preferred
+
+    _without_tall_route(monkeypatch)
 
     inst = _open_compatibility(600)
     assert not dense_preferred(KeslerSystem.build(inst))
@@ -175,13 +185,15 @@ def test_float_certify_skips_the_fit_once_pairs_refute_separability():
     assert fitted.compatible.W_star is not None and fitted.separable.holds is False
 
 
-@pytest.mark.slow
-def test_exact_certify_skips_the_fit_once_pairs_refute_separability():
-    """The same through certify --exact: a valid certificate without the fit (about a minute: the
-    exact compatibility solve and its independent re-check dominate)."""
+def test_exact_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch):
+    """The same through certify --exact: a valid certificate without the fit. The exact stage proves
+    (4) by particular solutions (900 rows on 18 columns), not by a 900 x 900 null space (that took
+    about a minute with its re-check)."""
+    _without_tall_route(monkeypatch)  # in the float stage only
     rep = exact_certify(_open_compatibility(900), svm=False)
     assert rep.verdict.valid, rep.verdict.reason
     assert rep.separable is False
     fl = rep.float_report
     assert fl.sep_decision.engine == "pair-farkas"
     assert fl.compatible.W_star is None and "refuted exactly first" in fl.compatible.solver["why"]
+    assert rep.compatible is True and rep.compatibility.method == "particular-solutions"

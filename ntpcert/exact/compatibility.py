@@ -175,6 +175,9 @@ class ExactCompatibility:
     method: str = "null-space"
     reason: str = ""
     embeddings_modulus: bool = False
+    #: ``{p: {(v, i): Fraction}}``: exact :math:`R_p` with :math:`A_{eq}\,\mathrm{vec}(R_p) = E_{:,p}`
+    #: (:func:`check_compatibility_by_columns`); then ``null_basis`` is empty.
+    particular: dict | None = field(default=None, repr=False)
 
     @property
     def null_dim(self) -> int | None:
@@ -246,6 +249,113 @@ def _times_E(col: list[int], comp: np.ndarray, E: np.ndarray, primes: tuple[int,
         if s:
             out[p] = Fraction(s)
     return out
+
+
+# ---------------------------------------------------------------------------- tall systems: particular solutions
+#: :func:`check_compatibility_by_columns` runs when the rows outnumber the used columns and
+#: r times that number of columns is at most this.
+COLUMNS_MAX_CELLS = 20_000_000
+#: ... and the columns (token, feature) that the rows use are at most this many ...
+COLUMNS_MAX = 2_000
+#: ... and r n^2 (the work of forming the n x n normal matrix) is at most this.
+COLUMNS_MAX_WORK = 500_000_000
+
+
+def used_columns(instance: NTPInstance) -> np.ndarray:
+    """``(V, d)`` booleans: the columns ``(token, feature)`` of :math:`A_{eq}` that some equality row
+    touches (token in the support of a context with two or more tokens, feature non-zero in its
+    embedding); one sparse product, no loop over the rows."""
+    import scipy.sparse as sp
+
+    mask = instance.support_mask()
+    multi = mask.sum(axis=1) >= 2
+    S = sp.csr_matrix(mask[multi].astype(np.float64))  # (m', V)
+    nz = (instance.embeddings[multi] != 0.0).astype(np.float64)  # (m', d)
+    return np.asarray(S.T @ nz) > 0
+
+
+def check_compatibility_by_columns(instance: NTPInstance) -> ExactCompatibility | None:
+    r"""Prove (4) for a tall system by one exact particular solution per prime.
+
+    With :math:`b = E\log\mathbf p`, any rational :math:`R_p` with :math:`A_{eq}\,\mathrm{vec}(R_p) =
+    E_{:,p}` for every prime p gives :math:`W = \sum_p \log(p) R_p` solving (4); such :math:`R_p` exist
+    iff (4) is solvable (module doc). When the rows outnumber the n columns of :math:`A_{eq}` that they
+    use, this works in the n-dimensional column space instead of the r-dimensional row space: the
+    normal equations :math:`A^\top A x = A^\top E_{:,p}` (integer matrix :math:`2^{s}A` of the dyadic
+    embeddings) are solved by one fraction-free row reduction of :math:`[A^\top A \mid A^\top E]`,
+    each x is checked in :math:`A x = E_{:,p}` exactly, and :math:`\dim F = \mathrm{rank}\,A =
+    \mathrm{rank}\,A^\top A` comes from the same reduction. With no primes (every in-support ratio
+    1, b = 0) W = 0 solves (4) and only the rank is computed.
+
+    Returns None when it does not apply (not tall, too large) or when some :math:`E_{:,p}` is not in
+    the column space, i.e. (4) fails: a violating null vector is then found by
+    :func:`check_compatibility_exact`.
+    """
+    t0 = time.perf_counter()
+    mask = instance.support_mask()
+    r = int(np.maximum(mask.sum(axis=1) - 1, 0).sum())
+    used = used_columns(instance)
+    n = int(used.sum())
+    if not r or n >= r or n > COLUMNS_MAX or r * n > COLUMNS_MAX_CELLS or r * n * n > COLUMNS_MAX_WORK:
+        return None
+    rows = eq_rows(instance)
+    cols = [(int(v), int(i)) for v, i in zip(*np.nonzero(used))]
+    primes, E = prime_exponents(instance)
+    H = instance.embeddings
+    num_den = {}
+    shift = 0
+    for j in {j for j, _, _ in rows}:
+        for i in np.flatnonzero(H[j]).tolist():
+            nm, dn = float(H[j, i]).as_integer_ratio()
+            num_den[(j, i)] = (nm, dn)
+            shift = max(shift, dn.bit_length() - 1)
+    col = {c: k for k, c in enumerate(cols)}
+    A = flint.fmpz_mat(r, n)
+    for k, (j, z, a) in enumerate(rows):
+        for i in np.flatnonzero(H[j]).tolist():
+            nm, dn = num_den[(j, i)]
+            v = nm * ((1 << shift) // dn)  # 2^shift * h_{j,i}, an integer
+            A[k, col[(z, i)]] += v
+            A[k, col[(a, i)]] -= v
+    At = A.transpose()
+    P = len(primes)
+    Em = flint.fmpz_mat(r, max(P, 1), [int(E[k, q]) if q < P else 0 for k in range(r) for q in range(max(P, 1))])
+    N = At * A
+    M = flint.fmpz_mat(n, n + max(P, 1))
+    rhs = At * Em
+    for x in range(n):
+        for y in range(n):
+            M[x, y] = N[x, y]
+        for q in range(P):
+            M[x, n + q] = rhs[x, q]
+    R, den, _ = M.rref()  # fraction-free: R / den is the reduced echelon form, pivots equal den
+    pivots = []
+    for x in range(n):
+        lead = next((y for y in range(n) if R[x, y] != 0), None)
+        if lead is None:
+            break
+        pivots.append((x, lead))
+    rank = len(pivots)
+    particular: dict[int, dict[tuple[int, int], Fraction]] = {}
+    for q, p in enumerate(primes):
+        xs = flint.fmpz_mat(n, 1)
+        for x, lead in pivots:  # the free variables at 0: x_lead = R[x, rhs] / den
+            xs[lead, 0] = R[x, n + q]
+        d = int(den)
+        if not _column_solves(A, xs, Em, q, d):
+            return None
+        # A_int x = d E  with A_int = 2^shift A  =>  A (2^shift x / d) = E
+        particular[p] = {cols[k]: Fraction(int(xs[k, 0]) << shift, d) for k in range(n) if xs[k, 0] != 0}
+    return ExactCompatibility(holds=True, n_eq=r, rank=rank, primes=primes, null_basis=(), violating=None,
+                              violating_exponents=None, probabilities_from_floats=bool(instance.probs_exact_from_floats),
+                              seconds=time.perf_counter() - t0, E=E, method="particular-solutions",
+                              particular=particular)
+
+
+def _column_solves(A: flint.fmpz_mat, xs: flint.fmpz_mat, Em: flint.fmpz_mat, q: int, d: int) -> bool:
+    r""":math:`A x = d\,E_{:,q}` exactly."""
+    Ax = A * xs
+    return all(Ax[k, 0] == d * Em[k, q] for k in range(A.nrows()))
 
 
 # ---------------------------------------------------------------------------- W* in closed form

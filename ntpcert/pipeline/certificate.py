@@ -11,6 +11,7 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
                  "svm": {"gap": "p/q", "distance_bound": x, "norm_lower": x, "norm_upper": x} | null},
       "compatibility": {"claim": true, "n_eq": r, "dim_F": k, "primes": [..],
                         "null_space_basis": [[[j, z, "p/q"], ..], ..], "W_star": {...} (optional),
+                        "particular_solutions": {"p": [[v, i, "p/q"], ..], ..} (optional; basis empty),
                         "rank_modulus": p (optional), "embeddings_rank_modulus": p (optional)}
                      | {"claim": false, ..., "dim_F": k|null, "violating_null_vector": [[j, z, "p/q"], ..]}
                      | {"claim": null, "n_eq": r, "primes": [..], "reason": ".."},
@@ -161,7 +162,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "claims.svm": {"gap": "rational", "distance_bound": "float", "norm_lower": "float", "norm_upper": "float"},
     "compatibility/true": {"claim": "bool|null", "n_eq": "int", "dim_F": "int", "primes": "list",
                            "null_space_basis": "list", "W_star?": "object", "rank_modulus?": "int",
-                           "embeddings_rank_modulus?": "int"},
+                           "embeddings_rank_modulus?": "int", "particular_solutions?": "object"},
     "compatibility/false": {"claim": "bool|null", "n_eq": "int", "dim_F": "int|null", "primes": "list",
                             "violating_null_vector": "list"},
     "compatibility/null": {"claim": "bool|null", "n_eq": "int", "primes": "list", "reason": "str"},
@@ -302,11 +303,17 @@ def check_schema(cert: Any) -> None:
             raise CertificateError("compatibility: give rank_modulus or embeddings_rank_modulus, not both")
         for k, vec in enumerate(comp["null_space_basis"]):
             _check_sparse(vec, f"compatibility.null_space_basis[{k}]")
+        if "particular_solutions" in comp:
+            if comp["null_space_basis"] or "rank_modulus" in comp or "embeddings_rank_modulus" in comp:
+                raise CertificateError("compatibility.particular_solutions: give them with an empty null_space_basis "
+                                       "and no rank modulus")
+            for key, vec in comp["particular_solutions"].items():
+                _check_prime_key(key, "compatibility.particular_solutions")
+                _check_sparse(vec, f"compatibility.particular_solutions[{key}]")
         if "W_star" in comp:
             check_section(comp["W_star"], "compatibility.W_star", "compatibility.W_star")
             for key, vec in comp["W_star"]["coefficients"].items():
-                if not (key.isascii() and key.isdigit() and len(key) <= 40 and key[0] != "0" and int(key) >= 2):
-                    raise CertificateError(f"compatibility.W_star.coefficients: key {show(key)} is not a prime written in decimal")
+                _check_prime_key(key, "compatibility.W_star.coefficients")
                 _check_sparse(vec, f"compatibility.W_star.coefficients[{key}]")
     elif claim is False:
         _check_sparse(comp["violating_null_vector"], "compatibility.violating_null_vector")
@@ -445,6 +452,11 @@ def _check_sparse(items: Any, field: str) -> None:
     for n, t in enumerate(items):
         if type(t) is not list or len(t) != 3 or not (_is_count(t[0]) and _is_count(t[1]) and type(t[2]) is str):
             raise CertificateError(f"{field}[{n}]: expected [i, k, \"p/q\"] with indices >= 0, got {show(t)}")
+
+
+def _check_prime_key(key: str, field: str) -> None:
+    if not (key.isascii() and key.isdigit() and len(key) <= 40 and key[0] != "0" and int(key) >= 2):
+        raise CertificateError(f"{field}: key {show(key)} is not a prime written in decimal")
 
 
 def _check_indices(items: Any, bound: int, field: str) -> None:

@@ -35,6 +35,15 @@ reconstruction; each lifted vector is checked exactly (:math:`A_{eq}^\top y = 0`
 :math:`y^\top b \ne 0` refutes (4), while a full lifted basis with every :math:`y^\top b = 0` proves it
 (rank mod p is a lower bound on the rank, the lifted independent null vectors an upper bound).
 
+**Tall systems** (``particular-solutions``). When the equality rows outnumber the columns
+(token, feature) they use, (4) is proved in the column space: for every prime p of the count ratios
+an exact :math:`R_p` with :math:`A_{eq}\,\mathrm{vec}(R_p) = E_{:,p}`, from one fraction-free reduction
+of the normal equations, so :math:`W = \sum_p \log(p) R_p` solves (4)
+(:func:`ntpcert.exact.compatibility.check_compatibility_by_columns`). Tried after the pairs and
+before the parts; when some :math:`E_{:,p}` is outside the column space the search for a violating
+null vector goes on. The ``--exact`` certificate carries the :math:`R_p` (``particular_solutions``)
+instead of a null-space basis of about r vectors.
+
 What none of these settles is reported undetermined, with the reason.
 """
 
@@ -45,9 +54,12 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from typing import Any
+
 import numpy as np
 
 from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.exact.compatibility import check_compatibility_by_columns
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 
@@ -428,6 +440,9 @@ class CompatibilityDecision:
     rank: int | None = None
     violating: dict | None = None
     null_basis: list | None = None
+    #: The exact verdict itself when the engine made one
+    #: (:class:`~ntpcert.exact.compatibility.ExactCompatibility`, engine ``particular-solutions``).
+    exact: Any = None
 
 
 def _rational(a: int, p: int) -> tuple[int, int] | None:
@@ -557,6 +572,12 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = N
     pair = _pair_null_vector(system)
     if pair is not None:
         return pair
+    tall = check_compatibility_by_columns(inst)  # more rows than used columns: one solve per prime
+    if tall is not None:
+        return CompatibilityDecision(True, "particular-solutions", f"exact R_p with A_eq vec(R_p) = E_p for the "
+                                     f"{len(tall.particular)} primes of the count ratios, so W = sum_p log(p) R_p "
+                                     f"solves (4) (r = {r} rows, rank A_eq = {tall.rank})",
+                                     rank=tall.rank, exact=tall)
     p = PRIMES[0]
     notes = []
     for part in (_parts(inst) if r > GRAM_MAX_ROWS or inst.m > PART_MIN_CONTEXTS else ()):

@@ -23,6 +23,7 @@ import numpy as np
 from ntpcert.exact.compatibility import (
     ExactCompatibility,
     WStarClosedForm,
+    check_compatibility_by_columns,
     check_compatibility_exact,
     w_star_closed_form,
 )
@@ -192,6 +193,9 @@ def _certificate_body(
         comp["dim_F"] = compat.rank
         comp["primes"] = list(compat.primes)
         comp["null_space_basis"] = [cf.sparse_list(y) for y in compat.null_basis]
+        if compat.particular is not None:  # R_p with A_eq vec(R_p) = E_p: the primes whose exponents move
+            comp["particular_solutions"] = {str(p): cf.sparse_list(compat.particular[p])
+                                            for q, p in enumerate(compat.primes) if any(compat.E[:, q])}
         if compat.modulus is not None:
             comp["embeddings_rank_modulus" if compat.embeddings_modulus else "rank_modulus"] = compat.modulus
         if w_star is not None:
@@ -363,6 +367,14 @@ def _compatibility(instance: NTPInstance, rep: Report) -> ExactCompatibility:
     t0 = time.perf_counter()
     dec = rep.compat_decision
     r = rep.subspace.system.n_eq
+    if dec is not None and dec.engine == "particular-solutions" and dec.exact is not None:
+        return dec.exact  # the decision engine's own exact verdict (checked with the certificate)
+    if dec is None or (dec.holds is not False and dec.engine not in ("no-equations", "lemma1")):
+        # a tall system: one solve per prime in the column space, instead of a null-space basis of
+        # about r vectors that the certificate would list and the checker re-check
+        tall = check_compatibility_by_columns(instance)
+        if tall is not None:
+            return tall
     if dec is not None and dec.engine in ("no-equations", "lemma1", "gram-rank-mod-p", "null-space", "null-vector",
                                           "part-null-vector", "pair-null-vector"):
         primes, E = prime_exponents(instance)

@@ -25,6 +25,7 @@ verified exactly; the structured solver extracts one from its diverging dual ite
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -107,8 +108,14 @@ def log_odds_sign(system: KeslerSystem, y: np.ndarray) -> int | None:
     :math:`y^\top b = \sum_i y_i(\log c_{z_i} - \log c_{a_i})` is first evaluated in floats; with
     at most one rounding in each logarithm and :math:`n` terms summed, its error is below
     :math:`\beta = 4(n + 2)\,\epsilon \sum_i |y_i|(|\log c_{z_i}| + |\log c_{a_i}|)`, so
-    :math:`|y^\top b| > \beta` decides the sign. Otherwise the product of count ratios is formed
-    exactly (:func:`log_odds_product`)."""
+    :math:`|y^\top b| > \beta` decides the sign. Otherwise the prime exponents
+    :math:`e = \sum_i y_i(\nu(c_{z_i}) - \nu(c_{a_i}))` are summed (:func:`log_odds_exponents`):
+    :math:`y^\top b = \sum_p e_p \log p` is 0 iff e = 0 (logarithms of primes are independent over
+    :math:`\mathbb Q`), and its sign otherwise comes from that short sum, or from comparing
+    :math:`\prod_{e_p>0} p^{e_p}` with :math:`\prod_{e_p<0} p^{-e_p}`. Only when a count does not
+    factor is the product of the ratios themselves formed (:func:`log_odds_product`): with many
+    terms that product has millions of bits, and forming it is quadratic (95 s for 1,052 null
+    vectors of a compatible corpus of 13,861 rows before the exponents were summed)."""
     inst = system.instance
     ratios: dict[int, dict[int, int]] = {}
     value, scale, n = 0.0, 0.0, 0
@@ -124,10 +131,56 @@ def log_odds_sign(system: KeslerSystem, y: np.ndarray) -> int | None:
     beta = 4 * (n + 2) * float(np.finfo(np.float64).eps) * scale
     if abs(value) > beta:
         return 1 if value > 0 else -1
+    exps = log_odds_exponents(system, y)
+    if exps is not None:
+        if not exps:
+            return 0
+        value = math.fsum(e * math.log(p) for p, e in exps.items())
+        beta = 4 * (len(exps) + 2) * float(np.finfo(np.float64).eps) * sum(abs(e) * math.log(p) for p, e in exps.items())
+        if abs(value) > beta:
+            return 1 if value > 0 else -1
+        if sum(abs(e) * p.bit_length() for p, e in exps.items()) > PRODUCT_MAX_BITS:
+            return None
+        num = math.prod(p ** e for p, e in exps.items() if e > 0)
+        den = math.prod(p ** -e for p, e in exps.items() if e < 0)
+        return (num > den) - (num < den)
     prod = log_odds_product(system, y)
     if prod is None:
         return None
     return (prod[0] > prod[1]) - (prod[0] < prod[1])
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _factors(n: int) -> tuple[tuple[int, int], ...] | None:
+    """``factorise(n)`` as sorted pairs, cached (counts repeat across contexts and null vectors);
+    None when n has a composite factor too large to factor."""
+    from ntpcert.errors import InputError
+    from ntpcert.util.numbers import factorise
+
+    try:
+        return tuple(sorted(factorise(n).items()))
+    except InputError:
+        return None
+
+
+def log_odds_exponents(system: KeslerSystem, y: np.ndarray) -> dict[int, int] | None:
+    r"""``{p: e_p}`` (non-zero only) with :math:`\prod_i (c_{j_i,z_i}/c_{j_i,a_i})^{y_i} = \prod_p p^{e_p}`
+    exactly, from the factorised counts; None when some count does not factor."""
+    inst = system.instance
+    ratios: dict[int, dict[int, int]] = {}
+    out: dict[int, int] = {}
+    for i in np.flatnonzero(y):
+        j, z, a, e = int(system.eq_context[i]), int(system.eq_token[i]), int(system.eq_anchor[i]), int(y[i])
+        c = ratios.get(j)
+        if c is None:
+            c = ratios[j] = inst.ratio_integers(j)
+        for count, sign in ((c[z], e), (c[a], -e)):
+            f = _factors(int(count))
+            if f is None:
+                return None
+            for p, k in f:
+                out[p] = out.get(p, 0) + sign * k
+    return {p: e for p, e in out.items() if e}
 
 
 def log_odds_product(system: KeslerSystem, y: np.ndarray) -> tuple[int, int] | None:

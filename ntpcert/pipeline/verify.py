@@ -28,6 +28,10 @@ exact integer lower bound or settled in Python integers. What it checks:
   rank G, while the independent null vectors bound it above, so both are exact). With
   ``embeddings_rank_modulus`` p (Lemma 1): :math:`d \ge m` and H has rank m mod p, so H and hence
   :math:`A_{eq}` have full row rank. Optional ``W_star``: :math:`G g_p = E_{:,p}` for every prime.
+* **compatibility, claim true, tall systems** (``particular_solutions``): for every prime whose
+  exponents move, a rational :math:`R_p` with :math:`A_{eq}\,\mathrm{vec}(R_p) = E_{:,p}` exactly, so
+  :math:`W = \sum_p \log(p) R_p` solves (4); ``dim_F`` is the exact integer rank of :math:`A_{eq}`
+  (on the columns its rows use), and the null-space basis is empty.
 * **compatibility, claim false**: :math:`A_{eq}^\top y = 0` and :math:`y^\top E \ne 0`, so
   :math:`y^\top b \ne 0`; ``dim_F``, when given, is checked as rank G.
 * **separability, claim true**: the rational W satisfies (6a) and every margin of (6b) is :math:`\ge 1`;
@@ -912,6 +916,9 @@ def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool | Non
         _need(bool(viol), "compatibility.violating_null_vector: y^T E = 0, so it shows nothing")
         checks.append(f"incompatible: y in null(A_eq^T) with y^T b = {' + '.join(f'{v}*log({p})' for p, v in sorted(viol.items()))} != 0")
         return False
+    if "particular_solutions" in sec:  # tall systems: one exact solution per prime, rank A_eq exactly
+        _check_particular(sec, ex, primes, Erows, checks)
+        return True
     basis = sec["null_space_basis"]
     ys = [_integer_vector(b, f"compatibility.null_space_basis[{k}]", ex) for k, b in enumerate(basis)]
     dim_F = sec["dim_F"]
@@ -949,6 +956,51 @@ def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool | Non
         G = ex.G
         _check_w_star(sec["W_star"], ex, G, primes, Erows, checks)
     return True
+
+
+def _check_particular(sec: dict, ex: _Exact, primes: list[int], Erows: dict, checks: list[str]) -> None:
+    r"""``particular_solutions``: for every prime p whose exponents move, a rational :math:`R_p` with
+    :math:`A_{eq}\,\mathrm{vec}(R_p) = E_{:,p}`, row by row in integers
+    (:math:`\sum_i \mathrm{Hint}_{j,i}(R_{z,i} - R_{z_j,i})\,D = E_{(j,z),p}\,D\,2^s` for the common
+    denominator D of :math:`R_p`); then :math:`W = \sum_p \log(p) R_p` solves (4). ``dim_F`` is the
+    exact rank of :math:`2^s A_{eq}` on the columns its rows use."""
+    sols = sec["particular_solutions"]
+    needed = {p for p in primes if any(Erows[k].get(p) for k in ex.rows)}
+    given = {int(key) for key in sols}
+    _need(given == needed, f"compatibility.particular_solutions: primes {_list_text(sorted(given))}, the count ratios "
+          f"need {_list_text(sorted(needed))}")
+    for p in sorted(needed):
+        name = f"compatibility.particular_solutions[{p}]"
+        R = cf.sparse_dict(sols[str(p)], name)
+        den = lcm_all(x.denominator for x in R.values())
+        Ri: dict[tuple[int, int], int] = {}
+        for (v, i), x in R.items():
+            _need(v < ex.V and i < ex.d, f"{name}: index ({v}, {i}) is outside the (V, d) = ({ex.V}, {ex.d}) table")
+            Ri[(v, i)] = int(x * den)
+        target = den * ex.hden
+        for (j, z) in ex.rows:
+            a = ex.anchor[j]
+            h = ex.hint_row(j)
+            lhs = sum(x * (Ri.get((z, i), 0) - Ri.get((a, i), 0)) for i, x in enumerate(h) if x)
+            _need(lhs == Erows[(j, z)].get(p, 0) * target,
+                  f"{name}: row ({j}, {z}) of A_eq vec(R_p) is not the exponent of {p} in its count ratio")
+    cols: dict[tuple[int, int], int] = {}
+    for j, z in ex.rows:
+        for i, x in enumerate(ex.hint_row(j)):
+            if x:
+                cols.setdefault((z, i), len(cols))
+                cols.setdefault((ex.anchor[j], i), len(cols))
+    A = flint.fmpz_mat(len(ex.rows), max(len(cols), 1))
+    for k, (j, z) in enumerate(ex.rows):
+        for i, x in enumerate(ex.hint_row(j)):
+            if x:
+                A[k, cols[(z, i)]] += x
+                A[k, cols[(ex.anchor[j], i)]] -= x
+    rank = int(A.rank()) if ex.rows else 0
+    _need(sec["dim_F"] == rank, f"compatibility.dim_F: claims {cf.show(sec['dim_F'])}, rank A_eq is {rank}")
+    how = (f"A_eq vec(R_p) = E_p exactly for {len(needed)} prime{'s' if len(needed) != 1 else ''}, so "
+           "W = sum_p log(p) R_p solves (4)") if needed else "every count ratio is 1 (b = 0), so W = 0 solves (4)"
+    checks.append(f"compatible: {how} (rank A_eq = {rank} on the {len(cols)} columns its rows use)")
 
 
 def _is_prime(p: int) -> bool:

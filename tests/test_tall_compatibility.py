@@ -1,0 +1,115 @@
+"""Compatibility (4) of tall systems (more equality rows than the columns they use) by one exact
+particular solution per prime: agreement with the null-space test, the certificate variant
+``particular_solutions``, and its forgeries."""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from ntpcert import NTPInstance
+from ntpcert.exact.compatibility import check_compatibility_by_columns, check_compatibility_exact, eq_rows
+from ntpcert.pipeline import certificate as cf
+from ntpcert.pipeline.exact_verdicts import exact_certify
+from ntpcert.pipeline.verify import verify_certificate
+
+
+def teacher_counts(rng: np.random.Generator, m: int, d: int, V: int, *, gaussian: bool = False) -> NTPInstance:
+    """Tall, compatible data: counts 2^(l1) 3^(l2) on random supports for integer logits
+    l1 = H W1^T, l2 = H W2^T (so log-odds are log 2 * (l1 diff) + log 3 * (l2 diff)); with
+    ``gaussian``, Gaussian embeddings and equal counts (b = 0)."""
+    if gaussian:
+        H = rng.standard_normal((m, d))
+        L1 = L2 = np.zeros((m, V), dtype=np.int64)
+    else:
+        H = rng.integers(-1, 2, (m, d)).astype(float)
+        L1 = (H @ rng.integers(-1, 2, (V, d)).T).astype(np.int64)
+        L2 = (H @ rng.integers(-1, 2, (V, d)).T).astype(np.int64)
+    C = np.zeros((m, V), dtype=np.int64)
+    for j in range(m):
+        S = rng.choice(V, size=int(rng.integers(1, V + 1)), replace=False)
+        C[j, S] = (2 ** (L1[j, S] - L1[j, S].min())) * (3 ** (L2[j, S] - L2[j, S].min()))
+    return NTPInstance.from_counts(H, C)
+
+
+def spoil(inst: NTPInstance, rng: np.random.Generator) -> NTPInstance:
+    """Multiply one in-support count of a context with at least two tokens by 5."""
+    C = np.array(inst.counts)
+    j = next(j for j in rng.permutation(inst.m) if np.count_nonzero(C[j]) > 1)
+    C[j, np.flatnonzero(C[j])[0]] *= 5
+    return NTPInstance.from_counts(inst.embeddings, C)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_agrees_with_the_null_space_test(seed):
+    rng = np.random.default_rng(seed)
+    m, d, V = int(rng.integers(40, 120)), int(rng.integers(1, 4)), int(rng.integers(2, 5))
+    inst = teacher_counts(rng, m, d, V, gaussian=seed % 3 == 0)
+    full = check_compatibility_exact(inst)
+    tall = check_compatibility_by_columns(inst)
+    assert full.holds is True
+    if tall is None:  # not tall (few rows used): nothing to compare
+        assert len(eq_rows(inst)) <= V * d
+        return
+    assert tall.holds is True and tall.rank == full.rank and tall.null_basis == ()
+    # each R_p solves A_eq vec(R_p) = E_p, recomputed here in Fractions from the data
+    primes = dict(zip(full.primes, range(len(full.primes))))
+    for k, (j, z, a) in enumerate(eq_rows(inst)):
+        h = [Fraction(float(x)) for x in inst.embeddings[j]]
+        for p, q in primes.items():
+            R = tall.particular[p]
+            lhs = sum(h[i] * (R.get((z, i), 0) - R.get((a, i), 0)) for i in range(inst.d))
+            assert lhs == full.E[k, q]
+    bad = spoil(inst, rng)
+    if check_compatibility_exact(bad).holds is False:
+        assert check_compatibility_by_columns(bad) is None  # left to the null-space test's violating y
+
+
+def _tall_certificate():
+    inst = teacher_counts(np.random.default_rng(5), 80, 3, 4)
+    rep = exact_certify(inst, svm=False, excess=False)
+    assert rep.compatibility.method == "particular-solutions"
+    return inst, rep
+
+
+def test_certificate_carries_particular_solutions_and_checks():
+    inst, rep = _tall_certificate()
+    assert rep.verdict.valid and rep.compatible is True
+    sec = rep.certificate["compatibility"]
+    assert sec["null_space_basis"] == [] and set(sec["particular_solutions"]) == {"2", "3"}
+    assert sec["dim_F"] == check_compatibility_exact(inst).rank
+    assert any("A_eq vec(R_p) = E_p exactly for 2 primes" in c for c in rep.verdict.checks)
+
+
+def _forged(edit) -> str:
+    _, rep = _tall_certificate()
+    cert = copy.deepcopy(rep.certificate)
+    cert.pop("checksum")
+    edit(cert["compatibility"])
+    v = verify_certificate(cf.seal(cert))
+    assert not v.valid
+    return v.reason
+
+
+def _bump_entry(sec):
+    entry = sec["particular_solutions"]["3"][0]
+    entry[2] = cf.fraction_str(Fraction(entry[2]) + 1)
+
+
+def test_forged_particular_solutions_are_refused():
+    assert "is not the exponent of 3" in _forged(_bump_entry)
+    assert "need [2, 3]" in _forged(lambda s: s["particular_solutions"].pop("2"))
+    assert "rank A_eq" in _forged(lambda s: s.update(dim_F=s["dim_F"] + 1))
+    assert "empty null_space_basis" in _forged(lambda s: s.update(null_space_basis=[[[0, 1, "1"]]]))
+    assert "outside" in _forged(lambda s: s["particular_solutions"]["2"].append([99, 0, "1"]))
+
+
+def test_tall_incompatible_data_still_get_a_violating_vector():
+    rng = np.random.default_rng(2)
+    inst = spoil(teacher_counts(rng, 80, 2, 3), rng)
+    rep = exact_certify(inst, svm=False, excess=False)
+    assert rep.verdict.valid and rep.compatible is False
+    assert "violating_null_vector" in rep.certificate["compatibility"]
