@@ -104,7 +104,21 @@ def test_forged_particular_solutions_are_refused():
     assert "need [2, 3]" in _forged(lambda s: s["particular_solutions"].pop("2"))
     assert "rank A_eq" in _forged(lambda s: s.update(dim_F=s["dim_F"] + 1))
     assert "empty null_space_basis" in _forged(lambda s: s.update(null_space_basis=[[[0, 1, "1"]]]))
+    assert "no W_star" in _forged(lambda s: s.update(W_star={"coefficients": {}}))  # it would go unchecked
     assert "outside" in _forged(lambda s: s["particular_solutions"]["2"].append([99, 0, "1"]))
+
+
+def test_equal_counts_give_w_star_zero_without_a_gram_matrix(tmp_path, capsys):
+    from ntpcert.cli.app import main
+    from ntpcert.instance.io import write_npz
+
+    rng = np.random.default_rng(4)
+    inst = teacher_counts(rng, 200, 3, 3, gaussian=True)  # b = 0
+    path = tmp_path / "eq.npz"
+    write_npz(inst, path)
+    assert main(["certify", str(path), "--exact", "--no-svm"]) == 0
+    out = capsys.readouterr().out
+    assert "every count ratio is 1 (b = 0), so W = 0 solves (4)" in out and "W* = 0" in out
 
 
 def test_tall_incompatible_data_still_get_a_violating_vector():

@@ -179,6 +179,16 @@ class ExactCompatibility:
     #: (:func:`check_compatibility_by_columns`); then ``null_basis`` is empty.
     particular: dict | None = field(default=None, repr=False)
 
+    def particular_text(self) -> str:
+        """What ``particular`` proves, in words (empty when there is none)."""
+        if self.particular is None:
+            return ""
+        k = sum(1 for R in self.particular.values() if R)
+        if k == 0:
+            return "every count ratio is 1 (b = 0), so W = 0 solves (4)"
+        return (f"R_p with A_eq vec(R_p) = E_p for the {k} prime{'s' if k != 1 else ''} whose exponents move, "
+                "so W = sum_p log(p) R_p solves (4)")
+
     @property
     def null_dim(self) -> int | None:
         return None if self.rank is None else self.n_eq - self.rank

@@ -304,9 +304,10 @@ def check_schema(cert: Any) -> None:
         for k, vec in enumerate(comp["null_space_basis"]):
             _check_sparse(vec, f"compatibility.null_space_basis[{k}]")
         if "particular_solutions" in comp:
-            if comp["null_space_basis"] or "rank_modulus" in comp or "embeddings_rank_modulus" in comp:
-                raise CertificateError("compatibility.particular_solutions: give them with an empty null_space_basis "
-                                       "and no rank modulus")
+            if (comp["null_space_basis"] or "rank_modulus" in comp or "embeddings_rank_modulus" in comp
+                    or "W_star" in comp):
+                raise CertificateError("compatibility.particular_solutions: give them with an empty null_space_basis, "
+                                       "no rank modulus and no W_star")
             for key, vec in comp["particular_solutions"].items():
                 _check_prime_key(key, "compatibility.particular_solutions")
                 _check_sparse(vec, f"compatibility.particular_solutions[{key}]")

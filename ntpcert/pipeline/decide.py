@@ -574,9 +574,8 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = N
         return pair
     tall = check_compatibility_by_columns(inst)  # more rows than used columns: one solve per prime
     if tall is not None:
-        return CompatibilityDecision(True, "particular-solutions", f"exact R_p with A_eq vec(R_p) = E_p for the "
-                                     f"{len(tall.particular)} primes of the count ratios, so W = sum_p log(p) R_p "
-                                     f"solves (4) (r = {r} rows, rank A_eq = {tall.rank})",
+        return CompatibilityDecision(True, "particular-solutions", f"exact: {tall.particular_text()} (r = {r} rows, "
+                                     f"rank A_eq = {tall.rank})",
                                      rank=tall.rank, exact=tall)
     p = PRIMES[0]
     notes = []

@@ -156,6 +156,8 @@ class ExactReport:
 def _w_star(instance: NTPInstance, compat: ExactCompatibility, mode: str) -> tuple[WStarClosedForm | None, str]:
     if not compat.holds:
         return None, "not compatible: W* does not exist"
+    if compat.E is not None and not any(compat.E.ravel()):  # b = 0: W* = 0, whatever the size
+        return WStarClosedForm(instance, compat.primes, {p: {} for p in compat.primes}), ""
     work = compat.n_eq * max(1, len(compat.primes))
     if mode == "never":
         return None, "not requested"
@@ -198,7 +200,7 @@ def _certificate_body(
                                             for q, p in enumerate(compat.primes) if any(compat.E[:, q])}
         if compat.modulus is not None:
             comp["embeddings_rank_modulus" if compat.embeddings_modulus else "rank_modulus"] = compat.modulus
-        if w_star is not None:
+        if w_star is not None and compat.particular is None:  # the R_p already give a solution of (4)
             comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
     else:
         comp["dim_F"] = compat.rank

@@ -204,8 +204,9 @@ def certify(
                 # refuted exactly: W* does not exist, the least-squares point is only reported, so LSMR is cut short
                 subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
                 comp = check_compatibility(subspace)
-                if cdec.holds is not None:
-                    comp = dataclasses.replace(comp, holds=cdec.holds, by=cdec.witness)
+                if cdec.holds is not None:  # dim F from the engine's exact rank when the float one is open
+                    comp = dataclasses.replace(comp, holds=cdec.holds, by=cdec.witness,
+                                               dim_F=comp.dim_F if comp.dim_F is not None else cdec.rank)
                 elif comp.holds is None:
                     comp = settle_compatibility(subspace, dataclasses.replace(comp, by=comp.by + "; " + cdec.witness))
                     if comp.holds is not None:

@@ -59,6 +59,9 @@ def exact_report_lines(r: Any) -> list[str]:
     elif c.holds and c.embeddings_modulus:
         w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: d >= m and rank H = m mod {c.modulus}; "
           "Lemma 1)")
+    elif c.holds and c.particular is not None:
+        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: {c.particular_text()}; dim F = {c.rank}, "
+          "exact rank)")
     elif c.holds:
         how = f"rank mod {c.modulus}" if c.modulus is not None else "exact rank"
         w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null(A_eq^T) has dimension {c.null_dim}, "
