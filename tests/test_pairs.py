@@ -183,6 +183,10 @@ def test_float_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch)
     assert "refuted exactly first" in rep.compatible.solver["why"]
     fitted = certify(inst, svm=False)
     assert fitted.compatible.W_star is not None and fitted.separable.holds is False
+    # the float CLI's fit is only reported: cut at REFUTED_LSMR_ITER, and its residual decides nothing
+    assert fitted.sep_decision.engine == "pair-farkas"
+    assert fitted.compatible.holds is None and "decides nothing" in fitted.compatible.by
+    assert fitted.compatible.solver["maxiter"] <= 100
 
 
 def test_exact_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch):

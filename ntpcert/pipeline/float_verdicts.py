@@ -189,17 +189,25 @@ def certify(
         with stages.stage("subspace F and W*", key="compatibility"):
             cdec = decide_compatibility(system, lemma1_modulus=p)
             early = None  # an exact Farkas ray from pairs, found before a costly fit
-            if (cdec.holds is None and not fit_when_refuted and p is None
+            if (cdec.holds is None and p is None
                     and separability_solver == DEFAULT_SEPARABILITY_ENGINE and not dense_preferred(system)):
                 early = pair_separability(instance)
             if cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
                 subspace = Subspace.unsolved(system)
                 comp = refuted_without_fit(subspace, cdec.witness)
-            elif early is not None:
+            elif early is not None and not fit_when_refuted:
                 subspace = Subspace.unsolved(system)
                 comp = unsettled_without_fit(subspace, cdec.witness,
                                              "(6) refuted exactly first (" + early.engine + "): the entropy bound is "
                                              "out of reach and W* (which needs (4) and (6)) is not fitted")
+            elif early is not None:
+                # the least-squares point is only reported (W* needs (4) and (6)): LSMR is cut short, and
+                # its residual decides nothing (a fit stopped early says nothing about (4))
+                subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER)
+                comp = dataclasses.replace(
+                    check_compatibility(subspace), holds=None,
+                    by=f"{cdec.witness}; (6) refuted exactly first ({early.engine}): the least-squares point of (4) "
+                       f"is reported after at most {REFUTED_LSMR_ITER} LSMR iterations and decides nothing")
             else:
                 # refuted exactly: W* does not exist, the least-squares point is only reported, so LSMR is cut short
                 subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
