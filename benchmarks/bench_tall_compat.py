@@ -41,16 +41,10 @@ def equal_counts(m: int, d: int) -> NTPInstance:
 
 
 def teacher(m: int, d: int, V: int, seed: int = 0) -> NTPInstance:
-    """Counts 2^(l1) 3^(l2) on random supports for integer logits of {-1, 0, 1} embeddings: compatible."""
-    rng = np.random.default_rng(seed)
-    H = rng.integers(-1, 2, (m, d)).astype(float)
-    L1 = (H @ rng.integers(-1, 2, (V, d)).T).astype(np.int64)
-    L2 = (H @ rng.integers(-1, 2, (V, d)).T).astype(np.int64)
-    C = np.zeros((m, V), dtype=np.int64)
-    for j in range(m):
-        S = rng.choice(V, size=int(rng.integers(1, V + 1)), replace=False)
-        C[j, S] = (2 ** (L1[j, S] - L1[j, S].min())) * (3 ** (L2[j, S] - L2[j, S].min()))
-    return NTPInstance.from_counts(H, C, name=f"teacher m={m} d={d} V={V}")
+    """Compatible counts with log-odds in log 2 and log 3 (:mod:`ntpcert.instance.datasets.compatible`)."""
+    from ntpcert.instance.datasets.compatible import integer_log_odds
+
+    return integer_log_odds(np.random.default_rng(seed), m, d, V)
 
 
 def run(inst: NTPInstance, tall: bool) -> tuple[float, object]:

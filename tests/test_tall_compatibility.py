@@ -12,27 +12,10 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.exact.compatibility import check_compatibility_by_columns, check_compatibility_exact, eq_rows
+from ntpcert.instance.datasets.compatible import integer_log_odds
 from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.pipeline.verify import verify_certificate
-
-
-def teacher_counts(rng: np.random.Generator, m: int, d: int, V: int, *, gaussian: bool = False) -> NTPInstance:
-    """Tall, compatible data: counts 2^(l1) 3^(l2) on random supports for integer logits
-    l1 = H W1^T, l2 = H W2^T (so log-odds are log 2 * (l1 diff) + log 3 * (l2 diff)); with
-    ``gaussian``, Gaussian embeddings and equal counts (b = 0)."""
-    if gaussian:
-        H = rng.standard_normal((m, d))
-        L1 = L2 = np.zeros((m, V), dtype=np.int64)
-    else:
-        H = rng.integers(-1, 2, (m, d)).astype(float)
-        L1 = (H @ rng.integers(-1, 2, (V, d)).T).astype(np.int64)
-        L2 = (H @ rng.integers(-1, 2, (V, d)).T).astype(np.int64)
-    C = np.zeros((m, V), dtype=np.int64)
-    for j in range(m):
-        S = rng.choice(V, size=int(rng.integers(1, V + 1)), replace=False)
-        C[j, S] = (2 ** (L1[j, S] - L1[j, S].min())) * (3 ** (L2[j, S] - L2[j, S].min()))
-    return NTPInstance.from_counts(H, C)
 
 
 def spoil(inst: NTPInstance, rng: np.random.Generator) -> NTPInstance:
@@ -47,7 +30,7 @@ def spoil(inst: NTPInstance, rng: np.random.Generator) -> NTPInstance:
 def test_agrees_with_the_null_space_test(seed):
     rng = np.random.default_rng(seed)
     m, d, V = int(rng.integers(40, 120)), int(rng.integers(1, 4)), int(rng.integers(2, 5))
-    inst = teacher_counts(rng, m, d, V, gaussian=seed % 3 == 0)
+    inst = integer_log_odds(rng, m, d, V, gaussian=seed % 3 == 0)
     full = check_compatibility_exact(inst)
     tall = check_compatibility_by_columns(inst)
     assert full.holds is True
@@ -69,7 +52,7 @@ def test_agrees_with_the_null_space_test(seed):
 
 
 def _tall_certificate():
-    inst = teacher_counts(np.random.default_rng(5), 80, 3, 4)
+    inst = integer_log_odds(np.random.default_rng(5), 80, 3, 4)
     rep = exact_certify(inst, svm=False, excess=False)
     assert rep.compatibility.method == "particular-solutions"
     return inst, rep
@@ -113,7 +96,7 @@ def test_equal_counts_give_w_star_zero_without_a_gram_matrix(tmp_path, capsys):
     from ntpcert.instance.io import write_npz
 
     rng = np.random.default_rng(4)
-    inst = teacher_counts(rng, 200, 3, 3, gaussian=True)  # b = 0
+    inst = integer_log_odds(rng, 200, 3, 3, gaussian=True)  # b = 0
     path = tmp_path / "eq.npz"
     write_npz(inst, path)
     assert main(["certify", str(path), "--exact", "--no-svm"]) == 0
@@ -123,7 +106,7 @@ def test_equal_counts_give_w_star_zero_without_a_gram_matrix(tmp_path, capsys):
 
 def test_tall_incompatible_data_still_get_a_violating_vector():
     rng = np.random.default_rng(2)
-    inst = spoil(teacher_counts(rng, 80, 2, 3), rng)
+    inst = spoil(integer_log_odds(rng, 80, 2, 3), rng)
     rep = exact_certify(inst, svm=False, excess=False)
     assert rep.verdict.valid and rep.compatible is False
     assert "violating_null_vector" in rep.certificate["compatibility"]

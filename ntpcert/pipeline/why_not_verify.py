@@ -38,16 +38,13 @@ def check_why_not(cert: dict, ex: Any, compat: bool | None, sep: bool | None, ch
     (``ntpcert.pipeline.verify._Exact``); ``compat`` and ``sep`` the claims already checked. Returns
     ``""`` when every present section holds, else the reason (one line naming the field); appends the
     checks that passed to ``checks``."""
-    if "why_not_separable" in cert:
-        if sep is not False:
-            return "why_not_separable: present, but the separability claim is not false"
-        why = _separable(cert["why_not_separable"], ex, checks)
-        if why:
-            return why
-    if "why_not_compatible" in cert:
-        if compat is not False:
-            return "why_not_compatible: present, but the compatibility claim is not false"
-        why = _compatible(cert["why_not_compatible"], ex, checks)
+    for key, claim, what, check in (("why_not_separable", sep, "separability", _separable),
+                                     ("why_not_compatible", compat, "compatibility", _compatible)):
+        if key not in cert:
+            continue
+        if claim is not False:
+            return f"{key}: present, but the {what} claim is not false"
+        why = check(cert[key], ex, checks)
         if why:
             return why
     return ""
