@@ -71,24 +71,19 @@ def cosine(A: np.ndarray, B: np.ndarray) -> float:
     return float(np.vdot(A, B)) / (na * nb)
 
 
-_CONTROLLER: list[Any] = []
-
-
 def blas_threads(n: int | None) -> Any:
     """A context that runs BLAS/LAPACK on ``n`` threads (None: leave them as they are). Small
     matrix operations are much slower multi-threaded, and on a loaded machine even large ones can
-    be; a no-op without threadpoolctl."""
+    be; a no-op without threadpoolctl. The BLAS libraries are looked up at each call (about 2 ms):
+    scipy loads its own OpenBLAS beside numpy's on first use, and a controller made earlier would
+    not see it."""
     if n is None:
         return nullcontext()
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - threadpoolctl is optional
-            _CONTROLLER.append(None)
-        else:
-            _CONTROLLER.append(ThreadpoolController())
-    ctl = _CONTROLLER[0]
-    return nullcontext() if ctl is None else ctl.limit(limits=int(n), user_api="blas")
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is optional
+        return nullcontext()
+    return ThreadpoolController().limit(limits=int(n), user_api="blas")
 
 
 def single_thread() -> Any:
