@@ -71,19 +71,30 @@ def cosine(A: np.ndarray, B: np.ndarray) -> float:
     return float(np.vdot(A, B)) / (na * nb)
 
 
+#: ``(len(sys.modules), ThreadpoolController)``: the BLAS libraries seen at that many imported modules.
+_CONTROLLER: list[Any] = []
+
+
 def blas_threads(n: int | None) -> Any:
     """A context that runs BLAS/LAPACK on ``n`` threads (None: leave them as they are). Small
     matrix operations are much slower multi-threaded, and on a loaded machine even large ones can
-    be; a no-op without threadpoolctl. The BLAS libraries are looked up at each call (about 2 ms):
-    scipy loads its own OpenBLAS beside numpy's on first use, and a controller made earlier would
-    not see it."""
+    be; a no-op without threadpoolctl. The BLAS libraries are looked up again (about 4 ms) whenever
+    modules were imported since the last look: scipy loads its own OpenBLAS beside numpy's when
+    ``scipy.linalg`` is first imported, and a controller made before would not see it."""
     if n is None:
         return nullcontext()
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - threadpoolctl is optional
-        return nullcontext()
-    return ThreadpoolController().limit(limits=int(n), user_api="blas")
+    import sys
+
+    if not _CONTROLLER or _CONTROLLER[0][0] != len(sys.modules):
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl is optional
+            ctl = None
+        else:
+            ctl = ThreadpoolController()
+        _CONTROLLER[:] = [(len(sys.modules), ctl)]
+    ctl = _CONTROLLER[0][1]
+    return nullcontext() if ctl is None else ctl.limit(limits=int(n), user_api="blas")
 
 
 def single_thread() -> Any:
