@@ -34,6 +34,7 @@ from ntpcert.instance.datasets.teacher import teacher as teacher_data
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace
 from ntpcert.solve.norms import AUTO_SOLVER, NORM_SVM_TOL, solve_norm_svm
+from ntpcert.util.files import atomic_write_text
 
 
 def teacher_instance(seed: int = 0, m: int = 40, d: int = 20, V: int = 5) -> NTPInstance:
@@ -107,9 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"Load average (1 min) at the end: {load:.1f}."]
     text = "\n".join(lines) + "\n"
     if args.out:
-        with open(args.out + ".tmp", "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(args.out + ".tmp", args.out)
+        atomic_write_text(args.out, text)
     sys.stdout.write(text)
     return 0
 

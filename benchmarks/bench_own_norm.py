@@ -15,7 +15,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
@@ -25,6 +24,7 @@ from ntpcert import NTPInstance
 from ntpcert.dynamics.optimizers import muon, sign, spectral
 from ntpcert.dynamics.trajectory import Limits, run
 from ntpcert.instance.datasets.teacher import teacher as teacher_data
+from ntpcert.util.files import atomic_write_text
 
 
 def teacher_instance(seed: int = 0, m: int = 40, d: int = 20, V: int = 5) -> NTPInstance:
@@ -67,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         print(lines[-1], file=sys.stderr, flush=True)
     text = "\n".join(lines) + "\n"
     if args.out:
-        with open(args.out + ".tmp", "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(args.out + ".tmp", args.out)
+        atomic_write_text(args.out, text)
     sys.stdout.write(text)
     return 0
 
