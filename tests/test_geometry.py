@@ -10,9 +10,10 @@ import pytest
 from ntpcert.errors import InputError
 from ntpcert.geometry.certificate import average_token_rows, certify_pair, repair_primal
 from ntpcert.geometry.cvx import solve_nuclear_cvxpy
+from ntpcert.geometry.lbfgs import lbfgs
 from ntpcert.geometry.pattern import SupportPattern, finite_part, ufm_excess_loss
 from ntpcert.geometry.certificate import nuclear_norm
-from ntpcert.geometry.structured import (GAP_TOL, GAP_TOL_LARGE, LARGE_ENTRIES, _escape_column, _lbfgs,
+from ntpcert.geometry.structured import (GAP_TOL, GAP_TOL_LARGE, LARGE_ENTRIES, _escape_column,  # private: its saddle test
                                        default_gap_tol, solve_nuclear_structured)
 from tests.conftest import TOL, random_instance
 
@@ -242,12 +243,24 @@ def test_cvxpy_path_does_not_average_token_rows() -> None:
 
 
 def test_lbfgs_solves_an_ill_conditioned_quadratic() -> None:
+    """L-BFGS meets its own stopping rule at condition number 1e3, whatever BLAS kernel evaluates the objective."""
     rng = np.random.default_rng(13)
     Q = np.linalg.qr(rng.standard_normal((40, 40)))[0]
     A = Q @ np.diag(np.logspace(0, 3, 40)) @ Q.T  # condition number 1e3
     b = rng.standard_normal(40)
-    x = _lbfgs(lambda v: (0.5 * v @ A @ v - b @ v, A @ v - b), np.zeros(40), maxiter=5000, memory=10, gtol=1e-10)
-    assert np.linalg.norm(A @ x - b) <= 1e-7 * np.linalg.norm(b)  # scipy L-BFGS-B stops at 2.6e-7 here
+    gtol = TOL["lbfgs_gtol"]
+    res = lbfgs(lambda v: (0.5 * v @ A @ v - b @ v, A @ v - b), np.zeros(40), maxiter=5000, memory=10, gtol=gtol)
+    assert res.reason == "gtol", res
+    assert np.abs(A @ res.x - b).max() <= gtol
+    assert np.linalg.norm(A @ res.x - b) <= np.sqrt(40) * gtol
+
+
+def test_lbfgs_reports_why_it_stopped() -> None:
+    A, b = np.diag([1.0, 1e3]), np.ones(2)
+    res = lbfgs(lambda v: (0.5 * v @ A @ v - b @ v, A @ v - b), np.zeros(2), maxiter=1, memory=3, gtol=0.0)
+    assert res.reason == "maxiter" and res.iterations == 1 and res.evaluations >= 2
+    res = lbfgs(lambda v: (0.5 * v @ A @ v - b @ v, A @ v - b), np.array([1.0, 1e-3]), maxiter=10, memory=3, gtol=0.0)
+    assert res.reason in ("gtol", "line search") and res.gmax <= 1e-12
 
 
 def test_default_gap_target_depends_on_the_merged_size() -> None:

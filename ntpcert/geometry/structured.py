@@ -56,6 +56,7 @@ import numpy as np
 
 from ntpcert.errors import InputError, SolverError
 from ntpcert.geometry.certificate import NuclearSVMSolution, average_token_rows, certify_pair, repair_primal
+from ntpcert.geometry.lbfgs import lbfgs
 from ntpcert.geometry.pattern import SupportPattern
 from ntpcert.util.progress import progress_bar
 
@@ -129,66 +130,6 @@ def _bb_refine(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray, iters: i
         if gn <= BB_GTOL:
             break
     return best_x
-
-
-def _lbfgs(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.ndarray, *, maxiter: int, memory: int,
-           gtol: float) -> np.ndarray:
-    r"""Unconstrained L-BFGS (two-loop recursion, backtracking Armijo line search from the unit step; once
-    the decrease is below the objective's rounding level a step that lowers the largest gradient entry is
-    accepted), returning the last point.
-
-    It stops at ``maxiter`` iterations, at a largest gradient entry of ``gtol``, or when the line search finds
-    no decrease (the objective's rounding level). Written out because the inner problems here are
-    unconstrained and large (tens of thousands of variables): scipy's L-BFGS-B spends most of its time in
-    its bound-constraint bookkeeping, several times the cost of the objective itself."""
-    f, g = fun(x)
-    S: list[np.ndarray] = []
-    Yl: list[np.ndarray] = []
-    rhos: list[float] = []
-    for _ in range(maxiter):
-        if float(np.abs(g).max()) <= gtol:
-            break
-        q = g.copy()
-        alphas = []
-        for sv, yv, rh in zip(reversed(S), reversed(Yl), reversed(rhos)):
-            a = rh * float(sv @ q)
-            alphas.append(a)
-            q -= a * yv
-        if S:
-            q *= float(S[-1] @ Yl[-1]) / float(Yl[-1] @ Yl[-1])
-        else:
-            q *= 1.0 / max(float(np.linalg.norm(g)), 1.0)
-        for sv, yv, rh, a in zip(S, Yl, rhos, reversed(alphas)):
-            b = rh * float(yv @ q)
-            q += (a - b) * sv
-        d = -q
-        slope = float(g @ d)
-        if not slope < 0:  # not a descent direction: restart from the gradient
-            S.clear(), Yl.clear(), rhos.clear()
-            d, slope = -g, -float(g @ g)
-        t = 1.0
-        flat = 16 * np.finfo(float).eps * max(abs(f), 1.0)  # the objective's rounding level
-        gmax = float(np.abs(g).max())
-        for _ls in range(40):
-            x_new = x + t * d
-            f_new, g_new = fun(x_new)
-            if f_new <= f + 1e-4 * t * slope:
-                break
-            if f_new <= f + flat and float(np.abs(g_new).max()) < gmax:  # decrease below rounding: the gradient decides
-                break
-            t *= 0.5
-        else:
-            break
-        if not f_new < f and not float(np.abs(g_new).max()) < float(np.abs(g).max()):
-            break
-        sv, yv = x_new - x, g_new - g
-        sy = float(sv @ yv)
-        if sy > 1e-12 * float(np.linalg.norm(sv)) * float(np.linalg.norm(yv)):
-            S.append(sv), Yl.append(yv), rhos.append(1.0 / sy)
-            if len(S) > memory:
-                S.pop(0), Yl.pop(0), rhos.pop(0)
-        x, f, g = x_new, f_new, g_new
-    return x
 
 
 def _polish_dual(X: np.ndarray, pattern: SupportPattern, rank_rtol: float = POLISH_RANK_RTOL,
@@ -379,7 +320,7 @@ def solve_nuclear_structured(pattern: SupportPattern, *, gap_tol: float | None =
                     trials.append((fun(xt)[0], t, xt))
                 x = min(trials, key=lambda e: e[0])[2]
 
-            x = _lbfgs(fun, x, maxiter=MAX_INNER, memory=LBFGS_MEMORY, gtol=INNER_GTOL)
+            x = lbfgs(fun, x, maxiter=MAX_INNER, memory=LBFGS_MEMORY, gtol=INNER_GTOL).x
             x = _bb_refine(lambda xv: fun(xv)[1], x, BB_ITERS) if truncated else x
             Av, Bv, cv = unpack(x)
             R = residual(Av, Bv, cv)
