@@ -20,7 +20,7 @@ from ntpcert.pipeline.float_verdicts import certify
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace
 
-from .test_pairs import _instance
+from .test_pairs import pair_instance
 
 
 def _reference(H: np.ndarray, coeffs: dict) -> bool:
@@ -70,7 +70,7 @@ def test_combinations_vanish_agrees_with_fractions(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_ray_and_null_vector_checks_catch_a_changed_entry(seed):
-    inst = _instance(seed)
+    inst = pair_instance(seed)
     ray, _ = pairs.separability_witness(inst)
     assert check_ray(inst, ray) == ""
     # moving mass between the pair's two tokens in a context whose support holds both keeps the
@@ -98,7 +98,7 @@ def _incompatible() -> NTPInstance:
     return NTPInstance.from_counts(np.array([h, 2 * h, [1.0, 0.0, 0.0]]), [[1, 2, 0], [1, 5, 0], [0, 3, 1]])
 
 
-@pytest.mark.parametrize("make", [_incompatible, lambda: _instance(0)])
+@pytest.mark.parametrize("make", [_incompatible, lambda: pair_instance(0)])
 def test_exact_certify_fits_no_least_squares_point_once_refuted(make):
     inst = make()
     rep = exact_certify(inst)
@@ -130,7 +130,7 @@ def test_a_pair_ray_is_checked_once_by_the_pipeline(monkeypatch):
     calls = []
     real = xs.check_ray
     monkeypatch.setattr(xs, "check_ray", lambda inst, ray: calls.append(len(ray)) or real(inst, ray))
-    rep = exact_certify(_instance(1, m=1000))  # V (d + m) above the size that goes to HiGHS first
+    rep = exact_certify(pair_instance(1, m=1000))  # V (d + m) above the size that goes to HiGHS first
     assert rep.float_report.sep_decision.engine == "pair-farkas"
     assert rep.verdict.valid and rep.separable is False
     assert len(calls) == 1

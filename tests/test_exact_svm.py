@@ -117,21 +117,21 @@ def test_invalid_calls_name_the_argument(rng, W_shape, a_shape, bits, needle):
 def test_pivot_columns_pick_the_pivoted_qr_columns(k, n, seed):
     from scipy.linalg import qr
 
-    from ntpcert.exact.svm_gap import _pivot_columns
+    from ntpcert.exact.svm_gap import pivot_columns
 
     A = np.random.default_rng(seed).standard_normal((k, n))
-    mine = _pivot_columns(A)
+    mine = pivot_columns(A)
     ref = qr(A, mode="economic", pivoting=True)[2][:k]
     assert sorted(mine.tolist()) == sorted(ref.tolist())
     assert np.linalg.matrix_rank(A[:, mine]) == k
 
 
 def test_pivot_columns_on_rank_deficient_rows_returns_distinct_columns():
-    from ntpcert.exact.svm_gap import _pivot_columns
+    from ntpcert.exact.svm_gap import pivot_columns
 
     A = np.zeros((3, 5))
     A[0, 1] = 1.0
-    piv = _pivot_columns(A)
+    piv = pivot_columns(A)
     assert piv[0] == 1 and len(set(piv.tolist())) == 3 and piv.max() < 5
 
 

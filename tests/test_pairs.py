@@ -16,7 +16,7 @@ from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.rows.kesler import KeslerSystem
 
 
-def _instance(seed: int, *, m: int = 40, d: int = 4, V: int = 5) -> NTPInstance:
+def pair_instance(seed: int, *, m: int = 40, d: int = 4, V: int = 5) -> NTPInstance:
     """Gaussian embeddings; every context has tokens 0 and 1 in its support half of the time, one of
     them otherwise, plus random others; counts random, so the log-odds are generic."""
     rng = np.random.default_rng(seed)
@@ -35,7 +35,7 @@ def _instance(seed: int, *, m: int = 40, d: int = 4, V: int = 5) -> NTPInstance:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_pair_decides_like_highs(seed):
-    inst = _instance(seed)
+    inst = pair_instance(seed)
     system = KeslerSystem.build(inst)
     ray_text = pairs.separability_witness(inst)
     assert ray_text is not None
@@ -59,7 +59,7 @@ def test_pair_decides_like_highs(seed):
 
 
 def test_exact_certify_with_pairs_is_valid():
-    rep = exact_certify(_instance(1, m=900), svm=False)  # V (d + m) > SMALL_LP_VARS: HiGHS is not first
+    rep = exact_certify(pair_instance(1, m=900), svm=False)  # V (d + m) > SMALL_LP_VARS: HiGHS is not first
     assert rep.verdict.valid, rep.verdict.reason
     assert rep.compatible is False and rep.separable is False
     assert rep.float_report.compat_decision.engine == "pair-null-vector"
@@ -67,7 +67,7 @@ def test_exact_certify_with_pairs_is_valid():
 
 
 def test_forged_pair_ray_rejected():
-    inst = _instance(2)
+    inst = pair_instance(2)
     ray, _ = pairs.separability_witness(inst)
     key = next(iter(ray))
     forged = dict(ray)
@@ -80,7 +80,7 @@ def test_forged_pair_ray_rejected():
 
 
 def test_no_pair_when_d_covers_m():
-    inst = _instance(0, m=6, d=8)
+    inst = pair_instance(0, m=6, d=8)
     assert pairs.separability_witness(inst) is None
     assert pairs.compatibility_witness(inst) is None
 

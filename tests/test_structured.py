@@ -11,7 +11,7 @@ from ntpcert import InputError, NTPInstance, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.svm import solve_svm
 from ntpcert.solve.structured.solver import NotSeparable
-from ntpcert.solve.structured.block import _root_by_sorting, block_update
+from ntpcert.solve.structured.block import _root_by_sorting, block_update  # private: the sorting root is the reference the fast root is checked against
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.polish import ActiveSetSystem
 

@@ -262,7 +262,7 @@ class ExactSVMBounder:
             HJ = H[ctx]
             rep = None
             if ctx.size <= inst.d:
-                P = np.sort(_pivot_columns(HJ))
+                P = np.sort(pivot_columns(HJ))
                 M = flint.fmpq_mat(ctx.size, ctx.size, fmpq_list(HJ[:, P]))
                 rep = RowRepair.make(v, ctx, P, M) if M.rank() == ctx.size else None
             if rep is None:
@@ -526,7 +526,7 @@ def exact_svm_bound(data: NTPInstance | KeslerSystem, W: np.ndarray | None, a: n
 PIVOT_NUMPY_FLOPS = 2e7
 
 
-def _pivot_columns(A: np.ndarray) -> np.ndarray:
+def pivot_columns(A: np.ndarray) -> np.ndarray:
     r"""The first k column pivots of a QR factorisation with column pivoting (Businger–Golub) of
     A (shape (k, n), k ≤ n): k columns chosen greedily to be well conditioned. Only a heuristic:
     the caller checks the chosen k×k block's rank exactly.
