@@ -44,6 +44,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 
+from ntpcert.util.versions import stamp_versions
 from ntpcert.experiments.bench.families import gaussian_instance
 from ntpcert.experiments.bench.timing import load_average, median, run_process
 
@@ -135,7 +136,7 @@ def _write(part: str, text: str) -> None:
     res.mkdir(exist_ok=True)
     target = res / f"certify-{part}.md"
     tmp = res / f".certify-{part}.md.tmp"
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(stamp_versions(text), encoding="utf-8")
     os.replace(tmp, target)
     print(text, flush=True)
 

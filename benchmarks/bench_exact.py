@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from ntpcert.util.versions import stamp_versions
+
 
 def _timed(fn, repeat: int):
     times, out = [], None
@@ -156,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(text)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(stamp_versions(text))
     return 0
 
 

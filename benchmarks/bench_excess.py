@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ntpcert.util.versions import stamp_versions
 from ntpcert.experiments.bench.timing import load_average
 from ntpcert.instance import NTPInstance
 
@@ -124,7 +125,7 @@ def main() -> None:
     res = HERE / "results"
     res.mkdir(exist_ok=True)
     tmp = res / ".excess.md.tmp"
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(stamp_versions(text), encoding="utf-8")
     os.replace(tmp, res / "excess.md")
     print(text)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+from ntpcert.util.versions import stamp_versions
 from ntpcert.experiments.bench.timing import load_average, median, run_process
 
 TARGET_S = 30.0
@@ -107,7 +108,7 @@ def main() -> None:
     res = HERE / "results"
     res.mkdir(exist_ok=True)
     tmp = res / ".explain.md.tmp"
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(stamp_versions(text), encoding="utf-8")
     os.replace(tmp, res / "explain.md")
     print(text, flush=True)
 

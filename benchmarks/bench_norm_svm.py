@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+from ntpcert.util.versions import stamp_versions
+
 from ntpcert import NTPInstance
 from ntpcert.instance.load import load_instance
 from ntpcert.instance.datasets.teacher import teacher as teacher_data
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"Load average (1 min) at the end: {load:.1f}."]
     text = "\n".join(lines) + "\n"
     if args.out:
-        atomic_write_text(args.out, text)
+        atomic_write_text(args.out, stamp_versions(text))
     sys.stdout.write(text)
     return 0
 

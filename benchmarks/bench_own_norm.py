@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from ntpcert.util.versions import stamp_versions
+
 from ntpcert import NTPInstance
 from ntpcert.dynamics.optimizers import muon, sign, spectral
 from ntpcert.dynamics.trajectory import Limits, run
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print(lines[-1], file=sys.stderr, flush=True)
     text = "\n".join(lines) + "\n"
     if args.out:
-        atomic_write_text(args.out, text)
+        atomic_write_text(args.out, stamp_versions(text))
     sys.stdout.write(text)
     return 0
 

@@ -18,6 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from ntpcert.util.versions import stamp_versions  # noqa: E402
 from ntpcert.experiments.bench import families, report, runner  # noqa: E402
 from ntpcert.experiments.bench.timing import load_average  # noqa: E402
 
@@ -47,7 +48,7 @@ def main() -> None:
     for suffix, body in ((".md", text), (".csv", report.csv_text(runs))):
         target = res / f"solvers-{args.name}{suffix}"
         tmp = res / f".solvers-{args.name}{suffix}.tmp"
-        tmp.write_text(body, encoding="utf-8")
+        tmp.write_text(stamp_versions(body), encoding="utf-8")
         os.replace(tmp, target)
     print(text)
 

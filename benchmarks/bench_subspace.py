@@ -54,6 +54,7 @@ import numpy as np  # (after the thread settings)
 import scipy
 
 from ntpcert.experiments.bench.families import gaussian_instance
+from ntpcert.util.versions import stamp_versions
 from ntpcert.instance.datasets import pydoc
 from ntpcert.rows import subspace as S
 from ntpcert.rows.kesler import KeslerSystem
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.write(stamp_versions(text))
     return 0
 
 

@@ -32,6 +32,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from ntpcert.util.versions import stamp_versions  # noqa: E402
 from ntpcert.experiments.bench.families import gaussian_instance  # noqa: E402
 from ntpcert.experiments.bench.timing import load_average, median, run_process  # noqa: E402
 
@@ -64,7 +65,7 @@ def _write(part: str, text: str) -> None:
     res.mkdir(exist_ok=True)
     target = res / f"solvers-{part}.md"
     tmp = res / f".solvers-{part}.md.tmp"
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(stamp_versions(text), encoding="utf-8")
     os.replace(tmp, target)
     print(text)
 

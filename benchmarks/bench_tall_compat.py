@@ -25,6 +25,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from ntpcert.util.versions import stamp_versions  # noqa: E402
 from ntpcert import NTPInstance  # noqa: E402
 from ntpcert.experiments.bench.timing import load_average  # noqa: E402
 
@@ -91,7 +92,7 @@ def main() -> int:
         lines.append(row)
     lines += ["", "The ratio is tall / null-space (below 1: the tall route is faster). Best of the repeats."]
     out = HERE / "results" / "tall-compat.md"
-    out.write_text("\n".join(lines) + "\n")
+    out.write_text(stamp_versions("\n".join(lines) + "\n"))
     print(f"wrote {out}")
     return 0
 

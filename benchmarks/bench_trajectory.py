@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from ntpcert.util.versions import stamp_versions
+
 from ntpcert import NTPInstance
 import ntpcert.dynamics.optimizers as O
 from ntpcert.dynamics.trajectory import Stepper
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(stamp_versions(text))
         os.replace(tmp, args.out)
     sys.stdout.write(text)
     return 0
