@@ -30,7 +30,8 @@ def venv(tmp_path_factory):
     env_dir = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(src)], check=True, timeout=1800)
+    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(src), "-c", str(src / "constraints" / "tested.txt")],
+                   check=True, timeout=1800)
     return env_dir
 
 
