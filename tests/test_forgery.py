@@ -33,6 +33,8 @@ from ntpcert.pipeline.verify import (
 )
 
 from .conftest import random_instance
+from .standalone import checker as standalone_checker
+from .standalone import standalone, unchecked
 
 
 # ---------------------------------------------------------------------------- instances
@@ -126,6 +128,8 @@ def _rejected(case: Case, text: str, needle: str, tmp_path, capsys, *, as_dict: 
         for v in verdicts:
             assert not v.valid and needle in v.reason and "\n" not in v.reason, v.reason
             assert v.instance_source == source
+    ok, line = standalone(text)  # the reference checker refuses it too, unless the lie is where it does not look
+    assert not ok or unchecked(reasons[0]), (reasons[0], line)
     return reasons[0]
 
 
@@ -464,6 +468,7 @@ def test_size_cap_is_a_module_constant_applied_to_text_too(cases, tmp_path, caps
     case = cases["sep"]
     text = cf.dumps(case.cert)
     monkeypatch.setattr(cf, "MAX_CERTIFICATE_BYTES", len(text) - 1)
+    monkeypatch.setattr(standalone_checker, "MAX_BYTES", len(text) - 1)  # the reference checker's own cap
     _rejected(case, text, "over the cap", tmp_path, capsys, as_dict=False)
     monkeypatch.setattr(cf, "MAX_CERTIFICATE_BYTES", len(text))
     assert verify_text(text).valid

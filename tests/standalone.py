@@ -1,0 +1,41 @@
+"""The standalone reference checker, tools/ntpcert_check.py, loaded from its file for the tests that hold it
+to agree with ``ntpcert verify``."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+PATH = Path(__file__).resolve().parent.parent / "tools" / "ntpcert_check.py"
+
+_spec = importlib.util.spec_from_file_location("ntpcert_check", PATH)
+checker = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(checker)
+
+#: Fields of verify's reasons that the standalone checker does not check, by design: it names these
+#: sections as "not checked" (the NTP-SVM pair and its bounds, the excess bracket, the why-not sections,
+#: W* coefficients, dim_F beside a verdict it does not need, the fingerprint and the names).
+UNCHECKED = ("svm", "claims.svm", "excess", "why_not_separable", "why_not_compatible", "compatibility.W_star",
+             "compatibility.dim_F", "instance.fingerprint", "instance.embedded.token_names",
+             "instance.embedded.context_names", "instance.embedded.name", "name")
+
+
+def standalone(text: str | bytes) -> tuple[bool, str]:
+    """(valid, first line) of the standalone checker on a certificate's text."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        notes = checker.check(checker.parse(data))
+    except checker.Invalid as err:
+        return False, f"INVALID: {err}"
+    finally:
+        sys.set_int_max_str_digits(old)
+    return True, "VALID: " + "; ".join(notes)
+
+
+def unchecked(reason: str) -> bool:
+    """Whether verify's one-line reason names a field the standalone checker leaves unchecked."""
+    field = reason.removeprefix("INVALID: ").removeprefix("malformed certificate: ").split(":", 1)[0].split(" ", 1)[0]
+    return any(field == u or field.startswith(u + ".") or field.startswith(u + "[") for u in UNCHECKED)

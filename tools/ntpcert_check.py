@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""ntpcert_check: a reference checker for ntpcert certificates, format 1 (docs/certificates.md).
+
+    python tools/ntpcert_check.py CERT
+
+It decides the three claims of a certificate, NTP-compatibility (4), NTP-separability (6) and
+"the entropy bound is reachable" (both), against the instance embedded in the file, in exact rational
+arithmetic. It uses only the standard library and python-flint, and imports nothing from ntpcert, so
+that it shares no code with the program that wrote the certificate. Sections it does not check (the
+NTP-SVM gap, the excess bracket, the why-not sections, W* coefficients, the fingerprint and the names)
+are listed on stdout as not checked, and are never counted as checked.
+
+Exit status: 0 when every claim checks (an undetermined claim, null, checks as undetermined); 1 with one
+line ``INVALID: <claim or field>: <reason>`` naming the first that fails; 2 when CERT cannot be read.
+"""
+
+import hashlib
+import json
+import math
+import re
+import sys
+
+import flint
+
+FORMAT, VERSION = "ntpcert-certificate", 1
+MAX_BYTES = 256 * 2**20
+MAX_INT_DIGITS = 4300
+#: A prime for ranks mod p when the certificate names none (a rank mod p is at most the rank over Q).
+DEFAULT_PRIME = 2**61 - 1
+RATIONAL = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?\Z")
+TOP = {"format", "version", "instance", "probabilities_exact_from_floats", "claims", "compatibility", "separability",
+       "svm", "checksum"}
+TOP_OPTIONAL = {"excess", "why_not_separable", "why_not_compatible"}
+NOT_CHECKED = ("svm", "excess", "why_not_separable", "why_not_compatible")
+
+
+class Invalid(Exception):
+    """A certificate that does not prove what it claims; the message names the field."""
+
+
+# ------------------------------------------------------------------------------------------ reading
+def _pairs(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise Invalid(f"{key}: repeated key")
+        out[key] = value
+    return out
+
+
+def _constant(name):
+    raise Invalid(f"number: {name} is not a finite number")
+
+
+def _int(text):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise Invalid(f"number: an integer literal of {len(text)} digits is over the cap of {MAX_INT_DIGITS}")
+    return int(text)
+
+
+def _float(text):
+    return exact_float(float(text), "number")
+
+
+def read(path):
+    """The certificate at ``path`` as a dict (see :func:`parse`)."""
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_BYTES + 1)
+    return parse(data)
+
+
+def parse(data):
+    """The certificate as a dict, parsed strictly: no repeated key, no NaN or Infinity, bounded integers."""
+    if len(data) > MAX_BYTES:
+        raise Invalid(f"file: over the cap of {MAX_BYTES} bytes")
+    try:
+        cert = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant,
+                          parse_int=_int, parse_float=_float)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise Invalid(f"file: not JSON ({err})") from None
+    if type(cert) is not dict:
+        raise Invalid("file: not a JSON object")
+    return cert
+
+
+def canonical(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def q(text, field):
+    """A canonical rational string "p" or "p/q" (lowest terms, q > 1) as an fmpq."""
+    m = RATIONAL.match(text) if type(text) is str else None
+    if m is None or text == "-0":
+        raise Invalid(f"{field}: {str(text)[:40]!r} is not a canonical rational")
+    num = flint.fmpz(m.group(1))
+    den = flint.fmpz(m.group(2) or 1)
+    if m.group(2) is not None and (den == 1 or num.gcd(den) != 1):
+        raise Invalid(f"{field}: {text[:40]!r} is not in lowest terms")
+    return flint.fmpq(num, den)
+
+
+def exact_float(x, field):
+    if not math.isfinite(x):
+        raise Invalid(f"{field}: {x} is not finite")
+    return x
+
+
+def count(x, field):
+    if type(x) is not int:
+        raise Invalid(f"{field}: {str(x)[:40]!r} is not an integer count")
+    return flint.fmpq(x)
+
+
+def exact(x, field):
+    """A JSON number (int, or a float taken as the dyadic rational it is) as an fmpq."""
+    if type(x) is int:
+        return flint.fmpq(x)
+    if type(x) is float:
+        return flint.fmpq(*exact_float(x, field).as_integer_ratio())
+    raise Invalid(f"{field}: {str(x)[:40]!r} is not a finite number")
+
+
+def keys(obj, field, required, optional=()):
+    if type(obj) is not dict:
+        raise Invalid(f"{field}: expected an object")
+    missing = set(required) - set(obj)
+    extra = set(obj) - set(required) - set(optional)
+    if missing:
+        raise Invalid(f"{field}.{sorted(missing)[0]}: missing")
+    if extra:
+        raise Invalid(f"{field}.{sorted(extra)[0]}: unknown key")
+
+
+def flag(x, field):
+    """true, false or null, type-exactly (1 and 0 are not booleans)."""
+    if x is not None and type(x) is not bool:
+        raise Invalid(f"{field}: {x!r} is not true, false or null")
+    return x
+
+
+def index(x, bound, field):
+    if type(x) is not int or not 0 <= x < bound:
+        raise Invalid(f"{field}: {str(x)[:40]} is not an index below {bound}")
+    return x
+
+
+def sparse(items, bounds, field, value=None):
+    """[[i, k, "p/q"], ...] with indices in range, as a dict (i, k) -> fmpq; no repeated index."""
+    value = value or q
+    if type(items) is not list:
+        raise Invalid(f"{field}: expected a list")
+    out = {}
+    for e, item in enumerate(items):
+        if type(item) is not list or len(item) != 3:
+            raise Invalid(f"{field}[{e}]: expected [i, k, value]")
+        i, k = index(item[0], bounds[0], f"{field}[{e}]"), index(item[1], bounds[1], f"{field}[{e}]")
+        if (i, k) in out:
+            raise Invalid(f"{field}[{e}]: index ({i}, {k}) repeated")
+        out[(i, k)] = value(item[2], f"{field}[{e}]")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the instance
+class Instance:
+    """H (m x d, exact), the supports S_j, the positive in-support values c_{j,z} (counts or
+    probabilities: only their ratios matter), the anchors z_j = min S_j and the equality rows (j, z)."""
+
+    def __init__(self, cert):
+        head, rec = cert["instance"], cert["instance"]["embedded"]
+        keys(head, "instance", ("fingerprint", "m", "d", "V", "embedded"))
+        if type(rec) is not dict:
+            raise Invalid("instance.embedded: expected an object")
+        law = "counts" if "counts" in rec else "counts_sparse" if "counts_sparse" in rec else "probs"
+        need = {"counts": ("name", "embeddings", "counts"), "counts_sparse": ("name", "embeddings", "V", "counts_sparse"),
+                "probs": ("name", "embeddings", "probs", "weights")}[law]
+        keys(rec, "instance.embedded", need, ("token_names", "context_names"))
+        emb = rec["embeddings"]
+        self.m = len(emb) if type(emb) is list else 0
+        self.d = len(emb[0]) if self.m and type(emb[0]) is list else 0
+        self.V = rec["V"] if law == "counts_sparse" else (len(rec[law][0]) if rec[law] and type(rec[law][0]) is list else 0)
+        for key in ("m", "d", "V"):
+            if type(head[key]) is not int or head[key] != getattr(self, key) or head[key] < 1:
+                raise Invalid(f"instance.{key}: claims {head[key]!r}, the embedded instance has {getattr(self, key)}")
+        m, d, V = self.m, self.d, self.V
+        if any(type(r) is not list or len(r) != d for r in emb):
+            raise Invalid(f"instance.embedded.embeddings: expected {m} rows of {d} numbers")
+        self.H = [[exact(x, f"instance.embedded.embeddings[{j}]") for x in r] for j, r in enumerate(emb)]
+        from_floats = flag(cert["probabilities_exact_from_floats"], "probabilities_exact_from_floats")
+        if from_floats is None or (from_floats and law != "probs"):
+            raise Invalid(f"probabilities_exact_from_floats: {from_floats!r} does not describe the embedded data")
+        vals = [dict() for _ in range(m)]
+        if law == "counts_sparse":
+            for (j, z), c in sparse(rec["counts_sparse"], (m, V), "instance.embedded.counts_sparse", count).items():
+                if not c > 0:
+                    raise Invalid(f"instance.embedded.counts_sparse: ({j}, {z}) holds {c}, not a positive integer")
+                vals[j][z] = c
+        else:
+            rows, field = rec[law], f"instance.embedded.{law}"
+            if type(rows) is not list or len(rows) != m or any(type(r) is not list or len(r) != V for r in rows):
+                raise Invalid(f"{field}: expected {m} rows of {V}")
+            for j, row in enumerate(rows):
+                for z, c in enumerate(row):
+                    x = (count if law == "counts" else exact if from_floats else q)(c, f"{field}[{j}]")
+                    if x < 0:
+                        raise Invalid(f"{field}[{j}][{z}]: {x} is negative")
+                    if x > 0:
+                        vals[j][z] = x
+        for j in range(m):
+            if not vals[j]:
+                raise Invalid(f"instance.embedded: context {j} has an empty support")
+        self.vals, self.counts = vals, law != "probs"
+        self.S = [set(v) for v in vals]
+        self.anchor = [min(s) for s in self.S]
+        self.rows = [(j, z) for j in range(m) for z in sorted(self.S[j]) if z != self.anchor[j]]
+
+    def rank_H(self, p):
+        return rank_mod(self.H, p) if self.m <= self.d else None
+
+    def add(self, acc, v, x, j):
+        """acc[v] += x h_j, acc a dict of length-d rows."""
+        row = acc.setdefault(v, [flint.fmpq(0)] * self.d)
+        for i, h in enumerate(self.H[j]):
+            if h:
+                row[i] += x * h
+
+    def transpose_apply(self, y, field):
+        """Whether A_eq^T y = 0, where A_eq^T y = sum over rows (j, z) of y_{jz} (e_z - e_{z_j}) h_j^T."""
+        acc = {}
+        for (j, z), c in y.items():
+            if z not in self.S[j] or z == self.anchor[j]:
+                raise Invalid(f"{field}: ({j}, {z}) is not an equality row")
+            self.add(acc, z, c, j)
+            self.add(acc, self.anchor[j], -c, j)
+        return not any(any(r) for r in acc.values())
+
+    def logits(self, W):
+        """W H^T exactly, as V x m fmpq rows, from W given as {v: {i: value}}."""
+        L = [[flint.fmpq(0)] * self.m for _ in range(self.V)]
+        for v, row in W.items():
+            for i, w in row.items():
+                for j in range(self.m):
+                    if self.H[j][i]:
+                        L[v][j] += w * self.H[j][i]
+        return L
+
+
+def integer_row(xs):
+    """A list of fmpq times the least common denominator of its entries (a positive scaling of a row keeps
+    every rank)."""
+    s = flint.fmpz(1)
+    for x in xs:
+        s = s * x.q // s.gcd(x.q)
+    return [int(x * s) for x in xs]
+
+
+def rank_mod(rows, p):
+    """The rank mod the prime p of a matrix of fmpq rows, each scaled to integers: at most the rank over Q."""
+    return flint.nmod_mat([[x % p for x in integer_row(r)] for r in rows], p).rank() if rows else 0
+
+
+def is_prime(p):
+    return type(p) is int and p > 1 and bool(flint.fmpz(p).is_prime())
+
+
+def exponents(inst, primes):
+    """E: for every equality row, the exponent of each prime in c_{j,z} / c_{j,z_j}, where c_{j,.} are the
+    counts or, for probabilities, the coprime integers proportional to p_j. ``primes`` must be exactly
+    the primes of those integers (each is factored completely over the list)."""
+    if type(primes) is not list or any(not is_prime(p) for p in primes) or primes != sorted(set(primes)):
+        raise Invalid("compatibility.primes: not an increasing list of primes")
+    factors, used = [], set()
+    for j, vals in enumerate(inst.vals):
+        ints = dict(zip(vals, integer_row(list(vals.values()))))
+        if not inst.counts:
+            g = math.gcd(*ints.values())
+            ints = {z: c // g for z, c in ints.items()}
+        row = {}
+        for z, c in ints.items():
+            e = {}
+            for p in primes:
+                while c % p == 0:
+                    c, e[p] = c // p, e.get(p, 0) + 1
+            if c != 1:
+                raise Invalid(f"compatibility.primes: the count of context {j}, token {z} has a prime factor not listed")
+            row[z] = e
+            used.update(e)
+        factors.append(row)
+    if used != set(primes):
+        raise Invalid(f"compatibility.primes: {sorted(set(primes) - used)[:3]} divide no count")
+    E = {}
+    for j, z in inst.rows:
+        e, a = factors[j][z], factors[j][inst.anchor[j]]
+        E[(j, z)] = {p: e.get(p, 0) - a.get(p, 0) for p in set(e) | set(a) if e.get(p, 0) != a.get(p, 0)}
+    return E
+
+
+def rank_G(inst, p):
+    """rank of G = A_eq A_eq^T mod p (a lower bound on rank A_eq over Q), from K = H H^T."""
+    r = len(inst.rows)
+    if r == 0:
+        return 0
+    Hi = flint.nmod_mat([[x % p for x in integer_row(h)] for h in inst.H], p)
+    K = (Hi * Hi.transpose()).tolist()
+    G = []
+    for j, z in inst.rows:
+        a = inst.anchor[j]
+        row = []
+        for j2, z2 in inst.rows:
+            a2 = inst.anchor[j2]
+            c = (z == z2) - (z == a2) - (a == z2) + (a == a2)
+            row.append(c * int(K[j][j2]) % p if c else 0)
+        G.append(row)
+    return flint.nmod_mat(G, p).rank()
+
+
+# ------------------------------------------------------------------------------------------ the claims
+def check_compatibility(cert, inst, notes):
+    sec = cert["compatibility"]
+    if type(sec) is not dict or "claim" not in sec:
+        raise Invalid("compatibility: expected an object with a claim")
+    claim = flag(sec["claim"], "compatibility.claim")
+    if claim is None:
+        keys(sec, "compatibility", ("claim", "n_eq", "primes", "reason"))
+        return None
+    if sec.get("n_eq") != len(inst.rows) or type(sec.get("n_eq")) is not int:
+        raise Invalid(f"compatibility.n_eq: claims {sec.get('n_eq')!r}, the instance has {len(inst.rows)} equality rows")
+    E = exponents(inst, sec.get("primes"))
+    bounds = (inst.m, inst.V)
+    if claim is False:
+        keys(sec, "compatibility", ("claim", "n_eq", "dim_F", "primes", "violating_null_vector"))
+        y = sparse(sec["violating_null_vector"], bounds, "compatibility.violating_null_vector")
+        if not inst.transpose_apply(y, "compatibility.violating_null_vector"):
+            raise Invalid("compatibility: the violating vector y is not in the left null space (A_eq^T y != 0)")
+        if not any(sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)) for p in sec["primes"]):
+            raise Invalid("compatibility: y^T E = 0, so y does not refute (4)")
+        notes.append("compatible: false (A_eq^T y = 0 and y^T b != 0)")
+        return False
+    keys(sec, "compatibility", ("claim", "n_eq", "dim_F", "primes", "null_space_basis"),
+         ("W_star", "rank_modulus", "embeddings_rank_modulus", "particular_solutions"))
+    if "W_star" in sec:
+        notes.append("not checked: compatibility.W_star")
+    basis = sec["null_space_basis"]
+    if type(basis) is not list:
+        raise Invalid("compatibility.null_space_basis: expected a list")
+    if "embeddings_rank_modulus" in sec:
+        p = sec["embeddings_rank_modulus"]
+        if basis or not is_prime(p) or inst.rank_H(p) != inst.m:
+            raise Invalid(f"compatibility.embeddings_rank_modulus: H does not have rank m = {inst.m} mod {p!r}")
+        notes.append(f"compatible: true (rank H = m mod {p}: A_eq has full row rank)")
+        return True
+    if "particular_solutions" in sec:
+        sols = sec["particular_solutions"]
+        if basis or type(sols) is not dict:
+            raise Invalid("compatibility.particular_solutions: expected an object beside an empty basis")
+        moving = {p for e in E.values() for p in e}
+        if set(sols) != {str(p) for p in moving}:
+            raise Invalid("compatibility.particular_solutions: the keys are not the primes whose exponents move")
+        for key, items in sols.items():
+            R = {}
+            for (v, i), x in sparse(items, (inst.V, inst.d), f"compatibility.particular_solutions.{key}").items():
+                R.setdefault(v, {})[i] = x
+            L = inst.logits(R)
+            for j, z in inst.rows:
+                if L[z][j] - L[inst.anchor[j]][j] != E[(j, z)].get(int(key), 0):
+                    raise Invalid(f"compatibility.particular_solutions.{key}: row ({j}, {z}) is not solved")
+        notes.append(f"compatible: true (one exact solution per prime, {len(sols)} primes)")
+        return True
+    Y = [sparse(y, bounds, f"compatibility.null_space_basis[{k}]") for k, y in enumerate(basis)]
+    for k, y in enumerate(Y):
+        if not inst.transpose_apply(y, f"compatibility.null_space_basis[{k}]"):
+            raise Invalid(f"compatibility.null_space_basis[{k}]: not in the left null space of A_eq")
+        for p in sec["primes"]:
+            if sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)):
+                raise Invalid(f"compatibility.null_space_basis[{k}]: y^T E != 0 at the prime {p}")
+    p = sec.get("rank_modulus", DEFAULT_PRIME)
+    if not is_prime(p):
+        raise Invalid(f"compatibility.rank_modulus: {p!r} is not a prime")
+    pos = {row: n for n, row in enumerate(inst.rows)}
+    dense_Y = [[y.get(row, flint.fmpq(0)) for row in pos] for y in Y]
+    if rank_mod(dense_Y, p) != len(Y):
+        raise Invalid(f"compatibility.null_space_basis: the vectors are not independent mod {p}")
+    if rank_G(inst, p) + len(Y) != len(inst.rows):
+        raise Invalid(f"compatibility.null_space_basis: rank A_eq mod {p} + {len(Y)} vectors != {len(inst.rows)} rows:"
+                      " the basis is not shown complete")
+    notes.append(f"compatible: true (a complete basis of {len(Y)} null vectors, each with y^T E = 0)")
+    return True
+
+
+def check_separability(cert, inst, notes):
+    sec = cert["separability"]
+    if type(sec) is not dict or "claim" not in sec:
+        raise Invalid("separability: expected an object with a claim")
+    claim = flag(sec["claim"], "separability.claim")
+    if claim is None:
+        keys(sec, "separability", ("claim", "reason"))
+        return None
+    if claim is False:
+        keys(sec, "separability", ("claim", "ray"))
+        a = sparse(sec["ray"], (inst.V, inst.m), "separability.ray")
+        acc, col, mass = {}, [flint.fmpq(0)] * inst.m, flint.fmpq(0)
+        for (v, j), x in a.items():
+            col[j] += x
+            if v not in inst.S[j]:
+                if x > 0:
+                    raise Invalid(f"separability.ray: a[{v}, {j}] = {x} > 0 off the support")
+                mass -= x
+            inst.add(acc, v, x, j)
+        if any(any(r) for r in acc.values()):
+            raise Invalid("separability.ray: sum_j a_j h_j^T != 0")
+        if any(col):
+            raise Invalid("separability.ray: a column of the ray does not sum to 0")
+        if not mass > 0:
+            raise Invalid("separability.ray: no positive mass off the supports")
+        notes.append(f"separable: false (a Farkas ray with {len(a)} nonzeros)")
+        return False
+    keys(sec, "separability", ("claim",), ("W", "embeddings_rank_modulus"))
+    if "embeddings_rank_modulus" in sec:
+        p = sec["embeddings_rank_modulus"]
+        if "W" in sec or not is_prime(p) or inst.rank_H(p) != inst.m:
+            raise Invalid(f"separability.embeddings_rank_modulus: H does not have rank m = {inst.m} mod {p!r}")
+        notes.append(f"separable: true (rank H = m mod {p}: every logit matrix is reachable)")
+        return True
+    if "W" not in sec:
+        raise Invalid("separability.W: missing")
+    W = sec["W"]
+    if type(W) is not list or len(W) != inst.V or any(type(r) is not list or len(r) != inst.d for r in W):
+        raise Invalid(f"separability.W: expected {inst.V} rows of {inst.d} values")
+    W = [[q(x, f"separability.W[{v}]") for x in r] for v, r in enumerate(W)]
+    L = inst.logits({v: {i: x for i, x in enumerate(row) if x} for v, row in enumerate(W)})
+    for j in range(inst.m):
+        top = {L[z][j] for z in inst.S[j]}
+        if len(top) != 1:
+            raise Invalid(f"separability.W: the logits of context {j} differ on its support")
+        t = top.pop()
+        for v in range(inst.V):
+            if v not in inst.S[j] and t - L[v][j] < 1:
+                raise Invalid(f"separability.W: context {j}, token {v} has margin {float(t - L[v][j]):.6g} < 1")
+    notes.append("separable: true (W has equal in-support logits and every margin >= 1, exactly)")
+    return True
+
+
+def check(cert):
+    """The notes of a certificate whose claims all check; raises Invalid otherwise."""
+    try:
+        return _check(cert)
+    except (KeyError, TypeError, IndexError, AttributeError) as err:
+        raise Invalid(f"certificate: malformed ({type(err).__name__}: {err})") from None
+
+
+def _check(cert):
+    keys(cert, "certificate", TOP, TOP_OPTIONAL)
+    if cert["format"] != FORMAT or type(cert["version"]) is not int or cert["version"] != VERSION:
+        raise Invalid(f"format: {cert['format']!r} version {cert['version']!r} is not {FORMAT} version {VERSION}")
+    body = {k: v for k, v in cert.items() if k != "checksum"}
+    if hashlib.sha256(canonical(body).encode("ascii")).hexdigest() != cert["checksum"]:
+        raise Invalid("checksum: does not match the SHA-256 of the canonical JSON")
+    inst = Instance(cert)
+    notes = [f"instance: m = {inst.m}, d = {inst.d}, V = {inst.V}, {len(inst.rows)} equality rows (embedded)"]
+    claims = cert["claims"]
+    keys(claims, "claims", ("compatible", "separable", "entropy_bound_reachable", "svm"))
+    compat = check_compatibility(cert, inst, notes)
+    if flag(claims["compatible"], "claims.compatible") is not compat:
+        raise Invalid(f"claims.compatible: {claims['compatible']!r} is not the checked verdict {compat!r}")
+    sep = check_separability(cert, inst, notes)
+    if flag(claims["separable"], "claims.separable") is not sep:
+        raise Invalid(f"claims.separable: {claims['separable']!r} is not the checked verdict {sep!r}")
+    both = False if False in (compat, sep) else (None if None in (compat, sep) else True)
+    if flag(claims["entropy_bound_reachable"], "claims.entropy_bound_reachable") is not both:
+        raise Invalid(f"claims.entropy_bound_reachable: {claims['entropy_bound_reachable']!r} is not {both!r}")
+    notes.append(f"entropy bound reachable: {json.dumps(both)}")
+    skipped = [k for k in NOT_CHECKED if cert.get(k) is not None] + ["compatibility.dim_F", "instance.fingerprint",
+                                                                      "names"]
+    if claims["svm"] is not None:
+        skipped.insert(0, "claims.svm")
+    notes.append("not checked: " + ", ".join(skipped))
+    return notes
+
+
+def main(argv=None):
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0].startswith("-"):
+        print("usage: python tools/ntpcert_check.py CERT", file=sys.stderr)
+        return 2
+    sys.set_int_max_str_digits(0)  # rational strings of any length (integer literals are capped above)
+    try:
+        notes = check(read(args[0]))
+    except OSError as err:
+        print(f"cannot read {args[0]}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    except Invalid as err:
+        print(f"INVALID: {err}")
+        return 1
+    print(f"VALID: {args[0]}")
+    for line in notes:
+        print(f"  {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
