@@ -109,3 +109,18 @@ def test_the_command_line_exits_0_on_valid_and_1_naming_the_claim(tmp_path) -> N
     bad = run(tmp_path / "bad.json")
     assert bad.returncode == 1 and bad.stdout.startswith("INVALID: claims.compatible") and len(bad.stdout.splitlines()) == 1
     assert run(tmp_path / "absent.json").returncode == 2
+
+
+def test_the_format_page_shows_what_the_checker_prints(tmp_path, monkeypatch, capsys) -> None:
+    page = (PATH.parent.parent / "docs" / "certificate-format.md").read_text(encoding="utf-8")
+    block = page.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    assert block[0] == "$ python tools/ntpcert_check.py paper.cert.json"
+    monkeypatch.chdir(tmp_path)
+    from ntpcert.cli.app import main
+
+    assert main(["certify", "paper", "--exact", "--certificate-out", "paper.cert.json"]) == 0
+    capsys.readouterr()
+    from .standalone import checker
+
+    assert checker.main(["paper.cert.json"]) == 0
+    assert capsys.readouterr().out.splitlines() == block[1:]
