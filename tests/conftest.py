@@ -47,3 +47,44 @@ def random_instance(rng: np.random.Generator, m: int, d: int, V: int, kmin: int 
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _standalone_beside_verify():
+    """With ``NTPCERT_STANDALONE=1``, every certificate the suite checks is also checked by
+    tools/ntpcert_check.py: where verify accepts, so must it; where verify refuses a certificate checked
+    against its embedded data, it must refuse too, unless the reason is in a section it leaves unchecked.
+    Off by default (it doubles the cost of every check); run ``NTPCERT_STANDALONE=1 pytest``."""
+    if os.environ.get("NTPCERT_STANDALONE") != "1":
+        yield
+        return
+    import json
+    import sys
+
+    from ntpcert.pipeline import verify as vf
+
+    from .standalone import standalone, unchecked
+
+    original = vf.verify_certificate
+
+    def both(cert, instance=None, **kwargs):
+        verdict = original(cert, instance, **kwargs)
+        try:
+            text = json.dumps(cert)
+        except (TypeError, ValueError):  # not encodable: nothing for a file reader to read
+            return verdict
+        ok, line = standalone(text)
+        if verdict.valid:
+            assert ok, f"verify accepts, the standalone checker refuses: {line}"
+        elif instance is None:
+            assert not ok or unchecked(verdict.reason), f"verify refuses ({verdict.reason}), the standalone accepts"
+        return verdict
+
+    patched = []
+    for module in list(sys.modules.values()):
+        if getattr(module, "verify_certificate", None) is original:
+            patched.append(module)
+            module.verify_certificate = both
+    yield
+    for module in patched:
+        module.verify_certificate = original

@@ -25,6 +25,7 @@ import flint
 FORMAT, VERSION = "ntpcert-certificate", 1
 MAX_BYTES = 256 * 2**20
 MAX_INT_DIGITS = 4300
+MAX_SPARSE_CELLS = 10**8
 #: A prime for ranks mod p when the certificate names none (a rank mod p is at most the rank over Q).
 DEFAULT_PRIME = 2**61 - 1
 RATIONAL = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?\Z")
@@ -38,12 +39,16 @@ class Invalid(Exception):
     """A certificate that does not prove what it claims; the message names the field."""
 
 
+def refuse(condition, message):
+    if condition:
+        raise Invalid(message)
+
+
 # ------------------------------------------------------------------------------------------ reading
 def _pairs(pairs):
     out = {}
     for key, value in pairs:
-        if key in out:
-            raise Invalid(f"{key}: repeated key")
+        refuse(key in out, f"{key}: repeated key")
         out[key] = value
     return out
 
@@ -71,15 +76,13 @@ def read(path):
 
 def parse(data):
     """The certificate as a dict, parsed strictly: no repeated key, no NaN or Infinity, bounded integers."""
-    if len(data) > MAX_BYTES:
-        raise Invalid(f"file: over the cap of {MAX_BYTES} bytes")
+    refuse(len(data) > MAX_BYTES, f"file: over the cap of {MAX_BYTES} bytes")
     try:
         cert = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant,
                           parse_int=_int, parse_float=_float)
     except (ValueError, UnicodeDecodeError) as err:
         raise Invalid(f"file: not JSON ({err})") from None
-    if type(cert) is not dict:
-        raise Invalid("file: not a JSON object")
+    refuse(type(cert) is not dict, "file: not a JSON object")
     return cert
 
 
@@ -90,24 +93,20 @@ def canonical(obj):
 def q(text, field):
     """A canonical rational string "p" or "p/q" (lowest terms, q > 1) as an fmpq."""
     m = RATIONAL.match(text) if type(text) is str else None
-    if m is None or text == "-0":
-        raise Invalid(f"{field}: {str(text)[:40]!r} is not a canonical rational")
+    refuse(m is None or text == "-0", f"{field}: {str(text)[:40]!r} is not a canonical rational")
     num = flint.fmpz(m.group(1))
     den = flint.fmpz(m.group(2) or 1)
-    if m.group(2) is not None and (den == 1 or num.gcd(den) != 1):
-        raise Invalid(f"{field}: {text[:40]!r} is not in lowest terms")
+    refuse(m.group(2) is not None and (den == 1 or num.gcd(den) != 1), f"{field}: {text[:40]!r} is not in lowest terms")
     return flint.fmpq(num, den)
 
 
 def exact_float(x, field):
-    if not math.isfinite(x):
-        raise Invalid(f"{field}: {x} is not finite")
+    refuse(not math.isfinite(x), f"{field}: {x} is not finite")
     return x
 
 
 def count(x, field):
-    if type(x) is not int:
-        raise Invalid(f"{field}: {str(x)[:40]!r} is not an integer count")
+    refuse(type(x) is not int, f"{field}: {str(x)[:40]!r} is not an integer count")
     return flint.fmpq(x)
 
 
@@ -121,8 +120,7 @@ def exact(x, field):
 
 
 def keys(obj, field, required, optional=()):
-    if type(obj) is not dict:
-        raise Invalid(f"{field}: expected an object")
+    refuse(type(obj) is not dict, f"{field}: expected an object")
     missing = set(required) - set(obj)
     extra = set(obj) - set(required) - set(optional)
     if missing:
@@ -133,29 +131,24 @@ def keys(obj, field, required, optional=()):
 
 def flag(x, field):
     """true, false or null, type-exactly (1 and 0 are not booleans)."""
-    if x is not None and type(x) is not bool:
-        raise Invalid(f"{field}: {x!r} is not true, false or null")
+    refuse(x is not None and type(x) is not bool, f"{field}: {x!r} is not true, false or null")
     return x
 
 
 def index(x, bound, field):
-    if type(x) is not int or not 0 <= x < bound:
-        raise Invalid(f"{field}: {str(x)[:40]} is not an index below {bound}")
+    refuse(type(x) is not int or not 0 <= x < bound, f"{field}: {str(x)[:40]} is not an index below {bound}")
     return x
 
 
 def sparse(items, bounds, field, value=None):
     """[[i, k, "p/q"], ...] with indices in range, as a dict (i, k) -> fmpq; no repeated index."""
     value = value or q
-    if type(items) is not list:
-        raise Invalid(f"{field}: expected a list")
+    refuse(type(items) is not list, f"{field}: expected a list")
     out = {}
     for e, item in enumerate(items):
-        if type(item) is not list or len(item) != 3:
-            raise Invalid(f"{field}[{e}]: expected [i, k, value]")
+        refuse(type(item) is not list or len(item) != 3, f"{field}[{e}]: expected [i, k, value]")
         i, k = index(item[0], bounds[0], f"{field}[{e}]"), index(item[1], bounds[1], f"{field}[{e}]")
-        if (i, k) in out:
-            raise Invalid(f"{field}[{e}]: index ({i}, {k}) repeated")
+        refuse((i, k) in out, f"{field}[{e}]: index ({i}, {k}) repeated")
         out[(i, k)] = value(item[2], f"{field}[{e}]")
     return out
 
@@ -168,8 +161,7 @@ class Instance:
     def __init__(self, cert):
         head, rec = cert["instance"], cert["instance"]["embedded"]
         keys(head, "instance", ("fingerprint", "m", "d", "V", "embedded"))
-        if type(rec) is not dict:
-            raise Invalid("instance.embedded: expected an object")
+        refuse(type(rec) is not dict, "instance.embedded: expected an object")
         law = "counts" if "counts" in rec else "counts_sparse" if "counts_sparse" in rec else "probs"
         need = {"counts": ("name", "embeddings", "counts"), "counts_sparse": ("name", "embeddings", "V", "counts_sparse"),
                 "probs": ("name", "embeddings", "probs", "weights")}[law]
@@ -190,9 +182,13 @@ class Instance:
             raise Invalid(f"probabilities_exact_from_floats: {from_floats!r} does not describe the embedded data")
         vals = [dict() for _ in range(m)]
         if law == "counts_sparse":
-            for (j, z), c in sparse(rec["counts_sparse"], (m, V), "instance.embedded.counts_sparse", count).items():
-                if not c > 0:
-                    raise Invalid(f"instance.embedded.counts_sparse: ({j}, {z}) holds {c}, not a positive integer")
+            if m * V > MAX_SPARSE_CELLS:
+                raise Invalid(f"instance.embedded.counts_sparse: m V = {m * V} cells, over the cap of {MAX_SPARSE_CELLS}")
+            entries = sparse(rec["counts_sparse"], (m, V), "instance.embedded.counts_sparse", count)
+            if list(entries) != sorted(entries):
+                raise Invalid("instance.embedded.counts_sparse: the entries are not in increasing (j, t) order")
+            for (j, z), c in entries.items():
+                refuse(not c > 0, f"instance.embedded.counts_sparse: ({j}, {z}) holds {c}, not a positive integer")
                 vals[j][z] = c
         else:
             rows, field = rec[law], f"instance.embedded.{law}"
@@ -201,13 +197,11 @@ class Instance:
             for j, row in enumerate(rows):
                 for z, c in enumerate(row):
                     x = (count if law == "counts" else exact if from_floats else q)(c, f"{field}[{j}]")
-                    if x < 0:
-                        raise Invalid(f"{field}[{j}][{z}]: {x} is negative")
+                    refuse(x < 0, f"{field}[{j}][{z}]: {x} is negative")
                     if x > 0:
                         vals[j][z] = x
         for j in range(m):
-            if not vals[j]:
-                raise Invalid(f"instance.embedded: context {j} has an empty support")
+            refuse(not vals[j], f"instance.embedded: context {j} has an empty support")
         self.vals, self.counts = vals, law != "probs"
         self.S = [set(v) for v in vals]
         self.anchor = [min(s) for s in self.S]
@@ -227,8 +221,7 @@ class Instance:
         """Whether A_eq^T y = 0, where A_eq^T y = sum over rows (j, z) of y_{jz} (e_z - e_{z_j}) h_j^T."""
         acc = {}
         for (j, z), c in y.items():
-            if z not in self.S[j] or z == self.anchor[j]:
-                raise Invalid(f"{field}: ({j}, {z}) is not an equality row")
+            refuse(z not in self.S[j] or z == self.anchor[j], f"{field}: ({j}, {z}) is not an equality row")
             self.add(acc, z, c, j)
             self.add(acc, self.anchor[j], -c, j)
         return not any(any(r) for r in acc.values())
@@ -280,13 +273,11 @@ def exponents(inst, primes):
             for p in primes:
                 while c % p == 0:
                     c, e[p] = c // p, e.get(p, 0) + 1
-            if c != 1:
-                raise Invalid(f"compatibility.primes: the count of context {j}, token {z} has a prime factor not listed")
+            refuse(c != 1, f"compatibility.primes: the count of context {j}, token {z} has a prime factor not listed")
             row[z] = e
             used.update(e)
         factors.append(row)
-    if used != set(primes):
-        raise Invalid(f"compatibility.primes: {sorted(set(primes) - used)[:3]} divide no count")
+    refuse(used != set(primes), f"compatibility.primes: {sorted(set(primes) - used)[:3]} divide no count")
     E = {}
     for j, z in inst.rows:
         e, a = factors[j][z], factors[j][inst.anchor[j]]
@@ -316,15 +307,14 @@ def rank_G(inst, p):
 # ------------------------------------------------------------------------------------------ the claims
 def check_compatibility(cert, inst, notes):
     sec = cert["compatibility"]
-    if type(sec) is not dict or "claim" not in sec:
-        raise Invalid("compatibility: expected an object with a claim")
+    refuse(type(sec) is not dict or "claim" not in sec, "compatibility: expected an object with a claim")
     claim = flag(sec["claim"], "compatibility.claim")
-    if claim is None:
-        keys(sec, "compatibility", ("claim", "n_eq", "primes", "reason"))
-        return None
     if sec.get("n_eq") != len(inst.rows) or type(sec.get("n_eq")) is not int:
         raise Invalid(f"compatibility.n_eq: claims {sec.get('n_eq')!r}, the instance has {len(inst.rows)} equality rows")
     E = exponents(inst, sec.get("primes"))
+    if claim is None:
+        keys(sec, "compatibility", ("claim", "n_eq", "primes", "reason"))
+        return None
     bounds = (inst.m, inst.V)
     if claim is False:
         keys(sec, "compatibility", ("claim", "n_eq", "dim_F", "primes", "violating_null_vector"))
@@ -340,8 +330,7 @@ def check_compatibility(cert, inst, notes):
     if "W_star" in sec:
         notes.append("not checked: compatibility.W_star")
     basis = sec["null_space_basis"]
-    if type(basis) is not list:
-        raise Invalid("compatibility.null_space_basis: expected a list")
+    refuse(type(basis) is not list, "compatibility.null_space_basis: expected a list")
     if "embeddings_rank_modulus" in sec:
         p = sec["embeddings_rank_modulus"]
         if basis or not is_prime(p) or inst.rank_H(p) != inst.m:
@@ -350,8 +339,8 @@ def check_compatibility(cert, inst, notes):
         return True
     if "particular_solutions" in sec:
         sols = sec["particular_solutions"]
-        if basis or type(sols) is not dict:
-            raise Invalid("compatibility.particular_solutions: expected an object beside an empty basis")
+        if basis or type(sols) is not dict or "rank_modulus" in sec or "W_star" in sec:
+            raise Invalid("compatibility.particular_solutions: expected an object beside an empty basis alone")
         moving = {p for e in E.values() for p in e}
         if set(sols) != {str(p) for p in moving}:
             raise Invalid("compatibility.particular_solutions: the keys are not the primes whose exponents move")
@@ -373,12 +362,10 @@ def check_compatibility(cert, inst, notes):
             if sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)):
                 raise Invalid(f"compatibility.null_space_basis[{k}]: y^T E != 0 at the prime {p}")
     p = sec.get("rank_modulus", DEFAULT_PRIME)
-    if not is_prime(p):
-        raise Invalid(f"compatibility.rank_modulus: {p!r} is not a prime")
+    refuse(not is_prime(p), f"compatibility.rank_modulus: {p!r} is not a prime")
     pos = {row: n for n, row in enumerate(inst.rows)}
     dense_Y = [[y.get(row, flint.fmpq(0)) for row in pos] for y in Y]
-    if rank_mod(dense_Y, p) != len(Y):
-        raise Invalid(f"compatibility.null_space_basis: the vectors are not independent mod {p}")
+    refuse(rank_mod(dense_Y, p) != len(Y), f"compatibility.null_space_basis: the vectors are not independent mod {p}")
     if rank_G(inst, p) + len(Y) != len(inst.rows):
         raise Invalid(f"compatibility.null_space_basis: rank A_eq mod {p} + {len(Y)} vectors != {len(inst.rows)} rows:"
                       " the basis is not shown complete")
@@ -388,8 +375,7 @@ def check_compatibility(cert, inst, notes):
 
 def check_separability(cert, inst, notes):
     sec = cert["separability"]
-    if type(sec) is not dict or "claim" not in sec:
-        raise Invalid("separability: expected an object with a claim")
+    refuse(type(sec) is not dict or "claim" not in sec, "separability: expected an object with a claim")
     claim = flag(sec["claim"], "separability.claim")
     if claim is None:
         keys(sec, "separability", ("claim", "reason"))
@@ -401,16 +387,12 @@ def check_separability(cert, inst, notes):
         for (v, j), x in a.items():
             col[j] += x
             if v not in inst.S[j]:
-                if x > 0:
-                    raise Invalid(f"separability.ray: a[{v}, {j}] = {x} > 0 off the support")
+                refuse(x > 0, f"separability.ray: a[{v}, {j}] = {x} > 0 off the support")
                 mass -= x
             inst.add(acc, v, x, j)
-        if any(any(r) for r in acc.values()):
-            raise Invalid("separability.ray: sum_j a_j h_j^T != 0")
-        if any(col):
-            raise Invalid("separability.ray: a column of the ray does not sum to 0")
-        if not mass > 0:
-            raise Invalid("separability.ray: no positive mass off the supports")
+        refuse(any(any(r) for r in acc.values()), "separability.ray: sum_j a_j h_j^T != 0")
+        refuse(any(col), "separability.ray: a column of the ray does not sum to 0")
+        refuse(not mass > 0, "separability.ray: no positive mass off the supports")
         notes.append(f"separable: false (a Farkas ray with {len(a)} nonzeros)")
         return False
     keys(sec, "separability", ("claim",), ("W", "embeddings_rank_modulus"))
@@ -420,8 +402,7 @@ def check_separability(cert, inst, notes):
             raise Invalid(f"separability.embeddings_rank_modulus: H does not have rank m = {inst.m} mod {p!r}")
         notes.append(f"separable: true (rank H = m mod {p}: every logit matrix is reachable)")
         return True
-    if "W" not in sec:
-        raise Invalid("separability.W: missing")
+    refuse("W" not in sec, "separability.W: missing")
     W = sec["W"]
     if type(W) is not list or len(W) != inst.V or any(type(r) is not list or len(r) != inst.d for r in W):
         raise Invalid(f"separability.W: expected {inst.V} rows of {inst.d} values")
@@ -429,8 +410,7 @@ def check_separability(cert, inst, notes):
     L = inst.logits({v: {i: x for i, x in enumerate(row) if x} for v, row in enumerate(W)})
     for j in range(inst.m):
         top = {L[z][j] for z in inst.S[j]}
-        if len(top) != 1:
-            raise Invalid(f"separability.W: the logits of context {j} differ on its support")
+        refuse(len(top) != 1, f"separability.W: the logits of context {j} differ on its support")
         t = top.pop()
         for v in range(inst.V):
             if v not in inst.S[j] and t - L[v][j] < 1:
