@@ -43,3 +43,37 @@ def test_valid_values_come_back_in_plain_types() -> None:
     assert check_number("t", None, optional=True) is None
     assert check_choice("solver", "auto", ("auto", "clarabel")) == "auto"
     assert check_bool("exact", False) is False
+
+
+def _public_calls():
+    """(call, the message's start): invalid calls of public functions, each refused in one line."""
+    from ntpcert import load_instance, solve_svm
+    from ntpcert.dynamics.trajectory import decade_steps, geometric_grid
+    from ntpcert.instance.datasets.dyck import dyck
+    from ntpcert.instance.datasets.paper import paper
+    from ntpcert.instance.datasets.pydoc_corpus import pydoc_text
+    from ntpcert.instance.datasets.teacher import teacher
+
+    inst = paper(m=4, d=3, V=3, support_size=2, n=40)
+    return [
+        (lambda: geometric_grid(True), "steps: value True is not a non-negative integer"),
+        (lambda: geometric_grid(10, per_decade=0), "per_decade: value 0 is not a positive integer"),
+        (lambda: decade_steps(-3), "steps: value -3 is not a non-negative integer"),
+        (lambda: paper(m=0), "m: value 0 is not a positive integer"),
+        (lambda: dyck(k=1.5), "k (context length): value 1.5 is not a positive integer"),
+        (lambda: teacher(V=True), "V: value True is not an integer"),
+        (lambda: pydoc_text(1), "max_chars: value 1 is not an integer ≥ 2"),
+        (lambda: load_instance("paper", max_entries=0), "max_entries: value 0 is not a positive integer"),
+        (lambda: load_instance("pydoc", context_length=False), "context_length: value False is not a positive integer"),
+        (lambda: solve_svm(inst, solver="structured", tol=0.0), "tol: value 0.0 is not a positive number"),
+        (lambda: solve_svm(inst, solver="structured", time_limit=-1), "time_limit: value -1 is not a positive number"),
+        (lambda: solve_svm(inst, solver="structured", max_epochs=True), "max_epochs: value True is not a positive integer"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(12))
+def test_public_functions_refuse_invalid_arguments_in_one_line(index) -> None:
+    call, start = _public_calls()[index]
+    with pytest.raises(InputError) as err:
+        call()
+    assert str(err.value).startswith(start) and "\n" not in str(err.value), str(err.value)

@@ -55,6 +55,7 @@ import numpy as np
 from ntpcert.errors import InputError
 from ntpcert.instance import NTPInstance
 from ntpcert.instance.ce import CEKernel as CEKernel  # the fused gradient, shared with the rest of the package
+from ntpcert.util.validate import check_int
 
 #: Singular values below this fraction of the largest are treated as zero by ``spectral``: the
 #: steepest-descent direction in the spectral norm is :math:`UV^\top` on the range of the
@@ -432,8 +433,7 @@ class Muon(Optimizer):
 
     def __post_init__(self) -> None:
         _check_momentum(self.momentum)
-        if isinstance(self.ns_steps, bool) or not isinstance(self.ns_steps, int) or not 1 <= self.ns_steps <= MAX_NS_STEPS:
-            raise InputError(f"ns_steps: value {self.ns_steps!r} is not an integer in [1, {MAX_NS_STEPS}]")
+        check_int("ns_steps", self.ns_steps, minimum=1, maximum=MAX_NS_STEPS)
         if self.orthogonalize not in MUON_ORTHOGONALIZE:
             raise InputError(f"orthogonalize: unknown value {self.orthogonalize!r} (expected one of "
                              f"{', '.join(MUON_ORTHOGONALIZE)})")

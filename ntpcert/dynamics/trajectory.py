@@ -56,6 +56,7 @@ from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.numbers import cosine
 from ntpcert.util.progress import progress_bar
 from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
+from ntpcert.util.validate import check_int
 
 #: Default number of logged steps per decade of the geometric grid.
 POINTS_PER_DECADE = 20
@@ -99,12 +100,10 @@ def geometric_grid(steps: int, per_decade: int = POINTS_PER_DECADE, *, max_steps
 
     ``steps`` above ``max_steps`` and grids of more than ``max_points`` points are refused (None: no
     limit) before anything is allocated."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise InputError(f"steps: value {steps!r} is not a non-negative integer")
+    check_int("steps", steps, minimum=0)
     if max_steps is not None and steps > max_steps:
         raise InputError(f"steps: value {steps!r} is above the limit of {max_steps:,} steps")
-    if isinstance(per_decade, bool) or not isinstance(per_decade, (int, np.integer)) or per_decade < 1:
-        raise InputError(f"per_decade: value {per_decade!r} is not a positive integer")
+    check_int("per_decade", per_decade, minimum=1)
     if steps == 0:
         return np.zeros(1, dtype=np.int64)
     n = max(2, int(math.ceil(per_decade * math.log10(steps))) + 1)
@@ -546,8 +545,7 @@ def _check_grid(grid: Sequence[int], steps: int, *, field: str = "grid", add_end
 def decade_steps(steps: int) -> np.ndarray:
     r"""The steps :math:`1, 10, 100, \dots, 10^{\lfloor\log_{10}\text{steps}\rfloor}`, shape (n,), int64
     (empty for ``steps`` = 0): where :mod:`ntpcert.dynamics.checks` compares iterates decade by decade."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise InputError(f"steps: value {steps!r} is not a non-negative integer")
+    check_int("steps", steps, minimum=0)
     out = []
     k = 1
     while k <= steps:

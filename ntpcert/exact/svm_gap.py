@@ -55,6 +55,7 @@ from ntpcert.exact.dyadic import (
     up,
 )
 from ntpcert.exact.rational import fmpq, fmpq_list, frac, fraction_str
+from ntpcert.util.validate import check_int
 
 #: Pivot blocks up to this size keep an exact inverse; larger ones are solved with on each call.
 INVERSE_MAX_SIZE = 8
@@ -426,8 +427,7 @@ class ExactSVMBounder:
         _check_shape("a", a, (inst.V, inst.m))
         if W is not None:
             _check_shape("W", W, (inst.V, inst.d))
-        if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= MAX_BITS:
-            raise InputError(f"bits: value {bits!r} is not an integer in 1..{MAX_BITS}")
+        check_int("bits", bits, minimum=1, maximum=MAX_BITS)
         a_c, N, k = self.dual_point(a, bits)
         dual = self.dual_objective(a_c, N, k)
         timings["dual"] = time.perf_counter() - t0

@@ -29,6 +29,7 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from ntpcert.errors import InputError
+from ntpcert.util.validate import check_int
 
 __all__ = [
     "MAX_ENTRIES",
@@ -311,9 +312,7 @@ def embed_contexts(
 
 
 def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(f"{name}: value {value!r} is not a positive integer")
-    return int(value)
+    return check_int(name, value, minimum=1)
 
 
 def _one_line(err: BaseException) -> str:

@@ -19,6 +19,7 @@ from ntpcert.instance.io.arrays import read_json, read_npz
 from ntpcert.instance.embeddings import MAX_ENTRIES
 from ntpcert.instance.io.corpus import TOKENIZERS, instance_from_text
 from ntpcert.util.files import read_input_bytes
+from ntpcert.util.validate import check_int
 
 __all__ = ["TABLE_SUFFIXES", "load_instance"]
 
@@ -85,18 +86,13 @@ def load_instance(
     path = os.fspath(spec)
     if tokenizer is not None and tokenizer not in TOKENIZERS:
         raise InputError(f"tokenizer: unknown value {tokenizer!r} (expected one of {', '.join(TOKENIZERS)})")
-    if context_length is not None and (
-        isinstance(context_length, bool) or not isinstance(context_length, int) or context_length < 1
-    ):
-        raise InputError(f"context_length: value {context_length!r} is not a positive integer")
+    check_int("context_length", context_length, minimum=1, optional=True)
     if embedding is not None:
         from ntpcert.instance.embeddings import parse_embedding_spec
 
         parse_embedding_spec(embedding)
-    if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 2):
-        raise InputError(f"max_chars: value {max_chars!r} is not an integer ≥ 2")
-    if max_entries is not None and (isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1):
-        raise InputError(f"max_entries: value {max_entries!r} is not a positive integer")
+    check_int("max_chars", max_chars, minimum=2, optional=True)
+    check_int("max_entries", max_entries, minimum=1, optional=True)
     make_rng(seed)  # validates the seed
 
     # options given explicitly, under the names the caller used

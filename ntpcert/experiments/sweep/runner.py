@@ -24,6 +24,7 @@ from ntpcert.experiments.sweep.spec import GridPoint, SweepSpec
 from ntpcert.experiments.sweep.store import ResultStore
 from ntpcert.util.extras import require
 from ntpcert.util.progress import progress_bar
+from ntpcert.util.validate import check_int
 
 __all__ = ["SweepSummary", "run_sweep", "dask_client", "DEFAULT_WORKERS", "MAX_WORKERS"]
 
@@ -115,8 +116,7 @@ def run_sweep(
     progress : bool, optional
         A tqdm bar on stderr (default: when stderr is a terminal).
     """
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise InputError(f"--chunk-size: value {chunk_size!r} is not a positive integer")
+    check_int("--chunk-size", chunk_size, minimum=1)
     t0 = time.perf_counter()
     with ResultStore(store, spec) as db:
         done = db.done_keys()
@@ -230,8 +230,7 @@ def dask_client(scheduler: str | None = None, *, workers: int = DEFAULT_WORKERS)
         finally:
             client.close()
         return
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        raise InputError(f"--workers: value {workers!r} is not an integer in [1, {MAX_WORKERS}]")
+    check_int("--workers", workers, minimum=1, maximum=MAX_WORKERS)
     with _children_ignore_sigint():
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.ERROR)

@@ -53,6 +53,7 @@ from typing import Any
 from ntpcert.dynamics.optimizers import MAX_LR, MAX_STEPS
 from ntpcert.errors import InputError
 from ntpcert.instance.embeddings import MAX_ENTRIES
+from ntpcert.util.validate import check_int, check_number
 
 __all__ = ["MAX_COUNT", "MAX_POINTS", "QUANTITIES", "GridPoint", "SweepSpec", "load_spec", "parse_spec",
            "parse_embedding_family"]
@@ -141,9 +142,7 @@ def _int(field: str, v: Any, low: int) -> int:
 
 
 def _number(field: str, v: Any, low_exclusive: float) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= low_exclusive:
-        raise InputError(f"{field}: value {v!r} is not a number > {low_exclusive:g}")
-    return float(v)
+    return check_number(field, v, minimum=low_exclusive, exclusive_minimum=True)
 
 
 def _range(field: str, v: dict, *, integer: bool, low: int = 1, max_points: int = MAX_POINTS) -> list:
@@ -248,8 +247,7 @@ def parse_spec(doc: dict, *, default_name: str = "sweep", max_points: int | None
         raise InputError("grid.d: give exactly one of grid.d and grid.d_over_m")
     settings = {"seed": seed, "quantities": list(quantities), **_settings(doc, quantities)}
 
-    if max_points is not None and (isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1):
-        raise InputError(f"max_points: value {max_points!r} is not a positive integer")
+    check_int("max_points", max_points, minimum=1, optional=True)
     cap = MAX_POINTS if max_points is None else max_points
     ms = _ints("grid.m", grid["m"], 1, cap)
     Vs = _ints("grid.V", grid["V"], 2, cap)
@@ -326,9 +324,7 @@ def _settings(doc: dict, quantities: tuple[str, ...]) -> dict:
     if traj["steps"] > MAX_STEPS:
         raise InputError(f"trajectory.steps: value {traj['steps']} is above the limit {MAX_STEPS:,}")
     step = traj.get("step_size", 0.0)
-    if (isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or step < 0
-            or step > MAX_LR):
-        raise InputError(f"trajectory.step_size: value {step!r} is not a number in [0, {MAX_LR:g}] (0 means 1/(2L))")
+    check_number("trajectory.step_size (0 means 1/(2L))", step, minimum=0, maximum=MAX_LR)
     traj["step_size"] = float(step)
     out = {"instance": inst, "svm": svm}
     if "trajectory" in quantities:

@@ -21,6 +21,7 @@ from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries
 from ntpcert.instance.io.corpus import count_sequences, instance_from_counts, max_contexts_for
+from ntpcert.util.validate import check_int
 
 __all__ = ["BRACKETS", "BEGIN", "END", "dyck", "dyck_sequences", "is_balanced"]
 
@@ -159,6 +160,4 @@ def dyck(
 
 
 def _int(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InputError(f"{name}: value {value!r} is not an integer ≥ {low}")
-    return int(value)
+    return check_int(name, value, minimum=low)

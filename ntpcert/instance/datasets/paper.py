@@ -24,6 +24,7 @@ import numpy as np
 from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries, random_gaussian
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
+from ntpcert.util.validate import check_int
 
 __all__ = ["paper"]
 
@@ -98,9 +99,7 @@ def paper(
 
 
 def _int(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InputError(f"{name}: value {value!r} is not an integer ≥ {low}")
-    return int(value)
+    return check_int(name, value, minimum=low)
 
 
 def _rng(seed: object) -> np.random.Generator:

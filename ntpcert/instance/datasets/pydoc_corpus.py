@@ -16,6 +16,7 @@ from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 from ntpcert.instance.embeddings import MAX_ENTRIES
 from ntpcert.instance.io.corpus import instance_from_text
+from ntpcert.util.validate import check_int
 
 __all__ = ["DEFAULT_MAX_CHARS", "pydoc", "pydoc_text"]
 
@@ -32,9 +33,7 @@ def pydoc_text(max_chars: int | None = DEFAULT_MAX_CHARS) -> str:
     text = "\n".join(topics[key] for key in sorted(topics))
     if max_chars is None:
         return text
-    if isinstance(max_chars, bool) or not isinstance(max_chars, (int, np.integer)) or max_chars < 2:
-        raise InputError(f"max_chars: value {max_chars!r} is not an integer ≥ 2 (or None for the whole text)")
-    return text[: int(max_chars)]
+    return text[: check_int("max_chars", max_chars, minimum=2)]
 
 
 def pydoc(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
+from ntpcert.util.validate import check_int
 
 __all__ = ["teacher"]
 
@@ -36,8 +36,7 @@ def teacher(*, m: int = 40, d: int = 20, V: int = 5, seed: int = 0,
         Counts of shape (m, V), one per row, named ``"teacher seed=SEED"``.
     """
     for name, v, low in (("m", m, 1), ("d", d, 1), ("V", V, 2)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-            raise InputError(f"{name}: value {v!r} is not an integer >= {low}")
+        check_int(name, v, minimum=low)
     g = rng if rng is not None else np.random.default_rng(seed)
     H = g.standard_normal((m, d))
     T = g.standard_normal((V, d))

@@ -23,6 +23,7 @@ from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries, embed_contex
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 from ntpcert.util.progress import progress_bar
+from ntpcert.util.validate import check_int
 
 __all__ = [
     "MAX_ENTRIES",
@@ -323,12 +324,8 @@ def instance_from_text(
 
 def make_rng(seed: int) -> np.random.Generator:
     """``numpy.random.default_rng(seed)`` for a non-negative integer seed; InputError otherwise."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"seed: value {seed!r} is not a non-negative integer")
-    return np.random.default_rng(int(seed))
+    return np.random.default_rng(check_int("seed", seed, minimum=0))
 
 
 def _check_k(k: object) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k (context length): value {k!r} is not a positive integer")
-    return int(k)
+    return check_int("k (context length)", k, minimum=1)

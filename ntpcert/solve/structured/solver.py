@@ -48,6 +48,7 @@ from ntpcert.solve.structured.monitor import Progress, gap_progress
 from ntpcert.solve.structured.polish import ActiveSetSystem
 from ntpcert.util.numbers import blas_threads
 from ntpcert.util.progress import progress_bar
+from ntpcert.util.validate import check_int, check_number
 
 #: Default target of the certified relative duality gap.
 DEFAULT_TOL = 1e-9
@@ -257,8 +258,7 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     SolverError
         When ``time_limit`` or ``max_epochs`` is reached first.
     """
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise InputError(f"threads: value {threads!r} is not a positive integer or None")
+    check_int("threads", threads, minimum=1, optional=True)
     with blas_threads(threads):
         return _solve(system, tol=tol, time_limit=time_limit, max_epochs=max_epochs, path=path, batch=batch,
                       polish=polish, certificate=certificate, seed=seed, warm_start=warm_start,
@@ -271,13 +271,9 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
         raise InputError(f"path: unknown value {path!r} (expected auto, kernel or linear)")
     if certificate not in ("exact", "float"):
         raise InputError(f"certificate: unknown value {certificate!r} (expected exact or float)")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
-        raise InputError(f"tol: value {tol!r} is not a positive number")
-    if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
-        raise InputError(f"max_epochs: value {max_epochs!r} is not a positive integer")
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not time_limit > 0):
-        raise InputError(f"time_limit: value {time_limit!r} is not a positive number of seconds")
+    check_number("tol", tol, minimum=0, exclusive_minimum=True)
+    check_int("max_epochs", max_epochs, minimum=1)
+    check_number("time_limit", time_limit, minimum=0, exclusive_minimum=True, optional=True)
     t_start = time.perf_counter()
     S = _Solver(system, tol=float(tol), path=path, batch=int(batch), certificate=certificate, seed=seed)
     inst, cls, H = S.inst, S.classes, S.H

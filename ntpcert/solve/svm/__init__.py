@@ -16,6 +16,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.solution import SVM_TOL as SVM_TOL
 from ntpcert.solve.solution import SVMSolution as SVMSolution
+from ntpcert.util.validate import check_number
 
 #: Backend name -> (module, keyword arguments for its ``solve``).
 BACKENDS: dict[str, tuple[str, dict]] = {
@@ -87,8 +88,7 @@ def _check_options(solver: str, options: dict) -> None:
                              f"(its options: {', '.join(accepted)})")
     for key in ("tol", "time_limit"):
         v = options.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and v < float("inf"))):
-            raise InputError(f"{key}: value {v!r} is not a positive finite number")
+        check_number(key, v, minimum=0, exclusive_minimum=True, optional=True)
 
 
 def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_SOLVER, **options) -> SVMSolution:
