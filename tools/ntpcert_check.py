@@ -1,18 +1,10 @@
 #!/usr/bin/env python3
-"""ntpcert_check: a reference checker for ntpcert certificates, format 1 (docs/certificates.md).
-
-    python tools/ntpcert_check.py CERT
-
-It decides the three claims of a certificate, NTP-compatibility (4), NTP-separability (6) and
-"the entropy bound is reachable" (both), against the instance embedded in the file, in exact rational
-arithmetic. It uses only the standard library and python-flint, and imports nothing from ntpcert, so
-that it shares no code with the program that wrote the certificate. Sections it does not check (the
-NTP-SVM gap, the excess bracket, the why-not sections, W* coefficients, the fingerprint and the names)
-are listed on stdout as not checked, and are never counted as checked.
-
-Exit status: 0 when every claim checks (an undetermined claim, null, checks as undetermined); 1 with one
-line ``INVALID: <claim or field>: <reason>`` naming the first that fails; 2 when CERT cannot be read.
-"""
+"""ntpcert_check CERT: decide the three claims of an ntpcert certificate (docs/certificate-format.md, format 1),
+NTP-compatibility (4), NTP-separability (6) and "the entropy bound is reachable", against the instance embedded
+in it, in exact arithmetic, with the standard library and python-flint only (nothing from ntpcert, so no code is
+shared with the writer). Sections it does not check are listed as not checked, never counted as checked.
+Exit status: 0 when every claim checks (null checks as undetermined); 1 with one line ``INVALID: <field>:
+<reason>`` naming the first that fails; 2 when CERT cannot be read."""
 
 import hashlib
 import json
@@ -53,33 +45,19 @@ def _pairs(pairs):
     return out
 
 
-def _constant(name):
-    raise Invalid(f"number: {name} is not a finite number")
-
-
 def _int(text):
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise Invalid(f"number: an integer literal of {len(text)} digits is over the cap of {MAX_INT_DIGITS}")
+    refuse(len(text.lstrip("-")) > MAX_INT_DIGITS,
+           f"number: an integer literal of {len(text)} digits is over the cap of {MAX_INT_DIGITS}")
     return int(text)
-
-
-def _float(text):
-    return exact_float(float(text), "number")
-
-
-def read(path):
-    """The certificate at ``path`` as a dict (see :func:`parse`)."""
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_BYTES + 1)
-    return parse(data)
 
 
 def parse(data):
     """The certificate as a dict, parsed strictly: no repeated key, no NaN or Infinity, bounded integers."""
     refuse(len(data) > MAX_BYTES, f"file: over the cap of {MAX_BYTES} bytes")
     try:
-        cert = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant,
-                          parse_int=_int, parse_float=_float)
+        cert = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_int=_int,
+                          parse_constant=lambda name: refuse(True, f"number: {name} is not a finite number"),
+                          parse_float=lambda text: exact_float(float(text), "number"))
     except (ValueError, UnicodeDecodeError) as err:
         raise Invalid(f"file: not JSON ({err})") from None
     refuse(type(cert) is not dict, "file: not a JSON object")
@@ -94,8 +72,7 @@ def q(text, field):
     """A canonical rational string "p" or "p/q" (lowest terms, q > 1) as an fmpq."""
     m = RATIONAL.match(text) if type(text) is str else None
     refuse(m is None or text == "-0", f"{field}: {str(text)[:40]!r} is not a canonical rational")
-    num = flint.fmpz(m.group(1))
-    den = flint.fmpz(m.group(2) or 1)
+    num, den = flint.fmpz(m.group(1)), flint.fmpz(m.group(2) or 1)
     refuse(m.group(2) is not None and (den == 1 or num.gcd(den) != 1), f"{field}: {text[:40]!r} is not in lowest terms")
     return flint.fmpq(num, den)
 
@@ -121,12 +98,9 @@ def exact(x, field):
 
 def keys(obj, field, required, optional=()):
     refuse(type(obj) is not dict, f"{field}: expected an object")
-    missing = set(required) - set(obj)
-    extra = set(obj) - set(required) - set(optional)
-    if missing:
-        raise Invalid(f"{field}.{sorted(missing)[0]}: missing")
-    if extra:
-        raise Invalid(f"{field}.{sorted(extra)[0]}: unknown key")
+    missing, extra = sorted(set(required) - set(obj)), sorted(set(obj) - set(required) - set(optional))
+    refuse(missing, f"{field}.{(missing or [''])[0]}: missing")
+    refuse(extra, f"{field}.{(extra or [''])[0]}: unknown key")
 
 
 def flag(x, field):
@@ -163,37 +137,55 @@ class Instance:
         keys(head, "instance", ("fingerprint", "m", "d", "V", "embedded"))
         refuse(type(rec) is not dict, "instance.embedded: expected an object")
         law = "counts" if "counts" in rec else "counts_sparse" if "counts_sparse" in rec else "probs"
-        need = {"counts": ("name", "embeddings", "counts"), "counts_sparse": ("name", "embeddings", "V", "counts_sparse"),
-                "probs": ("name", "embeddings", "probs", "weights")}[law]
+        need = {"counts": ("name", "counts"), "counts_sparse": ("name", "V", "counts_sparse"),
+                "probs": ("name", "probs", "weights")}[law]
+        dense_h = "embeddings" in rec
+        need += ("embeddings",) if dense_h else ("embeddings_shape", "embeddings_sparse")
         keys(rec, "instance.embedded", need, ("token_names", "context_names"))
-        emb = rec["embeddings"]
-        self.m = len(emb) if type(emb) is list else 0
-        self.d = len(emb[0]) if self.m and type(emb[0]) is list else 0
-        self.V = rec["V"] if law == "counts_sparse" else (len(rec[law][0]) if rec[law] and type(rec[law][0]) is list else 0)
+        emb = rec["embeddings"] if dense_h else rec["embeddings_shape"]
+        refuse(not dense_h and (type(emb) is not list or len(emb) != 2), "instance.embedded.embeddings_shape: not 2")
+        self.m = (len(emb) if type(emb) is list else 0) if dense_h else emb[0]
+        self.d = (len(emb[0]) if self.m and type(emb[0]) is list else 0) if dense_h else emb[1]
+        first = rec[law][0] if law != "counts_sparse" and rec[law] else None
+        self.V = rec["V"] if law == "counts_sparse" else (len(first) if type(first) is list else 0)
         for key in ("m", "d", "V"):
-            if type(head[key]) is not int or head[key] != getattr(self, key) or head[key] < 1:
-                raise Invalid(f"instance.{key}: claims {head[key]!r}, the embedded instance has {getattr(self, key)}")
+            refuse(type(head[key]) is not int or head[key] != getattr(self, key) or head[key] < 1,
+                   f"instance.{key}: claims {head[key]!r}, the embedded instance has {getattr(self, key)}")
         m, d, V = self.m, self.d, self.V
-        if any(type(r) is not list or len(r) != d for r in emb):
-            raise Invalid(f"instance.embedded.embeddings: expected {m} rows of {d} numbers")
-        self.H = [[exact(x, f"instance.embedded.embeddings[{j}]") for x in r] for j, r in enumerate(emb)]
+        self.H = [dict() for _ in range(m)]  # h_j as {i: nonzero entry}
+        if dense_h:
+            refuse(any(type(r) is not list or len(r) != d for r in emb),
+                   f"instance.embedded.embeddings: expected {m} rows of {d} numbers")
+            for j, r in enumerate(emb):
+                self.H[j] = {i: x for i, x in enumerate(exact(x, f"instance.embedded.embeddings[{j}]") for x in r) if x}
+        else:
+            refuse(m * d > MAX_SPARSE_CELLS, f"instance.embedded.embeddings_shape: {m * d} cells, over the cap")
+            entries = sparse(rec["embeddings_sparse"], (m, d), "instance.embedded.embeddings_sparse", exact)
+            refuse(list(entries) != sorted(entries) or not all(entries.values()),
+                   "instance.embedded.embeddings_sparse: entries not nonzero and in increasing (j, i) order")
+            for (j, i), x in entries.items():
+                self.H[j][i] = x
+        self.cols = [dict() for _ in range(d)]  # column i as {j: entry}
+        for j, h in enumerate(self.H):
+            for i, x in h.items():
+                self.cols[i][j] = x
         from_floats = flag(cert["probabilities_exact_from_floats"], "probabilities_exact_from_floats")
-        if from_floats is None or (from_floats and law != "probs"):
-            raise Invalid(f"probabilities_exact_from_floats: {from_floats!r} does not describe the embedded data")
+        refuse(from_floats is None or (from_floats and law != "probs"),
+               f"probabilities_exact_from_floats: {from_floats!r} does not describe the embedded data")
         vals = [dict() for _ in range(m)]
         if law == "counts_sparse":
-            if m * V > MAX_SPARSE_CELLS:
-                raise Invalid(f"instance.embedded.counts_sparse: m V = {m * V} cells, over the cap of {MAX_SPARSE_CELLS}")
+            refuse(m * V > MAX_SPARSE_CELLS,
+                   f"instance.embedded.counts_sparse: m V = {m * V} cells, over the cap of {MAX_SPARSE_CELLS}")
             entries = sparse(rec["counts_sparse"], (m, V), "instance.embedded.counts_sparse", count)
-            if list(entries) != sorted(entries):
-                raise Invalid("instance.embedded.counts_sparse: the entries are not in increasing (j, t) order")
+            refuse(list(entries) != sorted(entries),
+                   "instance.embedded.counts_sparse: the entries are not in increasing (j, t) order")
             for (j, z), c in entries.items():
                 refuse(not c > 0, f"instance.embedded.counts_sparse: ({j}, {z}) holds {c}, not a positive integer")
                 vals[j][z] = c
         else:
             rows, field = rec[law], f"instance.embedded.{law}"
-            if type(rows) is not list or len(rows) != m or any(type(r) is not list or len(r) != V for r in rows):
-                raise Invalid(f"{field}: expected {m} rows of {V}")
+            refuse(type(rows) is not list or len(rows) != m or any(type(r) is not list or len(r) != V for r in rows),
+                   f"{field}: expected {m} rows of {V}")
             for j, row in enumerate(rows):
                 for z, c in enumerate(row):
                     x = (count if law == "counts" else exact if from_floats else q)(c, f"{field}[{j}]")
@@ -207,15 +199,18 @@ class Instance:
         self.anchor = [min(s) for s in self.S]
         self.rows = [(j, z) for j in range(m) for z in sorted(self.S[j]) if z != self.anchor[j]]
 
+    def dense(self, rows=None, cols=None):
+        rows, cols = range(self.m) if rows is None else rows, range(self.d) if cols is None else cols
+        return [[self.H[j].get(i, flint.fmpq(0)) for i in cols] for j in rows]
+
     def rank_H(self, p):
-        return rank_mod(self.H, p) if self.m <= self.d else None
+        return rank_mod(self.dense(), p) if self.m <= self.d else None
 
     def add(self, acc, v, x, j):
-        """acc[v] += x h_j, acc a dict of length-d rows."""
-        row = acc.setdefault(v, [flint.fmpq(0)] * self.d)
-        for i, h in enumerate(self.H[j]):
-            if h:
-                row[i] += x * h
+        """acc[v] += x h_j, acc a dict of rows {i: value}."""
+        row = acc.setdefault(v, {})
+        for i, h in self.H[j].items():
+            row[i] = row.get(i, 0) + x * h
 
     def transpose_apply(self, y, field):
         """Whether A_eq^T y = 0, where A_eq^T y = sum over rows (j, z) of y_{jz} (e_z - e_{z_j}) h_j^T."""
@@ -224,16 +219,15 @@ class Instance:
             refuse(z not in self.S[j] or z == self.anchor[j], f"{field}: ({j}, {z}) is not an equality row")
             self.add(acc, z, c, j)
             self.add(acc, self.anchor[j], -c, j)
-        return not any(any(r) for r in acc.values())
+        return not any(any(r.values()) for r in acc.values())
 
     def logits(self, W):
         """W H^T exactly, as V x m fmpq rows, from W given as {v: {i: value}}."""
         L = [[flint.fmpq(0)] * self.m for _ in range(self.V)]
         for v, row in W.items():
             for i, w in row.items():
-                for j in range(self.m):
-                    if self.H[j][i]:
-                        L[v][j] += w * self.H[j][i]
+                for j, h in self.cols[i].items():
+                    L[v][j] += w * h
         return L
 
 
@@ -259,14 +253,13 @@ def exponents(inst, primes):
     """E: for every equality row, the exponent of each prime in c_{j,z} / c_{j,z_j}, where c_{j,.} are the
     counts or, for probabilities, the coprime integers proportional to p_j. ``primes`` must be exactly
     the primes of those integers (each is factored completely over the list)."""
-    if type(primes) is not list or any(not is_prime(p) for p in primes) or primes != sorted(set(primes)):
-        raise Invalid("compatibility.primes: not an increasing list of primes")
+    refuse(type(primes) is not list or any(not is_prime(p) for p in primes) or primes != sorted(set(primes)),
+           "compatibility.primes: not an increasing list of primes")
     factors, used = [], set()
     for j, vals in enumerate(inst.vals):
         ints = dict(zip(vals, integer_row(list(vals.values()))))
-        if not inst.counts:
-            g = math.gcd(*ints.values())
-            ints = {z: c // g for z, c in ints.items()}
+        g = 1 if inst.counts else math.gcd(*ints.values())
+        ints = {z: c // g for z, c in ints.items()}
         row = {}
         for z, c in ints.items():
             e = {}
@@ -287,30 +280,58 @@ def exponents(inst, primes):
 
 def rank_G(inst, p):
     """rank of G = A_eq A_eq^T mod p (a lower bound on rank A_eq over Q), from K = H H^T."""
-    r = len(inst.rows)
-    if r == 0:
+    if not inst.rows:
         return 0
-    Hi = flint.nmod_mat([[x % p for x in integer_row(h)] for h in inst.H], p)
-    K = (Hi * Hi.transpose()).tolist()
-    G = []
-    for j, z in inst.rows:
-        a = inst.anchor[j]
-        row = []
-        for j2, z2 in inst.rows:
-            a2 = inst.anchor[j2]
-            c = (z == z2) - (z == a2) - (a == z2) + (a == a2)
-            row.append(c * int(K[j][j2]) % p if c else 0)
-        G.append(row)
+    Hi = flint.nmod_mat([[x % p for x in integer_row(h)] for h in inst.dense()], p)
+    K, a = (Hi * Hi.transpose()).tolist(), inst.anchor
+    G = [[((z == z2) - (z == a[j2]) - (a[j] == z2) + (a[j] == a[j2])) * int(K[j][j2]) % p for j2, z2 in inst.rows]
+         for j, z in inst.rows]
     return flint.nmod_mat(G, p).rank()
 
 
 # ------------------------------------------------------------------------------------------ the claims
+def lemma1(sec, inst, field):
+    """Lemma 1's premise rank H = m, in words, from ``embeddings_rank_modulus`` p (all of H mod p) or
+    ``embeddings_rank_witness``; None when the section gives neither. The witness: pivots (r_k, c_k) in peel
+    order with H[r_k, c_k] != 0 and column c_k zero on every row peeled after r_k or never (a triangular
+    block), and a core (the unpeeled rows, columns other than the pivots') of rank core_rank mod a prime:
+    rank H >= #pivots + core_rank."""
+    if "embeddings_rank_modulus" in sec:
+        p = sec["embeddings_rank_modulus"]
+        refuse(not is_prime(p) or inst.rank_H(p) != inst.m,
+               f"{field}.embeddings_rank_modulus: H does not have rank m mod {p!r}")
+        return f"rank H = m mod {p}"
+    if "embeddings_rank_witness" not in sec:
+        return None
+    w, f = sec["embeddings_rank_witness"], f"{field}.embeddings_rank_witness"
+    keys(w, f, ("pivots", "core_rows", "core_cols", "core_rank", "modulus"))
+    refuse(any(type(w[k]) is not list for k in ("pivots", "core_rows", "core_cols")), f"{f}: expected lists")
+    refuse(any(type(x) is not list or len(x) != 2 for x in w["pivots"]), f"{f}.pivots: expected [row, column] pairs")
+    rows = [index(x[0], inst.m, f"{f}.pivots") for x in w["pivots"]]
+    cols = [index(x[1], inst.d, f"{f}.pivots") for x in w["pivots"]]
+    core_r = [index(x, inst.m, f"{f}.core_rows") for x in w["core_rows"]]
+    core_c = [index(x, inst.d, f"{f}.core_cols") for x in w["core_cols"]]
+    refuse(len(set(rows)) < len(rows) or len(set(cols)) < len(cols), f"{f}.pivots: a row or column repeats")
+    refuse(sorted(core_r) != sorted(set(range(inst.m)) - set(rows)), f"{f}.core_rows: not the rows left unpeeled")
+    refuse(len(set(core_c)) < len(core_c) or set(core_c) & set(cols), f"{f}.core_cols: repeat or meet a pivot column")
+    when = {r: k for k, r in enumerate(rows)}
+    for k, (r, c) in enumerate(zip(rows, cols)):
+        refuse(not inst.H[r].get(c), f"{f}.pivots[{k}]: H[{r}, {c}] is zero")
+        refuse(any(when.get(j, len(rows)) > k for j in inst.cols[c]), f"{f}.pivots[{k}]: column {c} is not zero below")
+    claimed, p = w["core_rank"], w["modulus"]
+    refuse(type(claimed) is not int or len(rows) + claimed < inst.m, f"{f}.core_rank: {claimed!r} does not reach m")
+    if claimed:
+        refuse(not is_prime(p) or rank_mod(inst.dense(core_r, core_c), p) < claimed,
+               f"{f}: the core's rank mod {p!r} is below {claimed}")
+    return f"rank H = m: {len(rows)} rows peeled" + (f" and a core of rank {claimed} mod {p}" if claimed else "")
+
+
 def check_compatibility(cert, inst, notes):
     sec = cert["compatibility"]
     refuse(type(sec) is not dict or "claim" not in sec, "compatibility: expected an object with a claim")
     claim = flag(sec["claim"], "compatibility.claim")
-    if sec.get("n_eq") != len(inst.rows) or type(sec.get("n_eq")) is not int:
-        raise Invalid(f"compatibility.n_eq: claims {sec.get('n_eq')!r}, the instance has {len(inst.rows)} equality rows")
+    refuse(sec.get("n_eq") != len(inst.rows) or type(sec.get("n_eq")) is not int,
+           f"compatibility.n_eq: claims {sec.get('n_eq')!r}, the instance has {len(inst.rows)} equality rows")
     E = exponents(inst, sec.get("primes"))
     if claim is None:
         keys(sec, "compatibility", ("claim", "n_eq", "primes", "reason"))
@@ -319,48 +340,47 @@ def check_compatibility(cert, inst, notes):
     if claim is False:
         keys(sec, "compatibility", ("claim", "n_eq", "dim_F", "primes", "violating_null_vector"))
         y = sparse(sec["violating_null_vector"], bounds, "compatibility.violating_null_vector")
-        if not inst.transpose_apply(y, "compatibility.violating_null_vector"):
-            raise Invalid("compatibility: the violating vector y is not in the left null space (A_eq^T y != 0)")
-        if not any(sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)) for p in sec["primes"]):
-            raise Invalid("compatibility: y^T E = 0, so y does not refute (4)")
+        refuse(not inst.transpose_apply(y, "compatibility.violating_null_vector"),
+               "compatibility: the violating vector y is not in the left null space (A_eq^T y != 0)")
+        refuse(not any(sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)) for p in sec["primes"]),
+               "compatibility: y^T E = 0, so y does not refute (4)")
         notes.append("compatible: false (A_eq^T y = 0 and y^T b != 0)")
         return False
     keys(sec, "compatibility", ("claim", "n_eq", "dim_F", "primes", "null_space_basis"),
-         ("W_star", "rank_modulus", "embeddings_rank_modulus", "particular_solutions"))
+         ("W_star", "rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness", "particular_solutions"))
     if "W_star" in sec:
         notes.append("not checked: compatibility.W_star")
     basis = sec["null_space_basis"]
     refuse(type(basis) is not list, "compatibility.null_space_basis: expected a list")
-    if "embeddings_rank_modulus" in sec:
-        p = sec["embeddings_rank_modulus"]
-        if basis or not is_prime(p) or inst.rank_H(p) != inst.m:
-            raise Invalid(f"compatibility.embeddings_rank_modulus: H does not have rank m = {inst.m} mod {p!r}")
-        notes.append(f"compatible: true (rank H = m mod {p}: A_eq has full row rank)")
+    how = lemma1(sec, inst, "compatibility")
+    if how:
+        refuse(basis, "compatibility.null_space_basis: not empty beside Lemma 1's witness")
+        notes.append(f"compatible: true ({how}: A_eq has full row rank)")
         return True
     if "particular_solutions" in sec:
         sols = sec["particular_solutions"]
-        if basis or type(sols) is not dict or "rank_modulus" in sec or "W_star" in sec:
-            raise Invalid("compatibility.particular_solutions: expected an object beside an empty basis alone")
+        refuse(basis or type(sols) is not dict or "rank_modulus" in sec or "W_star" in sec,
+               "compatibility.particular_solutions: expected an object beside an empty basis alone")
         moving = {p for e in E.values() for p in e}
-        if set(sols) != {str(p) for p in moving}:
-            raise Invalid("compatibility.particular_solutions: the keys are not the primes whose exponents move")
+        refuse(set(sols) != {str(p) for p in moving},
+               "compatibility.particular_solutions: the keys are not the primes whose exponents move")
         for key, items in sols.items():
             R = {}
             for (v, i), x in sparse(items, (inst.V, inst.d), f"compatibility.particular_solutions.{key}").items():
                 R.setdefault(v, {})[i] = x
             L = inst.logits(R)
             for j, z in inst.rows:
-                if L[z][j] - L[inst.anchor[j]][j] != E[(j, z)].get(int(key), 0):
-                    raise Invalid(f"compatibility.particular_solutions.{key}: row ({j}, {z}) is not solved")
+                refuse(L[z][j] - L[inst.anchor[j]][j] != E[(j, z)].get(int(key), 0),
+                       f"compatibility.particular_solutions.{key}: row ({j}, {z}) is not solved")
         notes.append(f"compatible: true (one exact solution per prime, {len(sols)} primes)")
         return True
     Y = [sparse(y, bounds, f"compatibility.null_space_basis[{k}]") for k, y in enumerate(basis)]
     for k, y in enumerate(Y):
-        if not inst.transpose_apply(y, f"compatibility.null_space_basis[{k}]"):
-            raise Invalid(f"compatibility.null_space_basis[{k}]: not in the left null space of A_eq")
+        refuse(not inst.transpose_apply(y, f"compatibility.null_space_basis[{k}]"),
+               f"compatibility.null_space_basis[{k}]: not in the left null space of A_eq")
         for p in sec["primes"]:
-            if sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)):
-                raise Invalid(f"compatibility.null_space_basis[{k}]: y^T E != 0 at the prime {p}")
+            refuse(sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)),
+                   f"compatibility.null_space_basis[{k}]: y^T E != 0 at the prime {p}")
     p = sec.get("rank_modulus", DEFAULT_PRIME)
     refuse(not is_prime(p), f"compatibility.rank_modulus: {p!r} is not a prime")
     pos = {row: n for n, row in enumerate(inst.rows)}
@@ -390,22 +410,22 @@ def check_separability(cert, inst, notes):
                 refuse(x > 0, f"separability.ray: a[{v}, {j}] = {x} > 0 off the support")
                 mass -= x
             inst.add(acc, v, x, j)
-        refuse(any(any(r) for r in acc.values()), "separability.ray: sum_j a_j h_j^T != 0")
+        refuse(any(any(r.values()) for r in acc.values()), "separability.ray: sum_j a_j h_j^T != 0")
         refuse(any(col), "separability.ray: a column of the ray does not sum to 0")
         refuse(not mass > 0, "separability.ray: no positive mass off the supports")
         notes.append(f"separable: false (a Farkas ray with {len(a)} nonzeros)")
         return False
-    keys(sec, "separability", ("claim",), ("W", "embeddings_rank_modulus"))
-    if "embeddings_rank_modulus" in sec:
-        p = sec["embeddings_rank_modulus"]
-        if "W" in sec or not is_prime(p) or inst.rank_H(p) != inst.m:
-            raise Invalid(f"separability.embeddings_rank_modulus: H does not have rank m = {inst.m} mod {p!r}")
-        notes.append(f"separable: true (rank H = m mod {p}: every logit matrix is reachable)")
+    keys(sec, "separability", ("claim",), ("W", "embeddings_rank_modulus", "embeddings_rank_witness"))
+    refuse(sum(k in sec for k in ("W", "embeddings_rank_modulus", "embeddings_rank_witness")) != 1,
+           "separability: a true claim needs exactly one of W, embeddings_rank_modulus and embeddings_rank_witness")
+    how = lemma1(sec, inst, "separability")
+    if how:
+        notes.append(f"separable: true ({how}: every logit matrix is reachable)")
         return True
     refuse("W" not in sec, "separability.W: missing")
     W = sec["W"]
-    if type(W) is not list or len(W) != inst.V or any(type(r) is not list or len(r) != inst.d for r in W):
-        raise Invalid(f"separability.W: expected {inst.V} rows of {inst.d} values")
+    refuse(type(W) is not list or len(W) != inst.V or any(type(r) is not list or len(r) != inst.d for r in W),
+           f"separability.W: expected {inst.V} rows of {inst.d} values")
     W = [[q(x, f"separability.W[{v}]") for x in r] for v, r in enumerate(W)]
     L = inst.logits({v: {i: x for i, x in enumerate(row) if x} for v, row in enumerate(W)})
     for j in range(inst.m):
@@ -413,8 +433,8 @@ def check_separability(cert, inst, notes):
         refuse(len(top) != 1, f"separability.W: the logits of context {j} differ on its support")
         t = top.pop()
         for v in range(inst.V):
-            if v not in inst.S[j] and t - L[v][j] < 1:
-                raise Invalid(f"separability.W: context {j}, token {v} has margin {float(t - L[v][j]):.6g} < 1")
+            refuse(v not in inst.S[j] and t - L[v][j] < 1,
+                   f"separability.W: context {j}, token {v} has margin {float(t - L[v][j]):.6g} < 1")
     notes.append("separable: true (W has equal in-support logits and every margin >= 1, exactly)")
     return True
 
@@ -429,24 +449,20 @@ def check(cert):
 
 def _check(cert):
     keys(cert, "certificate", TOP, TOP_OPTIONAL)
-    if cert["format"] != FORMAT or type(cert["version"]) is not int or cert["version"] != VERSION:
-        raise Invalid(f"format: {cert['format']!r} version {cert['version']!r} is not {FORMAT} version {VERSION}")
+    refuse(cert["format"] != FORMAT or type(cert["version"]) is not int or cert["version"] != VERSION,
+           f"format: {cert['format']!r} version {cert['version']!r} is not {FORMAT} version {VERSION}")
     body = {k: v for k, v in cert.items() if k != "checksum"}
-    if hashlib.sha256(canonical(body).encode("ascii")).hexdigest() != cert["checksum"]:
-        raise Invalid("checksum: does not match the SHA-256 of the canonical JSON")
+    refuse(hashlib.sha256(canonical(body).encode("ascii")).hexdigest() != cert["checksum"],
+           "checksum: does not match the SHA-256 of the canonical JSON")
     inst = Instance(cert)
     notes = [f"instance: m = {inst.m}, d = {inst.d}, V = {inst.V}, {len(inst.rows)} equality rows (embedded)"]
     claims = cert["claims"]
     keys(claims, "claims", ("compatible", "separable", "entropy_bound_reachable", "svm"))
-    compat = check_compatibility(cert, inst, notes)
-    if flag(claims["compatible"], "claims.compatible") is not compat:
-        raise Invalid(f"claims.compatible: {claims['compatible']!r} is not the checked verdict {compat!r}")
-    sep = check_separability(cert, inst, notes)
-    if flag(claims["separable"], "claims.separable") is not sep:
-        raise Invalid(f"claims.separable: {claims['separable']!r} is not the checked verdict {sep!r}")
+    compat, sep = check_compatibility(cert, inst, notes), check_separability(cert, inst, notes)
     both = False if False in (compat, sep) else (None if None in (compat, sep) else True)
-    if flag(claims["entropy_bound_reachable"], "claims.entropy_bound_reachable") is not both:
-        raise Invalid(f"claims.entropy_bound_reachable: {claims['entropy_bound_reachable']!r} is not {both!r}")
+    for key, verdict in (("compatible", compat), ("separable", sep), ("entropy_bound_reachable", both)):
+        refuse(flag(claims[key], f"claims.{key}") is not verdict,
+               f"claims.{key}: {claims[key]!r} is not the checked verdict {json.dumps(verdict)}")
     notes.append(f"entropy bound reachable: {json.dumps(both)}")
     skipped = [k for k in NOT_CHECKED if cert.get(k) is not None] + ["compatibility.dim_F", "instance.fingerprint",
                                                                       "names"]
@@ -463,7 +479,8 @@ def main(argv=None):
         return 2
     sys.set_int_max_str_digits(0)  # rational strings of any length (integer literals are capped above)
     try:
-        notes = check(read(args[0]))
+        with open(args[0], "rb") as fh:
+            notes = check(parse(fh.read(MAX_BYTES + 1)))
     except OSError as err:
         print(f"cannot read {args[0]}: {err.strerror or err}", file=sys.stderr)
         return 2
