@@ -1,0 +1,60 @@
+"""What ``ntpcert limits`` writes: W*, W^mm and (on request) an orthonormal basis of F as arrays, with the
+summary that describes them, from a float :class:`~ntpcert.pipeline.float_verdicts.Report`. The command
+only writes the files; every choice (which arrays, when the basis is too large, the dense rebuild of F on
+the sparse path) is made here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: The basis of F is written only when it has at most this many entries (dim F · V · d).
+MAX_BASIS_ENTRIES = 50_000_000
+#: Every file ``limits`` may write.
+OUTPUT_NAMES = ("W_star.npy", "W_mm.npy", "F_basis.npy", "summary.json")
+
+
+@dataclass(frozen=True)
+class LimitFiles:
+    """The arrays to write (file name -> array; W* and W^mm of shape (V, d), the basis (dim F, V, d)) and
+    the summary JSON object (the report's keys, ``files`` with each shape, and ``F_basis_skipped`` with the
+    reason when there is no basis)."""
+
+    arrays: dict[str, np.ndarray]
+    summary: dict[str, Any]
+
+
+def output_names(basis: bool) -> tuple[str, ...]:
+    """The files ``limits`` may write, with or without the basis."""
+    return OUTPUT_NAMES if basis else tuple(n for n in OUTPUT_NAMES if n != "F_basis.npy")
+
+
+def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BASIS_ENTRIES) -> LimitFiles:
+    """The files of ``report`` (a float report computed with the NTP-SVM).
+
+    On the sparse (LSMR) path F is known through projections only, so a requested basis rebuilds the
+    subspace densely (eigh) first; a basis of more than ``max_basis_entries`` entries is skipped, and the
+    summary says why."""
+    inst = report.instance
+    summary = report.to_json()
+    arrays: dict[str, np.ndarray] = {"W_star.npy": report.compatible.W_star}
+    if report.svm is not None:
+        arrays["W_mm.npy"] = report.svm.W
+    if not basis:
+        summary["F_basis_skipped"] = "not requested (give --basis)"
+    else:
+        sub = report.subspace
+        if sub.dim is None:
+            from ntpcert.rows.subspace import Subspace
+
+            sub = Subspace.build(sub.system, method="eigh")
+        size = sub.dim * inst.V * inst.d
+        if size <= max_basis_entries:
+            arrays["F_basis.npy"] = sub.basis()
+        else:
+            summary["F_basis_skipped"] = f"dim F * V * d = {size} > {max_basis_entries}"
+    summary["files"] = {name: list(np.shape(arr)) for name, arr in arrays.items()}
+    summary["W_star_shape_note"] = "W has shape (V, d); F_basis has shape (dim F, V, d)"
+    return LimitFiles(arrays, summary)
