@@ -21,36 +21,18 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.errors import InfeasibleError
-    from ntpcert.solve.svm import solve_svm
+    from ntpcert.pipeline.svm_outcome import solve_or_refute
     from ntpcert.util.files import check_output_file, save_npy_atomic
 
     check_solver(args.solver)
     if args.out is not None:
         check_output_file(args.out, "--out", overwrite=args.force, inputs=data_inputs(args))
-    inst = load_data(args)
-    try:
-        sol = solve_svm(inst, solver=args.solver, progress=progress_enabled(args))
-    except InfeasibleError as err:
-        out = {"m": inst.m, "d": inst.d, "V": inst.V, "separable": False, "message": str(err)}
-        cert = getattr(err, "certificate", None)
-        if cert is not None and hasattr(cert, "to_json"):
-            out["certificate"] = cert.to_json()
-        if args.json:
-            emit_json(out)
-        else:
-            emit_lines([f"not separable: {err}"])
-        return EXIT_OK
-    if args.out is not None:
-        save_npy_atomic(args.out, sol.W)
-    j = sol.to_json()
+    outcome = solve_or_refute(load_data(args), solver=args.solver, progress=progress_enabled(args))
+    out = args.out if outcome.separable else None
+    if out is not None:
+        save_npy_atomic(out, outcome.solution.W)
     if args.json:
-        emit_json({"m": inst.m, "d": inst.d, "V": inst.V, "separable": True, **j, "out": args.out})
-        return EXIT_OK
-    lines = [f"NTP-SVM on {inst.name} (m={inst.m}, d={inst.d}, V={inst.V}) with {j['solver']}: {j['status']}"]
-    for key in ("norm", "objective", "dual_objective", "primal_residual", "dual_residual", "gap", "min_margin", "seconds"):
-        lines.append(f"  {key:>16}: {j[key]:.10g}")
-    if args.out:
-        lines.append(f"  W^mm written to {args.out} (shape {sol.W.shape})")
-    emit_lines(lines)
+        emit_json(outcome.to_json(out=out))
+    else:
+        emit_lines(outcome.lines(out=out))
     return EXIT_OK

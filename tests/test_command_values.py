@@ -1,4 +1,4 @@
-"""pipeline.limits: what ``ntpcert limits`` writes is decided in the library."""
+"""What the commands report and write is decided in the library (pipeline.limits, pipeline.svm_outcome)."""
 
 from __future__ import annotations
 
@@ -22,3 +22,16 @@ def test_the_files_and_the_reasons_for_what_is_left_out() -> None:
     tiny = limit_files(rep, basis=True, max_basis_entries=1)
     assert "F_basis.npy" not in tiny.arrays and tiny.summary["F_basis_skipped"].startswith("dim F * V * d")
     assert output_names(False) == ("W_star.npy", "W_mm.npy", "summary.json")
+
+
+def test_svm_outcome_is_a_solution_or_a_refutation() -> None:
+    from ntpcert import NTPInstance
+    from ntpcert.pipeline.svm_outcome import solve_or_refute
+
+    ok = solve_or_refute(random_instance(np.random.default_rng(4), 4, 6, 4, 1, 3), solver="auto")
+    j = ok.to_json(out="W.npy")
+    assert ok.separable and j["separable"] is True and j["out"] == "W.npy" and j["gap"] <= TOL["kkt"] * max(1.0, j["objective"])
+    assert ok.lines(out="W.npy")[-1].startswith("  W^mm written to W.npy")
+    same = NTPInstance.from_counts([[1.0, 0.0], [1.0, 0.0]], [[1, 0, 0], [0, 1, 0]])  # one h, two supports
+    no = solve_or_refute(same, solver="auto")
+    assert not no.separable and no.to_json()["separable"] is False and no.lines()[0].startswith("not separable")
