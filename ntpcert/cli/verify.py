@@ -38,24 +38,13 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ntpcert.pipeline.verdict_report import verdict_json, verdict_lines
     from ntpcert.pipeline.verify import verify_file
 
     instance = load_data(args) if args.data is not None else None
     verdict = verify_file(args.cert, instance)  # InputError (exit 2) only when CERT cannot be opened
-    against = verdict.against + (f" ({args.data})" if args.data is not None else "")
     if args.json:
-        emit_json({
-            "certificate": args.cert,
-            "valid": verdict.valid,
-            "reason": verdict.reason,
-            "instance_source": verdict.instance_source,
-            "data": args.data,
-            "checks": list(verdict.checks),
-            "claims": verdict.claims,
-            "seconds": verdict.seconds,
-        })
-    elif verdict.valid:
-        emit_lines([f"VALID: {args.cert}", f"  against: {against}"] + [f"  ok  {line}" for line in verdict.checks])
+        emit_json(verdict_json(verdict, args.cert, args.data))
     else:
-        emit_lines([f"INVALID: {verdict.reason}", f"  against: {against}"])
+        emit_lines(verdict_lines(verdict, args.cert, args.data))
     return 0 if verdict.valid else EXIT_INVALID
