@@ -80,32 +80,6 @@ def _run_exact(args: argparse.Namespace) -> int:
 
 
 def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:
-    """The report's JSON with ``why_not_separable`` / ``why_not_compatible`` for negative verdicts
-    (small witnesses only: ``ntpcert.pipeline.explain.CERTIFY_MAX_CONTEXTS`` and friends)."""
-    from ntpcert.pipeline.explain import why_not_of_report
+    from ntpcert.pipeline.certify_json import certify_json
 
-    out = rep.to_json()
-    if getattr(rep, "why_not", None) is None:  # certify --exact explained them already
-        out.update(why_not_of_report(rep, engine=args.separability_solver))
-    if "excess_loss" not in out:  # the exact report carries its certified bracket when asked for
-        if args.excess:
-            from ntpcert.pipeline.excess_certificate import excess_key
-
-            out["excess_loss"] = excess_key(rep.instance, exact=False)[0]
-        else:
-            out["excess_loss"] = _excess_without_bracket(out)
-    return out
-
-
-def _excess_without_bracket(out: dict) -> dict:
-    """``excess_loss`` when no bracket was asked for: exactly 0 when both conditions hold (Theorem 1 of
-    the paper: inf CE = H, approached along W* + R W^mm), else where the bracket comes from.
-    With ``--exact`` the verdicts count only when the certificate checked."""
-    checked = not out.get("exact") or out.get("certificate_valid") is True
-    if out.get("entropy_bound_reachable") is True and checked:
-        h = out["entropy"]
-        return {"lower": h, "upper": h, "entropy": h, "excess_lower": 0.0, "excess_upper": 0.0, "by": "theorem",
-                "why": "compatible and separable (the verdicts above): inf CE = H, reached along W* + R W^mm as "
-                       "R grows (at W* itself when no support is proper: entropy_attained_at_finite_W)"}
-    return {"skipped": "not computed: give --excess for the bracket on L* - H (certified with --exact), "
-                       "or run 'ntpcert explain DATA'"}
+    return certify_json(rep, excess=args.excess, engine=args.separability_solver)

@@ -1,0 +1,40 @@
+"""The JSON object of ``ntpcert certify --json``: the report's keys, the why-not culprits of negative
+verdicts, and Theorem 1's ``excess_loss`` key, built in the library so that the command only prints it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def certify_json(report, *, excess: bool, engine: str) -> dict[str, Any]:
+    """``report.to_json()`` (a float or an exact report) with ``why_not_separable`` / ``why_not_compatible``
+    for negative verdicts (small witnesses only: ``ntpcert.pipeline.explain.CERTIFY_MAX_CONTEXTS`` and
+    friends; an exact report explained them already) and ``excess_loss``: the bracket on L* - H when
+    ``excess`` (certified in an exact report that carries it), else :func:`excess_without_bracket`."""
+    from ntpcert.pipeline.explain import why_not_of_report
+
+    out = report.to_json()
+    if getattr(report, "why_not", None) is None:
+        out.update(why_not_of_report(report, engine=engine))
+    if "excess_loss" not in out:
+        if excess:
+            from ntpcert.pipeline.excess_certificate import excess_key
+
+            out["excess_loss"] = excess_key(report.instance, exact=False)[0]
+        else:
+            out["excess_loss"] = excess_without_bracket(out)
+    return out
+
+
+def excess_without_bracket(out: dict) -> dict:
+    """``excess_loss`` when no bracket was asked for: exactly 0 when both conditions hold (Theorem 1 of
+    the paper: inf CE = H, approached along W* + R W^mm), else where the bracket comes from.
+    With ``--exact`` the verdicts count only when the certificate checked."""
+    checked = not out.get("exact") or out.get("certificate_valid") is True
+    if out.get("entropy_bound_reachable") is True and checked:
+        h = out["entropy"]
+        return {"lower": h, "upper": h, "entropy": h, "excess_lower": 0.0, "excess_upper": 0.0, "by": "theorem",
+                "why": "compatible and separable (the verdicts above): inf CE = H, reached along W* + R W^mm as "
+                       "R grows (at W* itself when no support is proper: entropy_attained_at_finite_W)"}
+    return {"skipped": "not computed: give --excess for the bracket on L* - H (certified with --exact), "
+                       "or run 'ntpcert explain DATA'"}
