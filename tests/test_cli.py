@@ -214,3 +214,12 @@ def test_limits_basis_on_the_sparse_path_matches_the_dense_one(tmp_path, capsys,
     assert B0.shape == B1.shape and B0.shape[0] > 0
     W0, W1 = (np.load(tmp_path / d / "W_star.npy") for d in ("dense", "sparse"))
     assert np.linalg.norm(W0 - W1) <= 1e-7 * max(1.0, np.linalg.norm(W0))
+
+
+def test_every_command_has_a_description():
+    from ntpcert.cli.app import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    missing = [name for name, p in sub.choices.items() if not p.description]
+    assert not missing, f"commands without a description: {missing}"

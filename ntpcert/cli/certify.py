@@ -12,7 +12,11 @@ from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_option
 
 
 def register(subparsers: Any, name: str) -> None:
-    p = subparsers.add_parser(name, help="decide compatibility, separability and reachability of the entropy bound")
+    p = subparsers.add_parser(
+        name, help="decide compatibility, separability and reachability of the entropy bound",
+        description="Decide NTP-compatibility (4), NTP-separability (6) and whether the entropy lower bound is "
+        "reachable, each with the witness that settles it, or undetermined with what would settle it. With "
+        "--exact every witness is made exact and the certificate is checked independently.")
     data_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")

@@ -19,7 +19,10 @@ OUTPUT_NAMES = ("L_mm.npy", "W.npy", "H.npy", "L_in.npy", "summary.json", "word_
 def register(subparsers: Any, name: str) -> None:
     from ntpcert.geometry.analysis import GEOMETRY_SOLVERS
 
-    p = subparsers.add_parser(name, help="L^mm of the unconstrained-features model, its embeddings and figures")
+    p = subparsers.add_parser(
+        name, help="L^mm of the unconstrained-features model, its embeddings and figures",
+        description="Solve the nuclear-norm NTP-SVM of the unconstrained-features model (W and H both trained) "
+        "with a certified gap, and write L^mm, its factors W and H, the geometry checks and the figures.")
     data_options(p)
     p.add_argument("--out", metavar="DIR", default=None, help="write arrays, summary.json and figures here")
     p.add_argument("--solver", default="structured", choices=GEOMETRY_SOLVERS,

@@ -9,7 +9,8 @@ from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, lo
 
 
 def register(subparsers: Any, name: str) -> None:
-    p = subparsers.add_parser(name, help="sizes, supports and entropy of a dataset")
+    p = subparsers.add_parser(name, help="sizes, supports and entropy of a dataset",
+                              description="Print m, d, V, n, the support sizes and the entropy lower bound of DATA.")
     data_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

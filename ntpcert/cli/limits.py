@@ -13,7 +13,10 @@ from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_option
 
 
 def register(subparsers: Any, name: str) -> None:
-    p = subparsers.add_parser(name, help="write W*, W^mm (and with --basis a basis of F) as .npy plus summary.json")
+    p = subparsers.add_parser(
+        name, help="write W*, W^mm (and with --basis a basis of F) as .npy plus summary.json",
+        description="Compute the limits gradient descent is proven to pick, W* (on F) and W^mm (the NTP-SVM), "
+        "and write them into DIR all at once, with the verdicts in summary.json.")
     data_options(p)
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
     p.add_argument("--basis", action="store_true",

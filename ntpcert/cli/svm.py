@@ -11,7 +11,9 @@ from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_option
 
 
 def register(subparsers: Any, name: str) -> None:
-    p = subparsers.add_parser(name, help="solve the NTP-SVM for W^mm")
+    p = subparsers.add_parser(name, help="solve the NTP-SVM for W^mm",
+                              description="Solve the NTP-SVM for W^mm and report its residuals and duality gap, "
+                              "or the Farkas certificate that the data are not separable.")
     data_options(p)
     p.add_argument("--out", metavar="W.npy", default=None, help="write W^mm (shape (V, d)) here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
