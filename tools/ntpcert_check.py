@@ -23,8 +23,8 @@ DEFAULT_PRIME = 2**61 - 1
 RATIONAL = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?\Z")
 TOP = {"format", "version", "instance", "probabilities_exact_from_floats", "claims", "compatibility", "separability",
        "svm", "checksum"}
-TOP_OPTIONAL = {"excess", "why_not_separable", "why_not_compatible"}
-NOT_CHECKED = ("svm", "excess", "why_not_separable", "why_not_compatible")
+TOP_OPTIONAL = {"excess", "why_not_separable", "why_not_compatible", "source"}
+NOT_CHECKED = ("svm", "excess", "why_not_separable", "why_not_compatible", "source")
 
 
 class Invalid(Exception):
