@@ -63,12 +63,15 @@ def run(args: argparse.Namespace) -> int:
                                ("H.npy", rep.embeddings.H), ("L_in.npy", rep.finite_part)):
                 save_npy_atomic(os.path.join(stage, fname), arr)
             word_gram_figure(rep.embeddings, rep.pattern, os.path.join(stage, "word_gram.png"), names)
-            embedding_projection_figure(rep.embeddings, rep.pattern, os.path.join(stage, "embeddings.png"), names)
+            embedding_projection_figure(rep.embeddings, rep.pattern, os.path.join(stage, "embeddings.png"), names,
+                                        title=inst.name)
             singular_values_figure(rep.embeddings, os.path.join(stage, "singular_values.png"))
             if trajs:
                 from ntpcert.geometry.figures import training_figure
 
-                training_figure(trajs, os.path.join(stage, "training.png"))
+                training_figure(trajs, os.path.join(stage, "training.png"),
+                                title=f"{inst.name} (V={rep.pattern.V}, m={rep.pattern.m}): W and H trained jointly, "
+                                f"{args.steps:,} steps")
                 atomic_write_text(os.path.join(stage, "training.json"),
                                   dumps({t.optimizer: t.to_json() for t in trajs}, indent=2))
             atomic_write_text(os.path.join(stage, "summary.json"), dumps(summary, indent=2))
