@@ -62,10 +62,10 @@ def run(args: argparse.Namespace) -> int:
             for fname, arr in (("L_mm.npy", rep.solution.L), ("W.npy", rep.embeddings.W),
                                ("H.npy", rep.embeddings.H), ("L_in.npy", rep.finite_part)):
                 save_npy_atomic(os.path.join(stage, fname), arr)
-            word_gram_figure(rep.embeddings, rep.pattern, os.path.join(stage, "word_gram.png"), names)
+            word_gram_figure(rep.embeddings, rep.pattern, os.path.join(stage, "word_gram.png"), names, title=inst.name)
             embedding_projection_figure(rep.embeddings, rep.pattern, os.path.join(stage, "embeddings.png"), names,
                                         title=inst.name)
-            singular_values_figure(rep.embeddings, os.path.join(stage, "singular_values.png"))
+            singular_values_figure(rep.embeddings, os.path.join(stage, "singular_values.png"), title=inst.name)
             if trajs:
                 from ntpcert.geometry.figures import training_figure
 

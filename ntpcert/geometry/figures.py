@@ -31,7 +31,7 @@ def _plt():
 
 
 def word_gram_figure(emb: Embeddings, pattern: SupportPattern, path: str,
-                     token_names: Sequence[str] | None = None) -> None:
+                     token_names: Sequence[str] | None = None, title: str | None = None) -> None:
     """Heat map of the word-embedding cosines, tokens ordered by their row of the support matrix (tokens that
     follow the same contexts are adjacent; lines separate the groups)."""
     plt = _plt()
@@ -49,7 +49,8 @@ def word_gram_figure(emb: Embeddings, pattern: SupportPattern, path: str,
     for b in bounds:
         ax.axhline(b, color="k", lw=0.8)
         ax.axvline(b, color="k", lw=0.8)
-    ax.set_title("cosines of word embeddings of $L^{\\mathrm{mm}}$\n(ordered by support-matrix row)")
+    ax.set_title(f"{title + ': ' if title else ''}cosines of word embeddings of " + "$L^{\\mathrm{mm}}$\n"
+                 "(ordered by support-matrix row)", fontsize=10)
     fig.colorbar(im, ax=ax, fraction=0.046)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -108,9 +109,12 @@ def embedding_projection_figure(emb: Embeddings, pattern: SupportPattern, path: 
     plt.close(fig)
 
 
-def singular_values_figure(emb: Embeddings, path: str) -> None:
+def singular_values_figure(emb: Embeddings, path: str, title: str | None = None) -> None:
+    """The singular values of L^mm, largest first (its rank is the number of bars)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.set_title(f"{title + ': ' if title else ''}singular values of " + "$L^{\\mathrm{mm}}$" + f" (rank {emb.rank})",
+                 fontsize=10)
     ax.bar(np.arange(1, emb.rank + 1), emb.singular_values)
     ax.set_xlabel("index")
     ax.set_ylabel("singular value of $L^{\\mathrm{mm}}$")
