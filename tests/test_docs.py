@@ -48,3 +48,30 @@ def test_every_command_is_documented():
     text = (DOCS / "cli.md").read_text()
     missing = [name for name in sub.choices if f"## `ntpcert {name}" not in text]
     assert not missing, f"commands without a section in docs/cli.md: {missing}"
+
+
+def _samples_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_samples", DOCS / "samples.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("page", _samples_module().PAGES)
+def test_sample_outputs_match_the_commands(page, tmp_path, monkeypatch):
+    """The outputs printed in the docs are what the commands print (docs/samples.py --write regenerates them)."""
+    samples = _samples_module()
+    monkeypatch.chdir(tmp_path)
+    assert samples.samples(page), f"{page} has no console samples"
+    bad = samples.check(page)
+    assert not bad, "\n\n".join(bad)
+
+
+def test_sample_matching_is_strict_outside_the_ellipses():
+    samples = _samples_module()
+    assert samples.matches(["a ...", "...", "z"], ["a b c", "x", "y", "z"])
+    assert not samples.matches(["a ...", "z"], ["a b", "y"])
+    assert not samples.matches(["exact gap 1.5e-08"], ["exact gap 1.6e-08"])
+    assert not samples.matches(["one line"], ["one line", "and more"])
