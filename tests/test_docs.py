@@ -75,3 +75,26 @@ def test_sample_matching_is_strict_outside_the_ellipses():
     assert not samples.matches(["a ...", "z"], ["a b", "y"])
     assert not samples.matches(["exact gap 1.5e-08"], ["exact gap 1.6e-08"])
     assert not samples.matches(["one line"], ["one line", "and more"])
+
+
+def test_certify_json_keys_are_documented(capsys):
+    import json
+
+    assert main(["certify", "paper", "--json"]) == 0
+    keys = set(json.loads(capsys.readouterr().out))
+    text = (DOCS / "cli.md").read_text()
+    section = text[text.index("## `ntpcert certify"):text.index("## `ntpcert explain")]
+    documented = {k for row in section.splitlines() if row.startswith("| `")
+                  for k in re.findall(r"`([A-Za-z_][A-Za-z_0-9]*)`", row.split("|")[1])}
+    assert keys - documented == set(), f"certify --json keys missing from docs/cli.md: {sorted(keys - documented)}"
+
+
+def test_every_extra_is_named_once_and_listed():
+    import tomllib
+
+    from ntpcert.util.extras import EXTRAS
+
+    extras = tomllib.loads((DOCS.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(EXTRAS) == set(extras)
+    for page in ("architecture.md", "strategies.md", "cli.md"):
+        assert "[test]` (hypothesis" not in (DOCS / page).read_text()  # the strategies extra is [strategies]
