@@ -91,6 +91,9 @@ def main() -> None:
               f"{', '.join(order(theirs, common))}",
               f"- Same order on the same runs: {order(ours) == order(theirs_on_ours)}; same order of the common "
               f"solvers against qpbenchmark's own runs: {order(ours, common) == order(theirs, common)}"]
+    lines += ["", "What can make the orders differ: qpbenchmark times the solve call only, with its own solver "
+              "settings; ntpcert times the Kesler rows and the solve, with its backend options; with the 10 s "
+              "shift, millisecond runs hardly move the mean, so the slowest instances decide both rankings."]
     text = "\n".join(lines) + "\n"
     atomic_write_text(HERE / "results" / f"qpbenchmark-{args.scale}.md", text)
     print(text)
