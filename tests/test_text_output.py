@@ -76,3 +76,21 @@ def test_explain_on_gaussian_embeddings_is_short_and_its_json_exact(capsys):
     values = [e["value"] for c in out["why_not_separable"]["contexts"] for e in c["ray"]]
     assert max(len(v) for v in values) > 100  # the exact integers, not rounded
     assert all(Fraction(v).denominator == 1 for v in values)
+
+
+def test_compatibility_cycle_with_huge_coefficients_is_short_and_finite():
+    from types import SimpleNamespace
+
+    from ntpcert.report.explain import compatibility_lines
+
+    inst = NTPInstance.from_counts(np.eye(3), [[3, 1, 0], [0, 2, 5], [1, 0, 4]], token_names=["a", "b", "c"])
+    big = 3 * 10**700
+    terms = [SimpleNamespace(context=j % 3, token=0, versus=1, coefficient=c, counts=(3, 1), log_odds=1.0986)
+             for j, c in enumerate([big, -big // 3, 7] * 20)]
+    wnc = SimpleNamespace(instance=inst, terms=terms, contexts=(0, 1, 2), irreducible=True, note="",
+                          mismatch=0.5, mismatch_ratio=lambda: None, start_rows=60, rows=list(range(60)))
+    lines = compatibility_lines(wnc)
+    text = "\n".join(lines)
+    assert "divided by the largest, 3e+700" in text and "nan" not in text and "inf" not in text
+    assert len(lines) <= 45 and max(map(len, lines)) < 200
+    assert "+ ... (60 terms in all, each in --json)" in text
