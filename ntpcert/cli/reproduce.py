@@ -187,7 +187,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     fig_names = {"gd": "fig3_gd.png", "ngd": "fig4_ngd.png", "adam": "fig5_adam.png"}
     for k, tr in trajs.items():
-        title = f"{inst.name}: {_describe_opt(tr)}"
+        title = f"{inst.name}: {_describe_opt(tr)}, {args.steps:,} steps" + (
+            f" (fig_compare.png adds GD for {args.check_steps:,} steps: the limit approached)" if k == "gd" and extras
+            else "")
         writers[fig_names[k]] = (lambda tr_, t_: lambda path: plots.plot_trajectory(tr_, path, title=t_))(tr, title)
     long_gd = [check_trajs["gd"]] if "gd" in check_trajs else []  # the limit being approached: 10^6 GD steps
     writers["fig_compare.png"] = lambda path: plots.plot_comparison(
