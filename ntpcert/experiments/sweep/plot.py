@@ -214,7 +214,7 @@ def plot_phase(
                 style = rests.index(g[1:])
                 err = np.array([[c.value - c.low for c in cs], [c.high - c.value for c in cs]], dtype=float)
                 err = np.clip(np.nan_to_num(err), 0.0, None)  # rounding at p = 0 or 1; no bar without data
-                # curves at the same x would hide each other's bars: each is shifted by under 1% of the x range
+                # curves at the same x would hide each other's bars: each is shifted by at most 0.4% of the x range
                 dx = _dodge(groups.index(g), len(groups)) * (np.ptp(xs) if xs.size > 1 else 1.0)
                 ax.errorbar(xs + dx, ys, yerr=err, marker=_MARKERS[style % len(_MARKERS)], ms=4, lw=1.6,
                             ls=_LINESTYLES[style % len(_LINESTYLES)], elinewidth=1.3, capsize=3, capthick=1.1,
@@ -254,7 +254,7 @@ def _color(i: int, n: int):
 
 def _dodge(i: int, n: int) -> float:
     """Horizontal offset of the i-th of n curves sharing a colour, as a fraction of the x range."""
-    return 0.0 if n <= 1 else 0.016 * (i - (n - 1) / 2) / max(1, n - 1)
+    return 0.0 if n <= 1 else 0.008 * (i - (n - 1) / 2) / max(1, n - 1)
 
 
 def _edges(centres: Sequence[float]) -> np.ndarray:
