@@ -158,7 +158,11 @@ def markdown(runs: Sequence[Run], items: Sequence[Prepared], *, time_limit: floa
               "that are not separable are scored apart (last table).",
               "- Time covers building the Kesler rows and the solve, in one worker process per backend that "
               "solved a tiny instance first (imports not timed); `peak MB` is that process's largest resident "
-              "set size so far."]
+              "set size so far.",
+              "- `results.csv` holds these runs in qpbenchmark's format; qpbenchmark's `report` on it ranks them "
+              "by the same shifted geometric mean, so in the same order. qpbenchmark's own runs of the exported "
+              "test set can order solvers differently: it times the solve call only, with its own solver settings "
+              "(see docs/solvers.md)."]
     lines += [f"- {n}" for n in notes]
     lines += ["", "## Instances", "", "| family | instance | m | d | V | verdict | settled by |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {it.family} | {it.name} | {it.m} | {it.d} | {it.V} | {it.expected} | {it.how} |" for it in items]
