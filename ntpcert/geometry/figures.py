@@ -62,6 +62,8 @@ PALETTE = tuple(f"C{i}" for i in range(10))
 MARKERS = ("o", "s", "^", "D", "v", "P")
 #: Tokens of a support named in the figure's key before "...".
 KEY_TOKENS = 4
+#: Support groups with their own colour and key entry (the most frequent ones); the others are grey.
+KEY_MAX = 40
 
 
 def support_key(pattern: SupportPattern, g: int, names: Sequence[str]) -> str:
@@ -75,20 +77,27 @@ def support_key(pattern: SupportPattern, g: int, names: Sequence[str]) -> str:
 def embedding_projection_figure(emb: Embeddings, pattern: SupportPattern, path: str,
                                 token_names: Sequence[str] | None = None, title: str | None = None) -> None:
     """Word and context embeddings projected on the top two singular directions of L^mm; each support
-    group has its own (colour, marker) and an entry in the key naming its tokens (collapsed contexts
-    sit on one point)."""
+    group (the :data:`KEY_MAX` most frequent, when there are more) has its own (colour, marker) and an
+    entry in the key naming its tokens, the others are grey (collapsed contexts sit on one point)."""
     plt = _plt()
     k = min(2, emb.rank)
     W = np.zeros((pattern.V, 2))
     H = np.zeros((pattern.m, 2))
     W[:, :k], H[:, :k] = emb.W[:, :k], emb.H[:, :k]
     names = _names(pattern.V, token_names)
-    ncol = 1 if pattern.r <= 24 else 2
+    sizes = np.bincount(pattern.group_of, minlength=pattern.r)
+    keyed = [int(g) for g in np.argsort(-sizes, kind="stable")[:KEY_MAX]] if pattern.r > KEY_MAX else list(range(pattern.r))
+    rest = np.setdiff1d(np.arange(pattern.r), keyed)
+    ncol = 1 if len(keyed) <= 24 else 2
     fig, ax = plt.subplots(figsize=(6.5 + 2.6 * ncol, 6))
-    for g in range(pattern.r):
+    if rest.size:  # beyond the key: grey, drawn first, with one entry
+        sel = np.isin(pattern.group_of, rest)
+        ax.scatter(H[sel, 0], H[sel, 1], color="0.7", marker=".", s=20,
+                   label=f"{rest.size} other supports: {int(sel.sum())} contexts")
+    for i, g in enumerate(keyed):
         sel = pattern.group_of == g
-        ax.scatter(H[sel, 0], H[sel, 1], color=PALETTE[g % len(PALETTE)],
-                   marker=MARKERS[(g // len(PALETTE)) % len(MARKERS)], s=55, alpha=0.75, edgecolors="k",
+        ax.scatter(H[sel, 0], H[sel, 1], color=PALETTE[i % len(PALETTE)],
+                   marker=MARKERS[(i // len(PALETTE)) % len(MARKERS)], s=55, alpha=0.75, edgecolors="k",
                    linewidths=0.3, label=support_key(pattern, g, names))
     ax.scatter(W[:, 0], W[:, 1], c="k", marker="x", s=60, label="words (labelled)")
     if pattern.V <= LABEL_MAX_V:
