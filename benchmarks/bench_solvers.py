@@ -2,7 +2,7 @@
 """The backend benchmark on the instance families, written to ``benchmarks/results/``.
 
 Same harness as ``ntpcert bench`` (:mod:`ntpcert.experiments.bench`), with the instances kept in a temporary
-directory. Writes ``solvers-families.md`` (report) and ``solvers-families.csv`` (one row per run).
+directory. Writes ``solvers-families.md`` (report) and ``solvers-families.csv`` (one row per run, every field).
 
 Usage: ``python benchmarks/bench_solvers.py --scale small --seeds 1 --time-limit 60``.
 """
@@ -37,8 +37,8 @@ def main() -> None:
     members = [m for fam in families.families(args.scale, seeds=args.seeds).values() for m in fam]
     load_before = load_average()
     with tempfile.TemporaryDirectory() as tmp:
-        items = runner.prepare(members, tmp, progress=True)
-        runs = runner.run_all(items, args.backends.split(","), time_limit=args.time_limit, tol=args.tol, progress=True)
+        items = runner.prepare(members, tmp, note=print)
+        runs = runner.run_all(items, args.backends.split(","), time_limit=args.time_limit, tol=args.tol, note=print)
     notes = [f"scale {args.scale}, {args.seeds} seed(s) per setting; load average before {load_before}, "
              f"after {load_average()}"]
     text = report.markdown(runs, items, time_limit=args.time_limit, tol=args.tol, notes=notes,

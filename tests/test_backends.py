@@ -79,27 +79,75 @@ def test_shifted_geometric_mean():
 
 
 def test_success_needs_residuals_within_tolerance_and_the_right_verdict():
-    from ntpcert.experiments.bench.runner import classify
+    from ntpcert.experiments.bench.runner import Prepared, raw_status, score
+    from ntpcert.experiments.bench.pool import Answer
 
-    good = {"status": "optimal", "primal_residual": 1e-9, "dual_residual": 1e-9, "relative_gap": 1e-9}
-    assert classify(good, "separable", 1e-6)
-    assert not classify({**good, "dual_residual": 1e-3}, "separable", 1e-6)
-    assert not classify(good, "not separable", 1e-6)
-    assert classify({"status": "infeasible"}, "not separable", 1e-6)
-    assert not classify({"status": "infeasible"}, "separable", 1e-6)
+    good = {"status": "optimal", "primal_residual": 1e-9, "dual_residual": 1e-9, "relative_gap": 1e-9, "seconds": 0.1}
+    assert raw_status(good, 1e-6) == "optimal/accurate"
+    assert raw_status({**good, "dual_residual": 1e-3}, 1e-6) == "optimal/inaccurate"
+    sep = Prepared("f", "a", "a.npz", 2, 2, 2, "separable", "test")
+    non = Prepared("f", "b", "b.npz", 2, 2, 2, "not separable", "test")
+
+    def status(item, answer, backend="clarabel"):
+        run = score(item, backend, answer, time_limit=1.0, tol=1e-6)
+        return run.status, run.success
+
+    assert status(sep, Answer(good)) == ("solved", True)
+    assert status(sep, Answer({**good, "dual_residual": 1e-3})) == ("inaccurate", False)
+    assert status(non, Answer(good)) == ("wrong verdict", False)
+    assert status(non, Answer({"status": "infeasible", "seconds": 0.1})) == ("infeasible", True)
+    assert status(sep, Answer({"status": "infeasible", "seconds": 0.1})) == ("wrong verdict", False)
+    assert status(sep, Answer({**good, "seconds": 2.0})) == ("time limit", False)  # returned after the limit
+    assert status(sep, Answer(None, killed=True)) == ("time limit", False)  # killed: the same status
+    assert status(sep, Answer(None, message="exit -11")) == ("crash", False)
+    assert status(non, None, "osqp") == ("cannot certify infeasibility", False)
+
+
+def test_status_table_is_closed():
+    from ntpcert.experiments.bench.status import STATUSES, TABLE, certifies_infeasibility, outcome
+
+    assert set(TABLE.values()) <= set(STATUSES)
+    with pytest.raises(ValueError, match="raw status"):
+        outcome("not run", "separable")  # every backend runs on separable data
+    with pytest.raises(ValueError, match="raw status"):
+        outcome("timeout", "separable")  # not a raw status: killed runs are "killed"
+    assert certifies_infeasibility("structured-float") and certifies_infeasibility("cvxpy:SCS")
+    assert not certifies_infeasibility("osqp") and not certifies_infeasibility("qpsolvers:clarabel")
 
 
 def test_summary_counts_failures_at_the_time_limit():
-    from ntpcert.experiments.bench.report import summarize
+    from ntpcert.experiments.bench.report import drivers, infeasible_summary, summarize
     from ntpcert.experiments.bench.runner import Run
 
-    runs = [Run("f", "a", "fast", "optimal", True, 1.0), Run("f", "b", "fast", "timeout", False, None),
-            Run("f", "a", "slow", "optimal", True, 4.0), Run("f", "b", "slow", "optimal", True, 4.0)]
+    runs = [Run("f", "a", "fast", "solved", True, 1.0), Run("f", "b", "fast", "time limit", False, None),
+            Run("f", "a", "slow", "solved", True, 4.0), Run("f", "b", "slow", "solved", True, 4.0)]
     s = summarize(runs, time_limit=100.0)
     assert s["f"]["fast"]["success_rate"] == 0.5
     assert s["f"]["fast"]["sgm"] == pytest.approx(math.sqrt(11 * 110) - 10)
     assert s["f"]["slow"]["sgm_ratio"] == 1.0  # the slow but reliable backend wins
     assert s["all"]["slow"]["runs"] == 2
+    # not separable: scored apart, never in the ranking
+    apart = [Run("g", "c", "fast", "cannot certify infeasibility", False, None, expected="not separable"),
+             Run("g", "c", "slow", "infeasible", True, 0.5, expected="not separable")]
+    s2 = summarize(runs + apart, time_limit=100.0)
+    assert "g" not in s2 and s2["all"]["fast"]["runs"] == 2
+    inf = infeasible_summary(runs + apart, time_limit=100.0)
+    assert inf["slow"]["certified"] == 1 and inf["fast"]["sgm"] is None
+    assert inf["fast"]["statuses"] == {"cannot certify infeasibility": 1}
+
+
+def test_drivers_split_the_gap_to_the_leader_by_family():
+    from ntpcert.experiments.bench.report import SHIFT, drivers
+    from ntpcert.experiments.bench.runner import Run
+
+    runs = [Run("f", "a", "A", "solved", True, 1.0), Run("f", "a", "B", "solved", True, 1.0),
+            Run("g", "b", "A", "solved", True, 1.0), Run("g", "b", "B", "solved", True, 9.0),
+            Run("h", "c", "A", "solved", True, 2.0), Run("h", "c", "B", "solved", True, 1.0)]
+    d = drivers(runs, time_limit=100.0)
+    assert d["A"] == {}  # the leader
+    gap_g, gap_h = math.log(19 / 11), math.log(11 / 12)
+    assert d["B"]["g"] == pytest.approx(gap_g / (gap_g + gap_h)) and d["B"]["g"] > 1  # h goes the other way
+    assert sum(d["B"].values()) == pytest.approx(1.0) and SHIFT == 10.0
 
 
 def test_families_are_seeded_and_sized():
@@ -118,31 +166,64 @@ def test_families_are_seeded_and_sized():
 def test_runner_and_qpbenchmark_export(tmp_path):
     from ntpcert.experiments.bench.families import families
     from ntpcert.experiments.bench.qpbench_export import export, load_problem
-    from ntpcert.experiments.bench.runner import prepare, run_one
+    from ntpcert.experiments.bench.qpbench_results import COLUMNS, results_csv
+    from ntpcert.experiments.bench.runner import prepare, run_all
 
     member = families("tiny", seeds=1)["d_above_m"][0]
-    (item,) = prepare([member], tmp_path / "inst")
+    lines = []
+    (item,) = prepare([member], tmp_path / "inst", note=lines.append)
     assert item.expected == "separable"
-    run = run_one(item, "clarabel", time_limit=60)
-    assert run.success and run.status == "optimal" and run.seconds > 0
-    (path,) = export([item], tmp_path / "qpb")
-    assert (tmp_path / "qpb" / "ntp_svm.py").read_text().count("class NtpSvm(TestSet)") == 1
+    (run, again) = run_all([item, item], ["clarabel"], time_limit=60, note=lines.append)
+    assert run.success and run.status == "solved" and run.seconds > 0 and again.status == "solved"
+    assert len(lines) == 3 and lines[1].startswith("run 1/2 d_above_m/") and "clarabel solved" in lines[1]
+    (path,) = export([item], tmp_path / "qpb", tol=1e-6, time_limit=30.0)
+    script = (tmp_path / "qpb" / "ntp_svm.py").read_text()
+    assert script.count("class NtpSvm(TestSet)") == 1 and "SETTINGS = 'mid_accuracy'" in script
+    compile(script, "ntp_svm.py", "exec")
     assert (tmp_path / "qpb" / "results").is_dir()
     P, q, G, h, A, b = load_problem(path)
     sol = qpsolvers.solve_qp(P, q, G, h, A, b, solver="clarabel")
     assert 0.5 * float(sol @ sol) == pytest.approx(run.objective, rel=1e-6)
+    head, row = results_csv([run], tol=1e-6, time_limit=60).splitlines()[:2]
+    assert tuple(head.split(",")) == COLUMNS
+    assert row.startswith(f"d_above_m__{item.name},clarabel,mid_accuracy,") and ",True," in row
+
+
+def test_a_killed_worker_is_replaced(tmp_path):
+    from ntpcert.experiments.bench.families import families
+    from ntpcert.experiments.bench.pool import Worker
+    from ntpcert.experiments.bench.runner import prepare
+
+    (item,) = prepare(families("tiny", seeds=1)["d_above_m"][:1], tmp_path)
+    w = Worker("clarabel")
+    try:
+        bad = w.solve(str(tmp_path / "missing.npz"), 10.0)
+        assert bad.raw is not None and bad.raw["status"] == "error"  # an unreadable file is one failed run
+        w._proc.kill()  # the process dies between two requests
+        w._proc.wait()
+        dead = w.solve(item.path, 10.0)
+        assert dead.raw is None and not dead.killed  # a crash
+        assert w.solve(item.path, 10.0).raw["status"] == "optimal"  # and a fresh worker takes over
+    finally:
+        w.close()
 
 
 def test_bench_command_writes_report_and_csv(tmp_path, capsys):
     out = tmp_path / "bench"
-    code = main(["bench", "--scale", "tiny", "--seeds", "1", "--families", "d_above_m",
-                 "--backends", "structured-float", "--time-limit", "60", "--out", str(out), "--json"])
+    code = main(["bench", "--scale", "tiny", "--seeds", "1", "--families", "d_above_m,d_below_m",
+                 "--backends", "structured-float,osqp", "--time-limit", "60", "--out", str(out), "--json"])
     assert code == 0
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
     assert summary["summary"]["d_above_m"]["structured-float"]["success_rate"] == 1.0
+    assert summary["infeasible"]["osqp"]["statuses"] == {"cannot certify infeasibility": 1}
+    assert summary["infeasible"]["structured-float"]["certified"] == 1
+    assert [ln.split(" ")[0] for ln in captured.err.splitlines()] == ["instance", "instance", "run", "run"]
     text = (out / "report.md").read_text()
-    assert "shift 10" in text and "structured-float" in text
-    assert (out / "results.csv").read_text().splitlines()[0].startswith("family,instance,backend")
+    assert "shift 10" in text and "structured-float" in text and "scored apart" in text
+    assert (out / "results.csv").read_text().splitlines()[0] == ",".join(
+        ["problem", "solver", "settings", "runtime", "found", "primal_residual", "dual_residual", "duality_gap"])
+    assert (out / "runs.csv").read_text().splitlines()[0].startswith("family,instance,backend,status")
 
 
 @pytest.mark.parametrize("argv, field", [

@@ -1,10 +1,14 @@
-// MathJax 2, served from the site itself (docs/hooks/local_mathjax.py copies it in): no CDN needed.
+// MathJax 3, served from the site itself (docs/hooks/local_mathjax.py copies it in): no CDN needed.
 window.MathJax = {
-  tex2jax: { inlineMath: [["\\(", "\\)"]], displayMath: [["\\[", "\\]"]], processEscapes: true,
-             processEnvironments: true, ignoreClass: ".*", processClass: "arithmatex" },
-  "HTML-CSS": { fonts: ["TeX"] },
-  messageStyle: "none"
+  tex: { inlineMath: [["\\(", "\\)"]], displayMath: [["\\[", "\\]"]], processEscapes: true,
+         processEnvironments: true },
+  options: { ignoreHtmlClass: ".*|", processHtmlClass: "arithmatex" }
 };
 document$.subscribe(function () {
-  if (window.MathJax && window.MathJax.Hub) { window.MathJax.Hub.Queue(["Typeset", window.MathJax.Hub]); }
+  if (window.MathJax && window.MathJax.typesetPromise) {
+    window.MathJax.startup.output.clearCache();
+    window.MathJax.typesetClear();
+    window.MathJax.texReset();
+    window.MathJax.typesetPromise();
+  }
 });

@@ -1,7 +1,8 @@
 """``ntpcert bench``: the NTP-SVM solver benchmark (instance families × backends, with time limits).
 
 The benchmark harness is :mod:`ntpcert.experiments.bench` (see ``docs/solvers.md``); this command
-runs it with a progress bar, writing ``report.md`` and ``results.csv``, and optionally a qpbenchmark test set.
+runs it with one progress line per instance on stderr, writing ``report.md``, ``results.csv`` (qpbenchmark's
+results format) and ``runs.csv`` (every field of every run), and optionally a qpbenchmark test set.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import os
 import sys
 
 from ntpcert.cli.options import (MAX_TIME_LIMIT_S, check_solver, emit_json, float_in, force_option, int_in,
-                                 progress_enabled, progress_option)
+                                 progress_option)
 
 #: Backends run by default (those whose solver is installed).
 DEFAULT_BACKENDS = ("structured", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs")
 #: Largest ``--seeds`` (instances per size setting).
 MAX_SEEDS = 100
 #: What ``--out DIR`` receives, and what ``--export-qpbenchmark DIR`` receives.
-OUTPUT_NAMES = ("report.md", "results.csv", "instances")
+OUTPUT_NAMES = ("report.md", "results.csv", "runs.csv", "instances")
 EXPORT_NAMES = ("data", "results", "ntp_svm.py")
 
 
@@ -41,7 +42,8 @@ def register(subparsers, name: str) -> None:
     p.add_argument("--tol", type=float_in(0.0, 1.0), default=1e-6,
                    help="residual and gap tolerance of a success, in (0, 1] (default 1e-6)")
     p.add_argument("--out", metavar="DIR", default=None,
-                   help="write report.md, results.csv and the instances here (default: print the report)")
+                   help="write report.md, results.csv (qpbenchmark's format), runs.csv and the instances here "
+                   "(default: print the report)")
     p.add_argument("--export-qpbenchmark", metavar="DIR", default=None,
                    help="also write the instances as a qpbenchmark test set into DIR")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -54,6 +56,7 @@ def _bench_package():
     """The benchmark harness :mod:`ntpcert.experiments.bench` (its backends need ``ntpcert[bench]``)."""
     import ntpcert.experiments.bench.families
     import ntpcert.experiments.bench.qpbench_export
+    import ntpcert.experiments.bench.qpbench_results
     import ntpcert.experiments.bench.report
     import ntpcert.experiments.bench.runner
 
@@ -99,8 +102,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     fams = nb.families.families(args.scale, seeds=args.seeds)
     chosen = _split(args.families, "--families", known=list(fams)) or list(fams)
     members = [m for f in chosen for m in fams[f]]
-    progress = progress_enabled(args)
     import tempfile
+
+    def note(line: str) -> None:  # one line per instance, whether stderr is a terminal or not
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
     # every output is staged and moved into place only when the whole benchmark has run
     with contextlib.ExitStack() as stack:
@@ -109,21 +115,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
                      if args.export_qpbenchmark else None)
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="ntpcert-bench-"))
         workdir = os.path.join(out_stage, "instances") if out_stage else scratch
-        items = nb.runner.prepare(members, workdir, progress=progress)
-        runs = nb.runner.run_all(items, backends, time_limit=args.time_limit, tol=args.tol, progress=progress)
+        items = nb.runner.prepare(members, workdir, note=note)
+        runs = nb.runner.run_all(items, backends, time_limit=args.time_limit, tol=args.tol, note=note)
         report = nb.report.markdown(runs, items, time_limit=args.time_limit, tol=args.tol,
                                     notes=[f"scale {args.scale}, {args.seeds} seed(s) per setting"])
         if qpb_stage is not None:
-            nb.qpbench_export.export(items, qpb_stage)
+            nb.qpbench_export.export(items, qpb_stage, tol=args.tol, time_limit=args.time_limit)
         if out_stage is not None:
             atomic_write_text(os.path.join(out_stage, "report.md"), report)
-            atomic_write_text(os.path.join(out_stage, "results.csv"), nb.report.csv_text(runs))
+            atomic_write_text(os.path.join(out_stage, "results.csv"),
+                              nb.qpbench_results.results_csv(runs, tol=args.tol, time_limit=args.time_limit))
+            atomic_write_text(os.path.join(out_stage, "runs.csv"), nb.report.csv_text(runs))
     if args.json:
         summary = nb.report.summarize(runs, args.time_limit)
-        emit_json({"summary": summary, "runs": [r.to_row() for r in runs], "out": args.out,
+        emit_json({"summary": summary, "infeasible": nb.report.infeasible_summary(runs, args.time_limit),
+                   "drivers": nb.report.drivers(runs, args.time_limit), "runs": [r.to_row() for r in runs], "out": args.out,
                     "qpbenchmark": args.export_qpbenchmark})
     elif args.out:
-        print(f"wrote {os.path.join(args.out, 'report.md')} and results.csv ({len(runs)} runs, {len(items)} instances)")
+        print(f"wrote {os.path.join(args.out, 'report.md')}, results.csv and runs.csv ({len(runs)} runs, "
+              f"{len(items)} instances)")
     else:
         sys.stdout.write(report)
     return 0

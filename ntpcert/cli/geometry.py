@@ -65,13 +65,16 @@ def run(args: argparse.Namespace) -> int:
             for fname, arr in (("L_mm.npy", rep.solution.L), ("W.npy", rep.embeddings.W),
                                ("H.npy", rep.embeddings.H), ("L_in.npy", rep.finite_part)):
                 save_npy_atomic(os.path.join(stage, fname), arr)
-            word_gram_figure(rep.embeddings, rep.pattern, os.path.join(stage, "word_gram.png"), names)
-            embedding_projection_figure(rep.embeddings, rep.pattern, os.path.join(stage, "embeddings.png"), names)
-            singular_values_figure(rep.embeddings, os.path.join(stage, "singular_values.png"))
+            word_gram_figure(rep.embeddings, rep.pattern, os.path.join(stage, "word_gram.png"), names, title=inst.name)
+            embedding_projection_figure(rep.embeddings, rep.pattern, os.path.join(stage, "embeddings.png"), names,
+                                        title=inst.name)
+            singular_values_figure(rep.embeddings, os.path.join(stage, "singular_values.png"), title=inst.name)
             if trajs:
                 from ntpcert.geometry.figures import training_figure
 
-                training_figure(trajs, os.path.join(stage, "training.png"))
+                training_figure(trajs, os.path.join(stage, "training.png"),
+                                title=f"{inst.name} (V={rep.pattern.V}, m={rep.pattern.m}): W and H trained jointly, "
+                                f"{args.steps:,} steps")
                 atomic_write_text(os.path.join(stage, "training.json"),
                                   dumps({t.optimizer: t.to_json() for t in trajs}, indent=2))
             atomic_write_text(os.path.join(stage, "summary.json"), dumps(summary, indent=2))

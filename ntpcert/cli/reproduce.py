@@ -187,20 +187,26 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     fig_names = {"gd": "fig3_gd.png", "ngd": "fig4_ngd.png", "adam": "fig5_adam.png"}
     for k, tr in trajs.items():
-        title = f"{inst.name}: {_describe_opt(tr)}"
+        title = f"{inst.name}: {_describe_opt(tr)}, {args.steps:,} steps" + (
+            f" (fig_compare.png adds GD for {args.check_steps:,} steps: the limit approached)" if k == "gd" and extras
+            else "")
         writers[fig_names[k]] = (lambda tr_, t_: lambda path: plots.plot_trajectory(tr_, path, title=t_))(tr, title)
+    long_gd = [check_trajs["gd"]] if "gd" in check_trajs else []  # the limit being approached: 10^6 GD steps
     writers["fig_compare.png"] = lambda path: plots.plot_comparison(
-        list(trajs.values()), path, title=f"{inst.name}: GD, NGD and Adam with the paper's hyperparameters")
+        [*trajs.values(), *long_gd], path, title=f"{inst.name}: GD, NGD and Adam with the paper's hyperparameters "
+        f"({args.steps:,} steps)" + ("; GD at " + r"$\eta = 1/(2L)$" + f" for {args.check_steps:,} steps" if long_gd
+                                     else ""))
     if extras:
         writers["fig_norms.png"] = lambda path: plots.plot_norm_alignment(
-            [trajs["ngd"], trajs["adam"], *extra_trajs.values()], path,
+            [*trajs.values(), *extra_trajs.values()], path,
             title=f"{inst.name}: margin and alignment in each norm (open question: which limit does each optimiser pick?)")
         writers["fig_checks.png"] = lambda path: plots.plot_checks(
-            list(theorem2.values()), path, labels=["gd (η = 1/(2L))", "adam (control)"],
+            list(theorem2.values()), path, labels=[r"gd ($\eta = 1/(2L)$)", "adam (control)"],
             title=f"{inst.name}: convergence checks per decade, {args.check_steps:,} steps (Theorem 2: "
-            "W_k = W* + ln(k) W^mm + o(ln k) for GD; Adam is the control)")
+            r"$W_k = W^* + \ln(k)\, W^{\mathrm{mm}} + o(\ln k)$ for GD; Adam is the control)")
         writers["fig_regpath.png"] = lambda path: plots.plot_regpath(
-            rp, path, title=f"{inst.name}: regularisation path argmin over ||W|| <= B of CE(W) (Theorem 1)")
+            rp, path, title=f"{inst.name}: regularisation path " + r"$\hat W_B = \arg\min_{\|W\| \leq B} \mathrm{CE}(W)$"
+            " (Theorem 1)")
     files = write_directory(args.out, writers)  # only now: a run that fails writes nothing
     if args.json:
         emit_json({**summary, "out": args.out, "files": files})
@@ -211,8 +217,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _describe_opt(tr) -> str:
+    from ntpcert.cli.trajectory import hyperparam_text
+
     hp = {k: v for k, v in tr.hyperparams.items() if k not in ("optimizer", "start", "steps")}
-    return f"{tr.optimizer} (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in hp.items()) + ")"
+    return f"{tr.optimizer} ({hyperparam_text(hp)})"
 
 
 #: Columns of the final-value table: (metric, header).

@@ -176,11 +176,10 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         title = short_title(inst, traj)
         writers["trajectory.png"] = lambda path: plots.plot_trajectory(traj, path, title=title)
         if limits.svm is not None:
-            writers["alignment.png"] = lambda path: plots.plot_norm_alignment([traj], path, title=f"{inst.name}: {traj.optimizer}")
+            writers["alignment.png"] = lambda path: plots.plot_norm_alignment([traj], path, title=title)
         if checks is not None and limits.svm is not None:
             writers["checks.png"] = lambda path: plots.plot_checks(
-                [checks], path, title=f"{inst.name}: convergence checks per decade, {traj.optimizer} "
-                f"({int(traj.steps[-1]):,} steps)")
+                [checks], path, title=f"convergence checks per decade; {title}")
     files = write_directory(args.out, writers)  # only now: a run that fails writes nothing
     if args.json:
         emit_json({"out": args.out, "files": files, "final": traj.to_json()["final"],
@@ -218,8 +217,17 @@ def run_checks(inst, limits, traj, path_check: str, *, progress: bool = False):
 def short_title(inst, traj) -> str:
     """One line naming the instance, the optimiser and its hyperparameters."""
     hp = {k: v for k, v in traj.hyperparams.items() if k not in ("optimizer", "start")}
-    return f"{inst.name} (m={inst.m}, d={inst.d}, V={inst.V}): {traj.optimizer} " + ", ".join(
-        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in hp.items())
+    return f"{inst.name} (m={inst.m}, d={inst.d}, V={inst.V}): {traj.optimizer} " + hyperparam_text(hp)
+
+
+#: Hyperparameters written with their symbols (mathtext) in figure titles.
+SYMBOLS = {"lr": r"$\eta$", "beta1": r"$\beta_1$", "beta2": r"$\beta_2$", "eps": r"$\epsilon$"}
+
+
+def hyperparam_text(hp: dict) -> str:
+    """``η=0.5, steps=1000``: hyperparameters for a title, floats with ``:g``."""
+    return ", ".join(f"{SYMBOLS.get(k, k)}={v:g}" if isinstance(v, float) else f"{SYMBOLS.get(k, k)}={v}"
+                     for k, v in hp.items())
 
 
 def render_final(inst, limits, traj) -> str:

@@ -44,6 +44,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ntpcert.util.summary import short_str
 from ntpcert.errors import InputError, SolverError
 from ntpcert.instance import NTPInstance, ce
 from ntpcert.util.progress import progress_bar
@@ -116,6 +117,8 @@ class RegPath:
     kkt_max : float
         The acceptance limit used.
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     budgets: np.ndarray
     W: np.ndarray

@@ -47,6 +47,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ntpcert.util.summary import short_str
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.instance import NTPInstance, ce
 from ntpcert.rows.kesler import KeslerSystem
@@ -134,6 +135,8 @@ class Limits:
     norm_svms : dict of str to NormSVMSolution
         NTP-SVMs in other norms, by name.
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     instance: NTPInstance
     system: KeslerSystem
@@ -281,6 +284,8 @@ class Trajectory:
         The steps of ``snapshots``: every logged step (``run(..., snapshots=True)``) or the ones
         asked for (``run(..., snapshots=[...])``, e.g. :func:`decade_steps`).
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     optimizer: str
     hyperparams: dict[str, Any]

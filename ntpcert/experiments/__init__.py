@@ -1,6 +1,6 @@
 """The experiment layer: hypothesis strategies, parameter sweeps, and the solver benchmark harness.
 
 Parts of it need optional extras: ``strategies`` needs ``hypothesis`` (``pip install
-'ntpcert[test]'``), ``sweep`` needs dask (``ntpcert[dist]``), ``bench`` the qpsolvers backends
+'ntpcert[strategies]'``), ``sweep`` needs dask (``ntpcert[dist]``), ``bench`` the qpsolvers backends
 (``ntpcert[bench]``).
 """

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ntpcert.util.summary import short_str
 from ntpcert.errors import InputError
 from ntpcert.geometry.certificate import NuclearSVMSolution, certify_pair
 from ntpcert.geometry.embeddings import Check, Embeddings, all_checks
@@ -40,6 +41,8 @@ class GeometryReport:
     gap_tol : float or None
         The target gap asked of the structured solver (None: its size-dependent default).
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     pattern: SupportPattern
     solution: NuclearSVMSolution

@@ -52,12 +52,15 @@ class JointTrajectory:
         Columns :data:`JOINT_METRICS`: CE − ℋ, ‖L_k‖_F, cos(L_k, L^mm), cos(P_F⊥ L_k, L^mm),
         ‖P_F L_k − L^in‖_F, and the relative defects of the collapse/centring checks on P_F⊥ L_k.
     L_final : ndarray of shape (V, m)
+    lr : float or None
+        The step size (figure keys name it).
     """
 
     optimizer: str
     steps: np.ndarray
     metrics: dict[str, np.ndarray]
     L_final: np.ndarray
+    lr: float | None = None
 
     def final(self) -> dict[str, float]:
         return {k: float(v[-1]) for k, v in self.metrics.items()}
@@ -128,7 +131,7 @@ def train_joint(instance: NTPInstance, L_mm: np.ndarray, *, optimizer: str = "gd
             H = H - lr * (mH / (1 - b1 ** t)) / (np.sqrt(vH / (1 - b2 ** t)) + eps)
     arr = np.asarray(rows, dtype=np.float64)
     metrics = {name_: arr[:, i].copy() for i, name_ in enumerate(JOINT_METRICS)}
-    return JointTrajectory(name, grid[: arr.shape[0]].copy(), metrics, W @ H.T)
+    return JointTrajectory(name, grid[: arr.shape[0]].copy(), metrics, W @ H.T, lr=lr)
 
 
 def fit_rate(traj: JointTrajectory, metric: str = "cos_mm", *, from_step: int = 10) -> float:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ntpcert.util.summary import short_str
 from ntpcert.exact.compatibility import (
     ExactCompatibility,
     WStarClosedForm,
@@ -79,6 +80,8 @@ class ExactReport:
     stages : dict
         Wall seconds of the exact stages (the float stages are in ``float_report.stages``).
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     float_report: Report
     compatibility: ExactCompatibility

@@ -12,6 +12,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
+from ntpcert.util.summary import short_str
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
@@ -61,6 +62,8 @@ class Report:
     lemma1_modulus : int or None
         The prime certifying that H has full row rank with d >= m (Lemma 1), when it does.
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     instance: NTPInstance
     subspace: Subspace

@@ -140,6 +140,14 @@ def _whole_rows(instance: NTPInstance, z: int, zp: int, contexts: np.ndarray, y:
     return {k: v for k, v in out.items() if v}
 
 
+def pair_text(instance: NTPInstance, z: int, zp: int) -> str:
+    """Two tokens as a witness names them: ``"e", "i" (43, 47)`` with names, ``(43, 47)`` without."""
+    names = instance.token_names
+    if names is None:
+        return f"({int(z)}, {int(zp)})"
+    return f'"{names[int(z)]}", "{names[int(zp)]}" ({int(z)}, {int(zp)})'
+
+
 def compatibility_witness(instance: NTPInstance) -> tuple[dict, str] | None:
     """``(y, text)``: a left null vector of :math:`A_{eq}` over the whole instance's equality rows with
     :math:`y^\\top b \\ne 0` (certified by its prime exponents), found on a pair; or None."""
@@ -154,7 +162,8 @@ def compatibility_witness(instance: NTPInstance) -> tuple[dict, str] | None:
         for y in null_vectors(instance.embeddings[ctx]):
             if _exponent_sum(instance, z, zp, ctx, y):
                 whole = _whole_rows(instance, z, zp, ctx, y)
-                text = (f"exact left null vector y of A_eq on the pair of tokens ({z}, {zp}) and {len(whole)} "
+                text = (f"exact left null vector y of A_eq on the pair of tokens {pair_text(instance, z, zp)} and "
+                        f"{len(whole)} "
                         f"equality rows of {int(np.count_nonzero(y))} contexts, with y^T b != 0 (a non-zero "
                         "exponent of a prime in the product of count ratios)")
                 return whole, text
@@ -190,7 +199,8 @@ def separability_witness(instance: NTPInstance) -> tuple[dict, str] | None:
                     if c:
                         ray[(z, int(j))] = Fraction(c)
                         ray[(zp, int(j))] = Fraction(-c)
-                text = (f"Farkas ray on the pair of tokens ({z}, {zp}): {int(np.count_nonzero(y))} contexts, "
+                text = (f"Farkas ray on the pair of tokens {pair_text(instance, z, zp)}: "
+                        f"{int(np.count_nonzero(y))} contexts, "
                         f"{len(ray)} non-zero entries")
                 return ray, text
     return _lp_separability_witness(instance, S)
@@ -246,9 +256,10 @@ def _lp_pair_ray(instance: NTPInstance, z: int, zp: int, B: np.ndarray, X: np.nd
             j, sj = int(ctx[i]), int(sig[i])
             ray[(z, j)] = Fraction(sj * c)
             ray[(zp, j)] = Fraction(-sj * c)
-    text = (f"Farkas ray on the pair of tokens ({z}, {zp}) by LP: {len(supp)} of its {B.size} shared and "
+    text = (f"Farkas ray on the pair of tokens {pair_text(instance, z, zp)} by LP: {len(supp)} of its {B.size} "
+            "shared and "
             f"{X.size} separating contexts, {len(ray)} non-zero entries")
     return ray, text
 
 
-__all__ = ["applies", "compatibility_witness", "null_vectors", "pairs", "separability_witness"]
+__all__ = ["applies", "compatibility_witness", "null_vectors", "pair_text", "pairs", "separability_witness"]

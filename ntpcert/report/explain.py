@@ -1,16 +1,30 @@
-"""Plain text of ``ntpcert explain``: the verdicts, then each culprit as people read it."""
+"""Plain text of ``ntpcert explain``: the verdicts, then each culprit as people read it.
+
+The text is for reading, the JSON for checking: exact rationals with hundreds of digits (Farkas rays
+on Gaussian embeddings) are shown as floats normalised to the largest entry (:class:`Scale`), long
+lists are cut with a count, and every line is wrapped at :data:`WIDTH` characters; ``--json`` and
+the certificate hold the exact values.
+"""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Iterable
 
-from ntpcert.report.text import fmt
+from ntpcert.report.text import fmt, wrap_lines
 
 #: Tokens of a support listed before "...".
 SUPPORT_SHOWN = 12
 #: Embedding relations listed, at most (one per clashing token).
 RELATIONS_SHOWN = 3
+#: Contexts of a non-separable set listed (those with the largest ray entries), and ray entries per context.
+CONTEXTS_SHOWN = 20
+RAY_SHOWN = 8
+#: Terms of an embedding relation listed.
+RELATION_TERMS = 10
+#: Integers up to this many digits are shown exactly; larger ones as floats normalised to the largest.
+EXACT_DIGITS = 6
 
 
 def q(text: str) -> str:
@@ -18,8 +32,62 @@ def q(text: str) -> str:
     return '"' + text.replace('"', '\\"') + '"'
 
 
-def _signed(x: Fraction) -> str:
-    return ("+" if x > 0 else "-") + (str(abs(x)) if abs(x) != 1 else "1")
+class Scale:
+    """How to print a family of exact values: as they are when they are all small integers, else as
+    floats divided by the largest magnitude (so the largest reads ±1).
+
+    >>> Scale([Fraction(2), Fraction(-1)]).signed(Fraction(2)), Scale([Fraction(10**9), Fraction(-3)]).signed(Fraction(-3))
+    ('+2', '-3e-09')
+    """
+
+    def __init__(self, values: Iterable[Fraction]) -> None:
+        vals = [Fraction(v) for v in values]
+        self.exact = all(v.denominator == 1 and len(str(abs(v.numerator))) <= EXACT_DIGITS for v in vals)
+        self.top = max((abs(v) for v in vals), default=Fraction(1)) or Fraction(1)
+
+    def signed(self, x: Fraction) -> str:
+        if self.exact:
+            return ("+" if x > 0 else "-") + str(abs(x))
+        return f"{float(Fraction(x) / self.top):+.4g}"
+
+    def ratio(self, x: Fraction) -> float:
+        """``x`` as a float, divided by the largest magnitude unless the family is shown exactly."""
+        return float(Fraction(x)) if self.exact else float(Fraction(x) / self.top)
+
+    def value(self, x: Fraction) -> str:
+        return str(x) if self.exact else f"{float(Fraction(x) / self.top):.4g}"
+
+    @property
+    def top_text(self) -> str:
+        """The largest magnitude, as a float in scientific notation (also past the float range)."""
+        return sci(self.top)
+
+
+def sci(x: Fraction) -> str:
+    """A non-negative rational in scientific notation with 4 digits, whatever its size."""
+    x = Fraction(x)
+    if x == 0:
+        return "0"
+    e = len(str(x.numerator)) - len(str(x.denominator))
+    m = x / Fraction(10) ** e
+    while m >= 10:
+        m, e = m / 10, e + 1
+    while m < 1:
+        m, e = m * 10, e - 1
+    return f"{float(m):.4g}e{e:+d}"
+
+
+def _cut(items: list[str], k: int) -> str:
+    return ", ".join(items[:k]) + (f", ... ({len(items)} in all)" if len(items) > k else "")
+
+
+def _largest_contexts(wns: Any, k: int) -> list[int]:
+    """The ``k`` contexts of the set whose ray rows have the largest entries, in data order."""
+    if len(wns.contexts) <= k:
+        return list(wns.contexts)
+    size = {j: max((abs(x) for x in wns.ray_of(j).values()), default=Fraction(0)) for j in wns.contexts}
+    top = sorted(wns.contexts, key=lambda j: -size[j])[:k]
+    return sorted(top, key=list(wns.contexts).index)
 
 
 def _support(names: list[str]) -> str:
@@ -40,15 +108,22 @@ def separability_lines(wns: Any) -> list[str]:
         status = "irreducible: each one-context deletion is separable, by an exactly checked point"
     else:
         status = f"not shown irreducible: {wns.note}"
+    sc = Scale(wns.ray.values())
     lines = [f"Why not separable: {n} context{'s' if n != 1 else ''} that no linear decoder separates ({status})"]
-    width = max(len(q(context_text(inst, j))) for j in wns.contexts)
-    for j in wns.contexts:
+    if not sc.exact:
+        lines.append(f"  ray entries are divided by the largest, {sc.top_text}; the exact integers are in --json")
+    shown = _largest_contexts(wns, CONTEXTS_SHOWN)
+    width = max(len(q(context_text(inst, j))) for j in shown)
+    for j in shown:
         names = [token_text(inst, int(z)) for z in inst.support(j)]
-        ray = ", ".join(f"{_signed(x)} {q(token_text(inst, v))}{'' if mask[j, v] else ' (off support)'}"
-                        for v, x in wns.ray_of(j).items())
+        row = list(wns.ray_of(j).items())
+        ray = ", ".join(f"{sc.signed(x)} {q(token_text(inst, v))}{'' if mask[j, v] else ' (off support)'}"
+                        for v, x in row[:RAY_SHOWN]) + (f", ... ({len(row)} entries)" if len(row) > RAY_SHOWN else "")
         lines.append(f"  {q(context_text(inst, j)).ljust(width)}  support {_support(names)}")
         lines.append(f"  {'':{width}}  ray: {ray}")
-    lines.append("  tokens that clash: " + ", ".join(q(token_text(inst, v)) for v in wns.clash_tokens()))
+    if len(shown) < n:
+        lines.append(f"  ... and {n - len(shown)} more contexts with smaller ray entries (all in --json)")
+    lines.append("  tokens that clash: " + _cut([q(token_text(inst, v)) for v in wns.clash_tokens()], SUPPORT_SHOWN))
     seen: list[dict] = []
     for v in wns.clash_tokens():
         rel = wns.relation(v)
@@ -57,13 +132,19 @@ def separability_lines(wns: Any) -> list[str]:
         if unit in seen or len(seen) >= RELATIONS_SHOWN:
             continue
         seen.append(unit)
-        terms = " ".join(f"{_signed(x)} h({q(context_text(inst, j))})" for j, x in rel.items())
-        lines.append(f"  the embeddings, weighted by the ray's entries for {q(token_text(inst, v))}: {terms} = 0")
+        items = list(rel.items())
+        terms = " ".join(f"{sc.signed(x)} h({q(context_text(inst, j))})" for j, x in items[:RELATION_TERMS])
+        more = f" ... ({len(items)} terms)" if len(items) > RELATION_TERMS else ""
+        lines.append(f"  the embeddings, weighted by the ray's entries for {q(token_text(inst, v))}: {terms}{more} = 0")
     lines.append(f"  so for every W the ray's weighted logits sum to 0, while separating these contexts would make "
-                 f"that sum >= {wns.off_support_mass()} (the ray's off-support mass) > 0")
+                 f"that sum >= {sc.value(wns.off_support_mass())} (the ray's off-support mass) > 0")
     if wns.start_contexts != n:
         lines.append(f"  (shrunk from the {wns.start_contexts} contexts of the decision's Farkas ray)")
     return lines
+
+
+#: Terms of a log-odds cycle listed.
+TERMS_SHOWN = 40
 
 
 def compatibility_lines(wnc: Any) -> list[str]:
@@ -77,20 +158,27 @@ def compatibility_lines(wnc: Any) -> list[str]:
     k = len(wnc.terms)
     lines = [f"Why not compatible: a cycle of {k} log-odds over {len(wnc.contexts)} context"
              f"{'s' if len(wnc.contexts) != 1 else ''} that no W satisfies ({status})"]
+    sc = Scale(Fraction(t.coefficient) for t in wnc.terms)
+    if not sc.exact:
+        lines.append(f"  coefficients are divided by the largest, {sc.top_text}; the exact integers are in --json")
     rows = []
-    for t in wnc.terms:
+    for t in wnc.terms[:TERMS_SHOWN]:
         ctx = context_text(inst, t.context)
-        lhs = f"{'' if t.coefficient == 1 else f'{t.coefficient} x '}log p({q(token_text(inst, t.token))} | {q(ctx)}) / p({q(token_text(inst, t.versus))} | {q(ctx)})"
-        times = "" if t.coefficient == 1 else f"{t.coefficient} x "
-        rows.append((lhs, f"{times}log({t.counts[0]}/{t.counts[1]})", t.coefficient * t.log_odds))
+        times = "" if t.coefficient == 1 else f"{sc.value(Fraction(t.coefficient))} x "
+        lhs = f"{times}log p({q(token_text(inst, t.token))} | {q(ctx)}) / p({q(token_text(inst, t.versus))} | {q(ctx)})"
+        rows.append((lhs, f"{times}log({t.counts[0]}/{t.counts[1]})", sc.ratio(Fraction(t.coefficient)) * t.log_odds))
     w1 = max(len(r[0]) for r in rows)
     w2 = max(len(r[1]) for r in rows)
     for i, (lhs, ratio, value) in enumerate(rows):
         lines.append(f"  {'  ' if i == 0 else '+ '}{lhs.ljust(w1)}  = {ratio.ljust(w2)} = {value:+.6f}")
+    if len(wnc.terms) > TERMS_SHOWN:
+        lines.append(f"  + ... ({len(wnc.terms)} terms in all, each in --json)")
     ratio = wnc.mismatch_ratio()
     exact = f" = log({ratio[0]}/{ratio[1]})" if ratio is not None else ""
+    scaled = "" if sc.exact or not math.isfinite(wnc.mismatch) else (
+        f" (in the rows above, divided by {sc.top_text}: {sc.ratio(Fraction(wnc.mismatch)):.6g})")
     lines.append(f"  the same combination of logit differences is 0 for every W; the data give "
-                 f"{wnc.mismatch:.6g} nats{exact}: the mismatch")
+                 f"{wnc.mismatch:.6g} nats{exact}: the mismatch{scaled}")
     if wnc.start_rows != len(wnc.rows):
         lines.append(f"  (shrunk from the {wnc.start_rows} equations of the decision's null vector)")
     return lines
@@ -123,7 +211,7 @@ def explanation_lines(exp: Any) -> list[str]:
     if getattr(exp, "excess_loss", None) is not None:
         lines += [""] + excess_lines(exp.excess_loss, inst)
     lines += ["", f"({exp.seconds:.2f} s)"]
-    return lines
+    return wrap_lines(lines)
 
 
 #: Contexts listed by their excess loss at the optimum.

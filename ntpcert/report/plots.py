@@ -57,8 +57,8 @@ def save_figure(fig: Any, path: str, *, dpi: int = DPI, field: str = "--out", ti
 def _label(traj) -> str:
     hp = traj.hyperparams
     lr = hp.get("lr")
-    sched = "" if hp.get("schedule", "constant") == "constant" else "/√t"
-    return f"{traj.optimizer} (η={lr:g}{sched})" if lr is not None else traj.optimizer
+    sched = "" if hp.get("schedule", "constant") == "constant" else r"$/\sqrt{t}$"
+    return f"{traj.optimizer} ($\\eta$={lr:g}{sched})" if lr is not None else traj.optimizer
 
 
 def _color(traj, i: int) -> str:
@@ -71,34 +71,70 @@ def _positive(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nda
     return steps[keep], values[keep]
 
 
+#: Below this, a y axis of ratios turns symmetric-logarithmic (linear within ±1), so that early, very
+#: negative margins and the approach to 1 both stay visible.
+SYMLOG_BELOW = -3.0
+
+
+def fit_ylim(ax, series: Sequence[np.ndarray], top: float) -> None:
+    """A y range that shows every point of ``series`` (never clipped): from their minimum to ``top``,
+    on a symmetric-log scale when the minimum is below :data:`SYMLOG_BELOW`."""
+    vals = [np.asarray(v, dtype=float) for v in series if np.size(v)]
+    vals = [v[np.isfinite(v)] for v in vals]
+    low = min((float(v.min()) for v in vals if v.size), default=0.0)
+    high = max([top] + [float(v.max()) for v in vals if v.size])
+    if low < SYMLOG_BELOW:
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(1.2 * low, high)
+    else:
+        ax.set_ylim(min(low, 0.0) - 0.05 * (high - min(low, 0.0)), high)
+
+
+def suptitle(fig, title: str | None, fontsize: int = 11) -> None:
+    """The figure's title, wrapped to the figure's width (about 11 characters per inch at 11 pt), never
+    inside a ``$...$`` formula."""
+    if not title:
+        return
+    import re
+    import textwrap
+
+    chars = max(30, int(fig.get_figwidth() * 11 * 11 / fontsize))
+    held = re.sub(r"\$[^$]*\$", lambda mo: mo.group(0).replace(" ", "\x00"), title)
+    lines = textwrap.wrap(held, chars, break_on_hyphens=False, break_long_words=False)
+    fig.suptitle("\n".join(ln.replace("\x00", " ") for ln in lines), fontsize=fontsize)
+
+
 def _save(fig, path: str) -> str:
     return save_figure(fig, path)
 
 
 def _panels(axes, trajs: Sequence, entropy_note: bool = True) -> None:
     (a, b), (c, e) = axes
+    shared = len({tr.optimizer for tr in trajs}) < len(trajs)  # one optimiser twice: colour by run instead
     for i, tr in enumerate(trajs):
-        col, lab = _color(tr, i), _label(tr)
+        col = f"C{i % 10}" if shared else _color(tr, i)
+        lab = _label(tr) + (f", {int(tr.steps[-1]):,} steps" if shared else "")
         s = tr.steps
         x, y = _positive(s, tr["excess_loss"])
         a.loglog(x, y, color=col, label=lab)
         x, y = _positive(s, tr["norm"])
         b.loglog(x, y, color=col, label=lab)
         keep = (s > 0) & np.isfinite(tr["cos_mm"])
-        c.semilogx(s[keep], tr["cos_mm"][keep], color=col, label=f"{lab}: cos(W, W^mm)")
+        c.semilogx(s[keep], tr["cos_mm"][keep], color=col, label=f"{lab}: " + r"$\cos(W_k, W^{\mathrm{mm}})$")
         keep = (s > 0) & np.isfinite(tr["cos_mm_centered"])
-        c.semilogx(s[keep], tr["cos_mm_centered"][keep], color=col, ls="--", label=f"{lab}: cos(W−W*, W^mm)")
+        c.semilogx(s[keep], tr["cos_mm_centered"][keep], color=col, ls="--",
+                   label=f"{lab}: " + r"$\cos(W_k - W^*, W^{\mathrm{mm}})$")
         x, y = _positive(s, tr["rel_dist_F"])
         e.loglog(x, y, color=col, label=lab)
-    a.set_title("(a) CE(W_k) − ℋ")
-    b.set_title("(b) ‖W_k‖_F")
-    c.set_title("(c) alignment with W^mm (solid: W_k, dashed: W_k − W*)")
+    a.set_title(r"(a) $\mathrm{CE}(W_k) - \mathcal{H}$")
+    b.set_title(r"(b) $\|W_k\|_F$")
+    c.set_title(r"(c) alignment with $W^{\mathrm{mm}}$ (solid: $W_k$, dashed: $W_k - W^*$)")
     c.axhline(0.99, color="grey", lw=0.7, ls=":")
     c.set_ylim(min(0.0, c.get_ylim()[0]), 1.02)
-    e.set_title("(d) ‖P_F(W_k) − W*‖ / ‖W*‖")
+    e.set_title(r"(d) $\|P_F(W_k) - W^*\| \,/\, \|W^*\|$")
     e.axhline(1e-2, color="grey", lw=0.7, ls=":")
     for ax in (a, b, c, e):
-        ax.set_xlabel("step k")
+        ax.set_xlabel("step $k$")
         ax.grid(True, which="major", alpha=0.3)
     a.legend(fontsize=8)
 
@@ -112,8 +148,7 @@ def plot_comparison(trajs: Sequence, path: str, *, title: str | None = None) -> 
     """The four panels of :func:`plot_trajectory` with several optimisers overlaid."""
     fig, axes = subplots(2, 2, figsize=(10, 7))
     _panels(axes, trajs)
-    if title:
-        fig.suptitle(title, fontsize=11)
+    suptitle(fig, title)
     return _save(fig, path)
 
 
@@ -122,7 +157,8 @@ def plot_norm_alignment(trajs: Sequence, path: str, *, title: str | None = None)
     (``margin_ratio`` and ``margin_ratio_N``, top) and :math:`\\cos(W_k - W^*, W^N)` (bottom)."""
     n = len(trajs)
     fig, axes = subplots(2, n, figsize=(3.6 * n + 0.6, 6.4), squeeze=False, sharey="row")
-    lows_top, lows_bot = [0.0], [0.5]
+    tops: list[np.ndarray] = []
+    bots: list[np.ndarray] = []
     for i, tr in enumerate(trajs):
         top, bot = axes[0][i], axes[1][i]
         s = tr.steps
@@ -132,28 +168,24 @@ def plot_norm_alignment(trajs: Sequence, path: str, *, title: str | None = None)
             cs = tr["cos_mm_centered"] if nm == "fro" else tr[f"cos_{nm}_centered"]
             keep = (s > 0) & np.isfinite(mr)
             top.semilogx(s[keep], mr[keep], ls=NORM_STYLES.get(nm, "-"), label=nm)
-            late = s >= max(1, int(s[-1]) // 100)  # the y range follows the last two decades
-            if np.any(late & np.isfinite(mr)):
-                lows_top.append(float(np.nanmin(mr[late])))
+            tops.append(mr[keep])
             keep = (s > 0) & np.isfinite(cs)
             bot.semilogx(s[keep], cs[keep], ls=NORM_STYLES.get(nm, "-"), label=nm)
-            if np.any(late & np.isfinite(cs)):
-                lows_bot.append(float(np.nanmin(cs[late])))
+            bots.append(cs[keep])
         top.set_title(_label(tr), fontsize=10)
     for i in range(n):
         top, bot = axes[0][i], axes[1][i]
-        top.set_ylim(max(-1.0, min(lows_top) - 0.05), 1.05)
-        bot.set_ylim(max(-1.0, min(lows_bot) - 0.02), 1.01)
+        fit_ylim(top, tops, 1.05)
+        fit_ylim(bot, bots, 1.01)
         for ax in (top, bot):
             ax.grid(True, alpha=0.3)
             ax.axhline(1.0, color="grey", lw=0.7, ls=":")
-        bot.set_xlabel("step k")
+        bot.set_xlabel("step $k$")
         top.axhline(0.0, color="grey", lw=0.5)
-    axes[0][0].set_ylabel("margin in norm N / max margin in N")
-    axes[1][0].set_ylabel("cos(W_k − W*, W^N)")
+    axes[0][0].set_ylabel("margin in norm $N$ / max margin in $N$")
+    axes[1][0].set_ylabel(r"$\cos(W_k - W^*, W^N)$")
     axes[0][0].legend(fontsize=8, title="norm N")
-    if title:
-        fig.suptitle(title, fontsize=11)
+    suptitle(fig, title)
     return _save(fig, path)
 
 
@@ -165,22 +197,21 @@ def plot_regpath(rp, path: str, *, title: str | None = None) -> str:
     y = rp["excess_loss"]
     keep = np.isfinite(y) & (y > 0)
     a.loglog(B[keep], y[keep], color="C0")
-    a.set_title("CE(Ŵ_B) − ℋ")
-    c.semilogx(B, rp["cos_mm"], color="C0", label="cos(Ŵ_B, W^mm)")
-    c.semilogx(B, rp["cos_mm_centered"], color="C0", ls="--", label="cos(Ŵ_B − W*, W^mm)")
+    a.set_title(r"$\mathrm{CE}(\hat W_B) - \mathcal{H}$")
+    c.semilogx(B, rp["cos_mm"], color="C0", label=r"$\cos(\hat W_B, W^{\mathrm{mm}})$")
+    c.semilogx(B, rp["cos_mm_centered"], color="C0", ls="--", label=r"$\cos(\hat W_B - W^*, W^{\mathrm{mm}})$")
     c.axhline(0.99, color="grey", lw=0.7, ls=":")
     c.set_ylim(min(0.0, c.get_ylim()[0]), 1.02)
     c.legend(fontsize=8)
-    c.set_title("alignment with W^mm")
+    c.set_title(r"alignment with $W^{\mathrm{mm}}$")
     y = rp["rel_dist_F"]
     keep = np.isfinite(y) & (y > 0)
     e.loglog(B[keep], y[keep], color="C0")
-    e.set_title("‖P_F(Ŵ_B) − W*‖ / ‖W*‖")
+    e.set_title(r"$\|P_F(\hat W_B) - W^*\| \,/\, \|W^*\|$")
     for ax in (a, c, e):
-        ax.set_xlabel("budget B = ‖Ŵ_B‖_F")
+        ax.set_xlabel(r"budget $B = \|\hat W_B\|_F$")
         ax.grid(True, alpha=0.3)
-    if title:
-        fig.suptitle(title, fontsize=11)
+    suptitle(fig, title)
     return _save(fig, path)
 
 
@@ -211,7 +242,7 @@ def plot_checks(checks: Sequence, path: str, *, title: str | None = None,
         x, y = _positive(ends, chk.increment_residual)
         b.loglog(x, y, "o-", color=col, label=f"{lab}: residual")
         x, y = _positive(ends, chk.increment_one_minus_cos)
-        b.loglog(x, y, "s--", color=col, alpha=0.7, label=f"{lab}: 1 − cos(D, W^mm)")
+        b.loglog(x, y, "s--", color=col, alpha=0.7, label=f"{lab}: " + r"$1 - \cos(D_k, W^{\mathrm{mm}})$")
         keep = np.isfinite(chk.increment_ratio)
         c.semilogx(ends[keep], chk.increment_ratio[keep], "o-", color=col, label=lab)
         x, y = _positive(s, 1.0 - chk.path_cosine)
@@ -219,24 +250,22 @@ def plot_checks(checks: Sequence, path: str, *, title: str | None = None,
         keep = (s > 0) & np.isfinite(chk.own_margin_ratio)
         e.semilogx(s[keep], chk.own_margin_ratio[keep], "o-", color=col, label=f"{lab} ({chk.own_norm})")
     a.axhline(th["F_distance_max"], color="grey", lw=0.8, ls=":")
-    a.set_title("(a) F-convergence ‖P_F W_k − W*‖ / ‖W*‖")
+    a.set_title(r"(a) $F$-convergence $\|P_F W_k - W^*\| \,/\, \|W^*\|$")
     b.axhline(th["decade_residual_max"], color="grey", lw=0.8, ls=":")
-    b.set_title("(b) decade increment D_k = P_⊥W_10k − P_⊥W_k:\n‖D_k − ln10·W^mm‖/‖ln10·W^mm‖ and 1 − cos", fontsize=10)
+    b.set_title("(b) decade increment " + r"$D_k = P_\perp W_{10k} - P_\perp W_k$:" + "\n"
+                + r"$\|D_k - \ln 10\, W^{\mathrm{mm}}\| \,/\, \|\ln 10\, W^{\mathrm{mm}}\|$ and $1 - \cos$", fontsize=10)
     c.axhline(1.0, color="grey", lw=0.8, ls=":")
-    c.set_title("(c) ‖D_k‖ / (ln10 ‖W^mm‖)")
+    c.set_title(r"(c) $\|D_k\| \,/\, (\ln 10\, \|W^{\mathrm{mm}}\|)$")
     d.axhline(1.0 - th["path_cosine_min"], color="grey", lw=0.8, ls=":")
-    d.set_title("(d) 1 − cos(W_k, Ŵ(‖W_k‖)), Ŵ the regularisation path", fontsize=10)
+    d.set_title(r"(d) $1 - \cos(W_k, \hat W(\|W_k\|))$, $\hat W$ the regularisation path", fontsize=10)
     e.axhline(th["own_norm_ratio_min"], color="grey", lw=0.8, ls=":")
     e.axhline(0.0, color="grey", lw=0.5)
     e.set_title("(e) margin ratio in the run's own norm")
-    tails = [ch.own_margin_ratio[ch.own_margin_ratio.size // 2:] for ch in checks]  # the y range follows the later half
-    lo = [float(np.nanmin(t)) for t in tails if np.any(np.isfinite(t))]
-    if lo:
-        e.set_ylim(max(-1.0, min(lo + [0.0]) - 0.1), 1.05)
+    fit_ylim(e, [ch.own_margin_ratio[ch.steps > 0] for ch in checks], 1.05)
     for ax in (a, d, e):
-        ax.set_xlabel("step k")
+        ax.set_xlabel("step $k$")
     for ax in (b, c):
-        ax.set_xlabel("decade end 10k")
+        ax.set_xlabel("decade end $10k$")
     for ax in (a, b, c, d, e):
         ax.grid(True, which="major", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
@@ -261,9 +290,8 @@ def plot_checks(checks: Sequence, path: str, *, title: str | None = None,
            "(set for 10⁶ GD steps at the default step on paper)", ha="center", va="center", fontsize=8,
            transform=f.transAxes)
     f.set_title("(f) verdicts at the last decade")
-    if title:
-        fig.suptitle(title, fontsize=11)
+    suptitle(fig, title)
     return _save(fig, path)
 
 
-__all__ = ["plot_checks", "plot_comparison", "plot_norm_alignment", "plot_regpath", "plot_trajectory"]
+__all__ = ["fit_ylim", "suptitle", "plot_checks", "plot_comparison", "plot_norm_alignment", "plot_regpath", "plot_trajectory"]

@@ -2,7 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+import textwrap
+from typing import Any, Iterable
+
+#: Width at which text reports are wrapped; a continuation is indented 4 more than its line.
+WIDTH = 120
+
+
+def wrap_lines(lines: Iterable[str], width: int = WIDTH) -> list[str]:
+    """``lines`` with each line longer than ``width`` wrapped at spaces (a word longer than the width,
+    such as a long number, is split), continuations indented 4 past the line's own indent. A space
+    inside a double-quoted name (``" it"``) is never a break.
+
+    >>> wrap_lines(["  " + "word " * 30], width=40)[1]
+    '      word word word word word word word'
+    """
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = " " * (len(line) - len(line.lstrip(" ")) + 4)
+        held = _QUOTED.sub(lambda mo: mo.group(0).replace(" ", _HOLD), line)
+        out += [part.replace(_HOLD, " ") for part in textwrap.wrap(
+            held, width=width, subsequent_indent=lead, break_on_hyphens=False, replace_whitespace=False,
+            drop_whitespace=True)] or [line[:width]]
+    return out
+
+
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_HOLD = "\x00"
 
 
 def fmt(v: Any) -> str:
@@ -40,7 +70,7 @@ def float_report_lines(rep: Any) -> list[str]:
         lines.append("  note: W* of the JSON/limits output is only a least-squares point of (4) here")
     lines.append("  (float verdicts, each with the witness that decided it; run with --exact for certificates "
                  "checked in rational arithmetic)")
-    return lines
+    return wrap_lines(lines)
 
 
 def exact_report_lines(r: Any) -> list[str]:
@@ -102,7 +132,7 @@ def exact_report_lines(r: Any) -> list[str]:
           + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))
     else:
         w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined")
-    return out
+    return wrap_lines(out)
 
 
 def _why_not_lines(keys: dict | None, valid: bool) -> list[str]:
@@ -132,4 +162,4 @@ def _why_not_lines(keys: dict | None, valid: bool) -> list[str]:
     return out
 
 
-__all__ = ["exact_report_lines", "float_report_lines", "fmt"]
+__all__ = ["WIDTH", "exact_report_lines", "float_report_lines", "fmt", "wrap_lines"]

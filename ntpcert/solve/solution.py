@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ntpcert.util.summary import short_str
 from ntpcert.rows.kesler import KeslerSystem
 
 #: Default tolerance of :meth:`SVMSolution.is_optimal` on residuals and relative gap.
@@ -56,6 +57,8 @@ class SVMSolution:
         The exact gap bound (:class:`ntpcert.exact.svm_gap.SVMBound`) this pair was certified with,
         when the solver computed one; later exact stages reuse it instead of repeating it.
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     W: np.ndarray
     dual: np.ndarray

@@ -9,9 +9,11 @@ from ntpcert.errors import MissingExtraError
 
 #: Extra of pyproject.toml -> what it brings.
 EXTRAS = {
-    "test": "hypothesis (ntpcert.experiments.strategies) and the test runner",
-    "bench": "qpsolvers and its QP solvers (OSQP, SCS, PIQP, ProxQP, HiGHS), scikit-learn",
+    "strategies": "hypothesis (ntpcert.experiments.strategies)",
+    "bench": "qpsolvers and its QP solvers (OSQP, SCS, PIQP, ProxQP, HiGHS), scikit-learn, qpbenchmark",
     "dist": "dask.distributed (ntpcert sweep)",
+    "docs": "mkdocs-material and pymdown-extensions (the documentation site)",
+    "test": "pytest and import-linter, with every extra above but docs (the test suite)",
 }
 
 

@@ -145,7 +145,7 @@ SCALES: dict[str, dict] = {
         "below": [(4, 20, 6)],
         "above": [(5, 8, 12)],
         "onehot": [(4, 10, 6)],
-        "corpus": [(300, "random:80")],
+        "corpus": [(80, "random:48")],
     },
     "small": {
         "paper": [(50, 60, 10, 6), (100, 120, 20, 6)],

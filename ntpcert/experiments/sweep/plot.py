@@ -35,8 +35,8 @@ _LABELS = {
     "compatible": "P(NTP-compatible)",
     "separable": "P(NTP-separable)",
     "reachable": r"P(CE reaches $\mathcal{H}$)",
-    "geo_proxy_optimal": r"P(centred support is $L^{mm}$)",
-    "geo_rank": r"median rank of $L^{mm}$",
+    "geo_proxy_optimal": r"P(centred support is $L^{\mathrm{mm}}$)",
+    "geo_rank": r"median rank of $L^{\mathrm{mm}}$",
     "d_over_m": "d / m",
 }
 
@@ -214,9 +214,11 @@ def plot_phase(
                 style = rests.index(g[1:])
                 err = np.array([[c.value - c.low for c in cs], [c.high - c.value for c in cs]], dtype=float)
                 err = np.clip(np.nan_to_num(err), 0.0, None)  # rounding at p = 0 or 1; no bar without data
-                ax.errorbar(xs, ys, yerr=err, marker=_MARKERS[style % len(_MARKERS)], ms=3, lw=1.4,
-                            ls=_LINESTYLES[style % len(_LINESTYLES)], elinewidth=0.8, capsize=0, color=color,
-                            ecolor=to_rgba(color, 0.35), label=_group_label(by, g))
+                # curves at the same x would hide each other's bars: each is shifted by at most 0.4% of the x range
+                dx = _dodge(groups.index(g), len(groups)) * (np.ptp(xs) if xs.size > 1 else 1.0)
+                ax.errorbar(xs + dx, ys, yerr=err, marker=_MARKERS[style % len(_MARKERS)], ms=4, lw=1.6,
+                            ls=_LINESTYLES[style % len(_LINESTYLES)], elinewidth=1.3, capsize=3, capthick=1.1,
+                            color=color, ecolor=to_rgba(color, 0.6), label=_group_label(by, g))
             if boolean:
                 ax.set_ylim(-0.02, 1.02)
             ax.legend(fontsize=8, frameon=False)
@@ -241,10 +243,18 @@ def plot_phase(
     return tables
 
 
-def _color(i: int, n: int):
-    import matplotlib
+#: A qualitative palette readable on white (matplotlib's tab10 without its grey, olive and cyan).
+PALETTE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink")
 
-    return matplotlib.colormaps["viridis"](0.9 * i / max(1, n - 1))
+
+def _color(i: int, n: int):
+    """The colour of the i-th of n groups: distinct hues, none pale on white."""
+    return PALETTE[i % len(PALETTE)]
+
+
+def _dodge(i: int, n: int) -> float:
+    """Horizontal offset of the i-th of n curves sharing a colour, as a fraction of the x range."""
+    return 0.0 if n <= 1 else 0.008 * (i - (n - 1) / 2) / max(1, n - 1)
 
 
 def _edges(centres: Sequence[float]) -> np.ndarray:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ntpcert.util.summary import short_str
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
     DEFAULT_SEPARABILITY_ENGINE,
@@ -60,6 +61,8 @@ class Explanation:
     stages : dict
         Wall seconds of each stage.
     """
+
+    __str__ = short_str  # print(report): a few lines; repr stays complete
 
     instance: NTPInstance
     compatible: bool | None
