@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 from ntpcert.experiments.bench.qpbench_results import settings_name  # noqa: E402
 from ntpcert.experiments.bench.timing import load_average  # noqa: E402
 from ntpcert.util.files import atomic_write_text  # noqa: E402
+from ntpcert.util.versions import stamp_versions  # noqa: E402
 
 
 def qpbenchmark_ranking(test_set_py: Path, results_csv: Path, settings: str) -> dict[str, float]:
@@ -95,7 +96,7 @@ def main() -> None:
               "settings; ntpcert times the Kesler rows and the solve, with its backend options; with the 10 s "
               "shift, millisecond runs hardly move the mean, so the slowest instances decide both rankings."]
     text = "\n".join(lines) + "\n"
-    atomic_write_text(HERE / "results" / f"qpbenchmark-{args.scale}.md", text)
+    atomic_write_text(HERE / "results" / f"qpbenchmark-{args.scale}.md", stamp_versions(text))
     print(text)
 
 
