@@ -21,7 +21,6 @@ from ntpcert.pipeline.decide import (
     decide_compatibility,
     lemma1,
     pair_separability,
-    point_recheck,
 )
 from ntpcert.pipeline.decide import decide_separability as _decide_sep
 from ntpcert.pipeline.float_witness import settle_compatibility
@@ -136,15 +135,13 @@ def _from_infeasible(sep: SeparabilityResult, err: InfeasibleError) -> Separabil
 
 
 def _from_svm_point(sep: SeparabilityResult, sol: SVMSolution, system: KeslerSystem) -> SeparabilityResult:
-    """True when the NTP-SVM point passes the re-check (margins >= 1 - SEP_TOL, small (6a))."""
-    from ntpcert.solve.separability_lp import SEP_TOL
+    """True when the NTP-SVM point passes the re-check (:func:`ntpcert.solve.point_check.check_point`)."""
+    from ntpcert.solve.point_check import check_point
 
-    ok, margin, eqv = point_recheck(system, sol.W)
-    if ok:
-        return dataclasses.replace(sep, holds=True, W=sol.W, min_margin=margin, eq_violation=eqv,
-                                   status=f"svm-point:{sol.solver}",
-                                   by=f"the NTP-SVM point ({sol.solver}) has smallest margin {margin:.6g} >= "
-                                      f"1 - {SEP_TOL:g} and (6a) violation {eqv:.2e}")
+    chk = check_point(system, sol.W)
+    if chk.ok:
+        return dataclasses.replace(sep, holds=True, W=sol.W, min_margin=chk.min_margin, eq_violation=chk.eq_violation,
+                                   status=f"svm-point:{sol.solver}", by=f"the NTP-SVM point ({sol.solver}): {chk.text}")
     return sep
 
 
