@@ -145,6 +145,14 @@ ZERO_DIVISION_REPRODUCER = {
     "counts": [[2, 3], [1, 0], [0, 2], [1, 0], [1, 0]],
 }
 
+#: ... and one where the solver's squared norm, a difference, rounded below 0 (ValueError: math domain error).
+NEGATIVE_NORM_REPRODUCER = {
+    "embeddings": [[-1.6154627245499653e-44, 1.4902567656326062e-72], [-8.549808283350569e-61, 3.818890209954005e+25],
+                   [4.343348469072518e-10, 1.3890364593283751e-08], [-4.1490271588800536e-57, -1.6434825108601079e+43],
+                   [6.663731935126638e-39, -4.119766962652419e-15]],
+    "counts": [[1, 2, 3], [1, 1, 3], [2, 1, 3], [2, 2, 3], [0, 3, 0]],
+}
+
 
 def _run(data: dict, *flags: str) -> tuple[int, dict]:
     """``ntpcert certify DATA --json FLAGS`` in-process: (exit code, the JSON report)."""
@@ -162,7 +170,8 @@ def _run(data: dict, *flags: str) -> tuple[int, dict]:
     return rc, json.loads(out.getvalue()) if rc == 0 else {}
 
 
-@pytest.mark.parametrize("data", [WIDE_RANGE_REPRODUCER, ZERO_DIVISION_REPRODUCER], ids=["overflow", "zero-division"])
+@pytest.mark.parametrize("data", [WIDE_RANGE_REPRODUCER, ZERO_DIVISION_REPRODUCER, NEGATIVE_NORM_REPRODUCER],
+                         ids=["overflow", "zero-division", "negative-norm"])
 @pytest.mark.parametrize("flags", [(), ("--exact",), ("--excess",)], ids=["float", "exact", "excess"])
 def test_wide_range_reproducers_exit_0(data, flags):
     rc, rep = _run(data, *flags)

@@ -175,8 +175,13 @@ def build_certificate(
     svm: SVMBound | None,
     w_star: WStarClosedForm | None = None,
 ) -> dict:
-    """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`."""
-    return cf.seal(_certificate_body(instance, compat, sep, svm, w_star))
+    """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`; every section is
+    written against the table the checker reads (:func:`ntpcert.pipeline.cert_schema.check_produced`)."""
+    from ntpcert.pipeline.cert_schema import check_produced
+
+    body = _certificate_body(instance, compat, sep, svm, w_star)
+    check_produced(body)
+    return cf.seal(body)
 
 
 def _certificate_body(
