@@ -79,6 +79,33 @@ def test_red_team_false_separable_reproducer():
     assert verify(ex.certificate).valid
 
 
+def test_the_false_point_fails_the_point_check():
+    """The red team's point: margins >= 1 and (6a) violated by only 1e-11, at ||W|| ~ 1e10. Its (6a)
+    residual is far above its rounding bound, and the exact repair onto F-perp leaves no positive margin."""
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.point_check import check_point
+
+    inst = NTPInstance.from_counts([[3.0], [3e-11]], [[2, 0, 0], [2, 4, 0]])
+    system = KeslerSystem.build(inst)
+    w1 = -1e10
+    W = np.array([[w1 + 1 / 3 + 1e-7], [w1], [w1 - 1e11]])  # (w0 - w1) 3 >= 1, w0 - w1 = 0 violated by ~1e-11
+    chk = check_point(system, W)
+    assert chk.min_margin >= 1.0 and chk.eq_violation < 1e-10
+    assert not chk.ok and chk.eq_excess > 1.0
+    assert not check_point(system, W, exact=False).ok
+
+
+def test_a_true_point_passes_the_point_check():
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.point_check import check_point
+
+    inst = NTPInstance.from_counts([[3.0], [-3e-11]], [[2, 0, 0], [0, 4, 0]])
+    system = KeslerSystem.build(inst)
+    W = np.array([[1e11], [0.0], [5e10]])  # margins 3e11, 1.5e11 (context 0) and 3, 1.5 (context 1)
+    chk = check_point(system, W)
+    assert chk.ok and chk.how == "rounding", chk.text
+
+
 @st.composite
 def scale_mixed_d1(draw):
     m = draw(st.integers(2, 4))

@@ -32,12 +32,17 @@ def _ball(exps: dict[int, int], prec: int) -> flint.arb:
         flint.ctx.prec = old
 
 
+def _nonzero(exps: dict[int, int]) -> tuple[dict[int, int], int]:
+    """The non-zero exponents as Python ints, and the bit length of the largest."""
+    out = {int(p): int(e) for p, e in exps.items() if e}
+    return out, max((abs(e).bit_length() for e in out.values()), default=0)
+
+
 def log_combination_sign(exps: dict[int, int]) -> int:
     r"""The sign (-1, 0 or 1) of :math:`\sum_p e_p \log p` over primes p (keys) and integers e_p."""
-    exps = {int(p): int(e) for p, e in exps.items() if e}
+    exps, bits = _nonzero(exps)
     if not exps:
         return 0
-    bits = max(abs(e).bit_length() for e in exps.values())
     prec = START_PREC + bits
     while prec <= MAX_PREC + bits:
         ball = _ball(exps, prec)
@@ -51,10 +56,9 @@ def log_combination_sign(exps: dict[int, int]) -> int:
 
 def log_combination_value(exps: dict[int, int]) -> float:
     r""":math:`\sum_p e_p \log p` as a float (``±inf`` when it is beyond the float range)."""
-    exps = {int(p): int(e) for p, e in exps.items() if e}
+    exps, bits = _nonzero(exps)
     if not exps:
         return 0.0
-    bits = max(abs(e).bit_length() for e in exps.values())
     if bits < 1000:
         try:
             return math.fsum(e * math.log(p) for p, e in exps.items())
