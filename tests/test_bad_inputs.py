@@ -153,6 +153,31 @@ CASES = [
     ("sweep-plot-where-no-rows", ["sweep-plot", "s.sqlite", "--out", "f.png", "--where", "m=99"], "--where"),
 ]
 
+#: Data files the strict reader refuses (the certificate's reader: ntpcert.util.strict_json), each with the
+#: word its one line must contain.
+STRICT_FILES = {
+    "dup.json": ('{"embeddings": [[1.0, 0.0], [0.0, 1.0]], "counts": [[3, 1, 0], [0, 2, 2]], '
+                 '"counts": [[3, 0, 0], [0, 2, 2]]}', "duplicate key 'counts'"),
+    "unknown.json": ('{"embeddings": [[1.0, 0.0], [0.0, 1.0]], "counts": [[3, 1, 0], [0, 2, 2]], "extra": 1}',
+                     "unknown key 'extra'"),
+    "nan.json": ('{"embeddings": [[1.0, NaN], [0.0, 1.0]], "counts": [[3, 1, 0], [0, 2, 2]]}', "embeddings[0][1]"),
+    "infinity.json": ('{"embeddings": [[1.0, 0.0], [-Infinity, 1.0]], "counts": [[3, 1, 0], [0, 2, 2]]}',
+                      "embeddings[1][0]"),
+    "overflow.json": ('{"embeddings": [[1.0, 0.0], [0.0, 1e999]], "counts": [[3, 1, 0], [0, 2, 2]]}',
+                      "embeddings[1][1]"),
+    "bigint.json": ('{"embeddings": [[1.0, 0.0], [0.0, 1.0]], "counts": [[3, 1, 0], [0, 2, ' + "9" * 5000 + ']]}',
+                    "counts[1][2]"),
+}
+#: Every command that reads DATA, with the arguments it needs besides DATA.
+DATA_COMMANDS = {
+    "info": ["info", "{}"], "certify": ["certify", "{}"], "certify-exact": ["certify", "{}", "--exact"],
+    "explain": ["explain", "{}"], "svm": ["svm", "{}", "--out", "Wnew.npy"],
+    "limits": ["limits", "{}", "--out", "new"], "trajectory": ["trajectory", "{}", "--out", "t"],
+    "geometry": ["geometry", "{}", "--out", "g"], "verify-data": ["verify", "D.cert.json", "--data", "{}"],
+}
+CASES += [(f"{cmd}-strict-{name.split('.')[0]}", [a.replace("{}", name) for a in argv], needle)
+          for cmd, argv in DATA_COMMANDS.items() for name, (_, needle) in STRICT_FILES.items()]
+
 COMMANDS = {"info", "certify", "svm", "limits", "verify", "bench", "trajectory", "reproduce", "sweep", "sweep-plot",
             "explain", "geometry"}
 
@@ -176,6 +201,12 @@ def template(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("inputs")
     write_json(NTPInstance.from_counts(np.eye(2), [[3, 1, 0], [0, 2, 2]]), root / "D.json")
+    from ntpcert import exact_certify
+
+    exact_certify(NTPInstance.from_counts(np.eye(2), [[3, 1, 0], [0, 2, 2]], name="D"),
+                  certificate_out=str(root / "D.cert.json"))
+    for name, (text, _) in STRICT_FILES.items():
+        (root / name).write_text(text)
     (root / "text.txt").write_text("the cat sat on the mat and the dog sat on the log\n")
     (root / "short.txt").write_text("abc")
     (root / "blank.txt").write_text("   \n\t\n")

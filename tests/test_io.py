@@ -67,7 +67,7 @@ def test_float_probs_round_trip_as_the_same_dyadic_rationals(tmp_path, fmt):
 def test_json_fraction_strings_are_read_exactly(tmp_path):
     path = tmp_path / "f.json"
     path.write_text(json.dumps({"embeddings": [[1, 0], [0, 1]], "probs": [["1/3", "2/3"], ["1", "0"]],
-                                "weights": ["1/4", "3/4"], "token_names": ["x", "y"], "note": "ignored"}))
+                                "weights": ["1/4", "3/4"], "token_names": ["x", "y"]}))
     inst = read_json(path)
     assert inst.exact_row(0) == (Fraction(1, 3), Fraction(2, 3))
     assert inst.exact_weight(1) == Fraction(3, 4)
@@ -78,6 +78,31 @@ def test_json_fraction_strings_are_read_exactly(tmp_path):
     obj = json.loads(written.read_text())
     assert obj["probs"] == [["1/3", "2/3"], ["1", "0"]]
     assert obj["weights"] == ["1/4", "3/4"]
+
+
+@pytest.mark.parametrize("text,needle", [
+    ('{"embeddings": [[1]], "counts": [[1, 0]], "note": "x"}', "unknown key 'note'"),
+    ('{"embeddings": [[1]], "counts": [[1, 0]], "counts": [[0, 1]]}', "duplicate key 'counts'"),
+    ('{"embeddings": [[NaN]], "counts": [[1, 0]]}', "embeddings[0][0]: the JSON constant NaN"),
+    ('{"embeddings": [[1]], "probs": [[1, 0]], "weights": [Infinity]}', "weights[0]: the JSON constant Infinity"),
+    ('{"embeddings": [[1e400]], "counts": [[1, 0]]}', "embeddings[0][0]: the number '1e400' overflows"),
+    ('{"embeddings": [[1]], "counts": [[1, ' + "1" * 4301 + ']]}', "counts[0][1]: an integer literal of 4301 digits"),
+    ('{"embeddings": [[1]], "counts": [[1, 0]], "name": {"a": 1, "a": 2}}', "duplicate key 'a'"),
+])
+def test_json_data_files_are_read_strictly(tmp_path, text, needle):
+    """The certificate's strict reader (ntpcert.util.strict_json): one line naming the field."""
+    path = tmp_path / "s.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_json(path)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_npz_data_files_refuse_unknown_keys(tmp_path):
+    path = tmp_path / "u.npz"
+    np.savez(path, embeddings=np.eye(2), counts=np.array([[1, 0], [0, 1]]), extra=np.zeros(1))
+    with pytest.raises(InputError, match="unknown key 'extra'"):
+        read_npz(path)
 
 
 def test_writer_leaves_no_temporary_and_replaces_atomically(tmp_path, rng):
@@ -409,7 +434,7 @@ HUGE_COUNTS = [
      lambda t: (read_json, _json(t, {"embeddings": H2, "counts": [[2**62, 2**61], [2**62, 0]]})),
      r"counts: the counts sum to n = 11529215046068469760, past the largest supported total"),
     ("json_huge_literal", lambda t: (read_json, _json(t, '{"embeddings": [[1]], "counts": [[1, ' + "9" * 5000 + "]]}")),
-     r"invalid JSON \(an integer literal of 5000 digits"),
+     r"counts\[0\]\[1\]: an integer literal of 5000 digits"),
     ("npz_float_1e20", lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[1.0, 1e20], [1.0, 0.0]]))),
      r"counts\[0, 1\]: value 1e\+20 " + _AMBIGUOUS),
     ("npz_float_2_53", lambda t: (read_npz, _npz(t, embeddings=np.eye(2), counts=np.array([[1.0, 2.0**53], [1, 0]]))),

@@ -459,12 +459,14 @@ def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None 
     gram, E, primes = compat.gram, compat.E, compat.primes
     coeffs: dict[int, dict] = {p: {} for p in primes}
     scale = 1 << -gram.exp if gram.exp < 0 else None
+    post = 1 << gram.exp if gram.exp > 0 else 1  # G_true = G 2^exp, exp > 0: g = (G^-1 E) / 2^exp
     for comp, G in zip(gram.components, gram.blocks):
         n = comp.size
         rhs_cols = [pi for pi in range(len(primes)) if any(E[int(i), pi] for i in comp)]
         if not rhs_cols:
             continue
-        # G_true = G * 2^exp, so G g = E  <=>  G_int g = E * 2^-exp
+        # G_true = G * 2^exp, so G g = E  <=>  G_int g = E * 2^-exp (scaled on the right when exp < 0,
+        # on the solution when exp > 0: embeddings that are all large integers)
         aug = flint.fmpz_mat(n, n + len(rhs_cols))
         for r_ in range(n):
             for c_ in range(n):
@@ -472,8 +474,6 @@ def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None 
             for k, pi in enumerate(rhs_cols):
                 e = int(E[int(comp[r_]), pi])
                 aug[r_, n + k] = e * scale if scale is not None else e
-        if gram.exp > 0:
-            raise ExactArithmeticError("unexpected positive Gram exponent")
         R, den, rank = aug.rref()
         pivots = []
         for i in range(rank):
@@ -488,5 +488,5 @@ def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None 
             for i, pc in enumerate(pivots):
                 val = R[i, n + k]
                 if val != 0:
-                    coeffs[p][rows[int(comp[pc])][:2]] = Fraction(int(val), int(den))
+                    coeffs[p][rows[int(comp[pc])][:2]] = Fraction(int(val), int(den) * post)
     return WStarClosedForm(instance, primes, coeffs)

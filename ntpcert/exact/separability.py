@@ -156,6 +156,36 @@ def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) 
     return np.asarray(res.x).reshape(V, m)
 
 
+def balanced_instance(instance: NTPInstance) -> tuple[NTPInstance, np.ndarray]:
+    r"""The instance with row j of H scaled by :math:`2^{-s_j}` and column i by :math:`2^{-c_i}`
+    (powers of two: exact), so that every row and column has largest entry in [1/2, 1); and s (shape (m,)).
+
+    The Farkas system is invariant under this: :math:`b_j = 2^{s_j} a_j` is a ray of the balanced
+    instance iff a is one of the original (each feature column is its own set of equations, and a
+    positive factor per context keeps the signs and column sums). Separability depends on the
+    supports alone, so the balanced instance carries the support pattern as counts. An LP on
+    embeddings of scales 3 and 3e-11 misses the ray that the balanced one finds. When scaling would
+    lose bits (entries within one row more than 2^1000 apart), the instance is returned unscaled."""
+    H = instance.embeddings
+    absH = np.abs(H)
+    rmax = absH.max(axis=1) if instance.d else np.zeros(instance.m)
+    s = np.where(rmax > 0, np.frexp(rmax)[1], 0).astype(np.int64)
+    Hr = np.ldexp(H, -s[:, None])
+    cmax = np.abs(Hr).max(axis=0) if instance.m else np.zeros(instance.d)
+    c = np.where(cmax > 0, np.frexp(cmax)[1], 0).astype(np.int64)
+    Hs = np.ldexp(Hr, -c[None, :])
+    if not (np.any(s) or np.any(c)) or not np.array_equal(np.ldexp(np.ldexp(Hs, c[None, :]), s[:, None]), H):
+        return instance, np.zeros(instance.m, dtype=np.int64)
+    mask = instance.support_mask().astype(np.int64)
+    return NTPInstance.from_counts(Hs, mask, name=instance.name), s
+
+
+def unbalance_ray(ray: dict, shifts: np.ndarray) -> dict:
+    """A ray ``{(v, j): Fraction}`` of :func:`balanced_instance`'s instance as a ray of the original."""
+    return {(v, j): x / (1 << int(shifts[j])) if shifts[j] >= 0 else x * (1 << int(-shifts[j]))
+            for (v, j), x in ray.items()}
+
+
 def exact_ray(instance: NTPInstance, a: np.ndarray) -> dict | None:
     """Solve the Farkas equations exactly on the support of the float ray ``a`` (shape (V, m)).
 
@@ -277,14 +307,16 @@ def check_separability_exact(
             return ExactSeparability(True, point, None, ell, "", time.perf_counter() - t0)
         notes.append(f"feasible point not exact: {reason}")
     if try_ray:
-        a = float_farkas_ray(instance, time_limit=time_limit)
+        balanced, shifts = balanced_instance(instance)
+        a = float_farkas_ray(balanced, time_limit=time_limit)
         if a is None:
             notes.append("no Farkas ray found by the LP")
         else:
-            ray = exact_ray(instance, a)
+            ray = exact_ray(balanced, a)
             if ray is None:
                 notes.append("the float ray is inconsistent on its support in exact arithmetic")
             else:
+                ray = unbalance_ray(ray, shifts)
                 why = check_ray(instance, ray)
                 if not why:
                     return ExactSeparability(False, None, ray, None, "", time.perf_counter() - t0)

@@ -79,12 +79,10 @@ the field and shows the offending value.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
 import os
-import re
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
@@ -96,6 +94,11 @@ import flint
 import numpy as np
 
 from ntpcert.errors import CertificateError, InputError
+from ntpcert.pipeline.cert_schema import (  # noqa: F401  the schema table and its kinds, re-exported: one table
+    KIND_TEXT as _KIND_TEXT, MAX_JSON_INTEGER_DIGITS, MAX_SCHEMA_INT, RATIONAL_RE, SCHEMA, check_kind,
+    check_primes as _check_primes, check_prime_key as _check_prime_key, check_section, digits_to_int as _digits_to_int,
+    parse_rational, show, type_name as _type_name,
+)
 from ntpcert.exact.rational import fraction_str
 from ntpcert.instance import NTPInstance
 
@@ -110,160 +113,8 @@ if hasattr(sys, "set_int_max_str_digits"):
 #: The largest certificate file (bytes) :func:`load` reads; a larger one is refused before it is read.
 MAX_CERTIFICATE_BYTES = 256 * 2**20
 
-#: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
-#: of any length travel as rational strings; the integers of the schema are sizes and indices.
-MAX_JSON_INTEGER_DIGITS = 4300
-
 #: The most entries the points of a ``why_not_separable`` section may hold in all (V per column).
 MAX_WHY_NOT_CELLS = 2_000_000
-
-#: Every integer the schema reads (sizes, indices, counts) is below this bound.
-MAX_SCHEMA_INT = 2**63
-
-#: The spelling of a canonical rational: ``p`` or ``p/q`` with q > 1 (lowest terms is checked apart).
-RATIONAL_RE = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?", re.ASCII)
-
-#: A SHA-256 digest as written in a certificate: 64 lowercase hex digits.
-SHA256_RE = re.compile(r"[0-9a-f]{64}", re.ASCII)
-
-#: Decimal digits beyond which strings are converted by python-flint (quasi-linear, no length limit).
-_FLINT_DIGITS = 1000
-
-#: The schema, as data. Section name -> {key: kind}; a key ending in ``?`` is optional, every other
-#: key is required, and any key not listed is refused. Sections written ``name/variant`` are chosen
-#: by the section's ``claim`` (``true``, ``false``, ``null``) or, for the embedded instance, by
-#: whether it holds ``counts`` or ``probs``. Kinds:
-#:
-#: ``bool`` true/false only; ``bool|null``; ``int`` a non-negative integer (not a boolean);
-#: ``size`` a positive integer; ``str``; ``sha256`` 64 lowercase hex digits; ``float`` a finite
-#: JSON float (not an integer, not a boolean); ``rational`` a canonical ``"p/q"`` string;
-#: ``list``; ``object``; ``object|null``.
-SCHEMA: dict[str, dict[str, str]] = {
-    "certificate": {
-        "format": "str", "version": "int", "instance": "object", "probabilities_exact_from_floats": "bool",
-        "claims": "object", "compatibility": "object", "separability": "object", "svm": "object|null",
-        "excess?": "object|null", "why_not_separable?": "object", "why_not_compatible?": "object",
-        "checksum": "sha256",
-    },
-    "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
-    "instance.embedded/counts": {
-        "name": "str", "embeddings": "list", "counts": "list", "token_names?": "list", "context_names?": "list",
-    },
-    "instance.embedded/counts_sparse": {
-        "name": "str", "embeddings": "list", "V": "size", "counts_sparse": "list", "token_names?": "list",
-        "context_names?": "list",
-    },
-    "instance.embedded/probs": {
-        "name": "str", "embeddings": "list", "probs": "list", "weights": "list",
-        "token_names?": "list", "context_names?": "list",
-    },
-    "claims": {"compatible": "bool|null", "separable": "bool|null", "entropy_bound_reachable": "bool|null",
-               "svm": "object|null"},
-    "claims.svm": {"gap": "rational", "distance_bound": "float", "norm_lower": "float", "norm_upper": "float"},
-    "compatibility/true": {"claim": "bool|null", "n_eq": "int", "dim_F": "int", "primes": "list",
-                           "null_space_basis": "list", "W_star?": "object", "rank_modulus?": "int",
-                           "embeddings_rank_modulus?": "int", "particular_solutions?": "object"},
-    "compatibility/false": {"claim": "bool|null", "n_eq": "int", "dim_F": "int|null", "primes": "list",
-                            "violating_null_vector": "list"},
-    "compatibility/null": {"claim": "bool|null", "n_eq": "int", "primes": "list", "reason": "str"},
-    "compatibility.W_star": {"coefficients": "object"},
-    "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int"},
-    "separability/false": {"claim": "bool|null", "ray": "list"},
-    "separability/null": {"claim": "bool|null", "reason": "str"},
-    "excess": {"q": "list", "W": "list", "lower": "float", "upper": "float", "excess_lower": "float",
-               "excess_upper": "float"},
-    "why_not_separable": {"contexts": "list", "ray": "list", "deletions": "list"},
-    "why_not_separable.deletion": {"context": "int", "cols": "list", "W": "list"},
-    "why_not_compatible": {"y": "list"},
-    "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
-            "distance_bound": "float",
-            "norm_lower": "float", "norm_upper": "float"},
-    "svm.W_factored": {"scale": "rational", "base": "list", "delta": "list"},
-}
-
-_KIND_TEXT = {
-    "bool": "true or false", "bool|null": "true, false or null", "int": "a non-negative integer",
-    "int|null": "a non-negative integer or null",
-    "size": "a positive integer", "str": "a string", "sha256": "64 lowercase hex digits",
-    "float": "a finite JSON float", "rational": "a rational string 'p/q'", "list": "a list",
-    "object": "an object", "object|null": "an object or null",
-}
-
-
-# ---------------------------------------------------------------------------- values in messages
-def show(value: Any) -> str:
-    """A short, always printable rendering of a JSON value for a one-line message, in JSON spelling
-    (``true``, ``null``): never converts a huge integer to decimal, never prints much more than 40
-    characters."""
-    if value is None or type(value) is bool:
-        return json.dumps(value)
-    if type(value) is int and value.bit_length() > 128:
-        return f"<an integer of {value.bit_length()} bits>"
-    if type(value) is str and len(value) > 40:
-        return repr(value[:37] + "...")
-    if type(value) is list and len(value) <= 4:
-        text = "[" + ", ".join(show(x) for x in value) + "]"
-        return text if len(text) <= 100 else f"<a list of {len(value)} entries>"
-    if isinstance(value, (dict, list)):
-        return f"<{'an object' if isinstance(value, dict) else 'a list'} of {len(value)} entries>"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _type_name(value: Any) -> str:
-    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "list", dict: "object",
-            type(None): "null"}.get(type(value), type(value).__name__)
-
-
-def check_kind(value: Any, kind: str, field: str) -> None:
-    """Check ``value`` against a schema kind (type-exactly: ``1`` is not ``true``, ``True`` not ``1``)."""
-    t = type(value)
-    if kind == "bool":
-        ok = t is bool
-    elif kind == "bool|null":
-        ok = t is bool or value is None
-    elif kind in ("int", "size"):
-        ok = t is int and (1 if kind == "size" else 0) <= value < MAX_SCHEMA_INT
-    elif kind == "int|null":
-        ok = value is None or (t is int and 0 <= value < MAX_SCHEMA_INT)
-    elif kind == "str":
-        ok = t is str
-    elif kind == "sha256":
-        ok = t is str and SHA256_RE.fullmatch(value) is not None
-    elif kind == "float":
-        ok = t is float and math.isfinite(value)
-    elif kind == "rational":
-        parse_rational(value, field)
-        return
-    elif kind == "list":
-        ok = t is list
-    elif kind == "object":
-        ok = t is dict
-    elif kind == "object|null":
-        ok = t is dict or value is None
-    else:  # pragma: no cover - a typo in SCHEMA
-        raise AssertionError(f"unknown schema kind {kind!r}")
-    if not ok:
-        raise CertificateError(f"{field}: expected {_KIND_TEXT[kind]}, got {_type_name(value)} {show(value)}")
-
-
-def check_section(obj: Any, section: str, field: str) -> None:
-    """``obj`` has exactly the keys of ``SCHEMA[section]`` (optional ones may be absent), each of its kind."""
-    if type(obj) is not dict:
-        raise CertificateError(f"{field or 'certificate'}: expected an object, got {_type_name(obj)} {show(obj)}")
-    spec = SCHEMA[section]
-    allowed = {k.rstrip("?"): (kind, not k.endswith("?")) for k, kind in spec.items()}
-    prefix = f"{field}." if field else ""
-    for key, (_, required) in allowed.items():
-        if required and key not in obj:
-            raise CertificateError(f"{prefix}{key}: missing")
-    for key in obj:
-        if key not in allowed:
-            raise CertificateError(f"{field or 'certificate'}: unknown key {show(key)} (allowed: "
-                                   f"{', '.join(sorted(allowed))})")
-    for key, value in obj.items():
-        check_kind(value, allowed[key][0], f"{prefix}{key}")
-
 
 # ---------------------------------------------------------------------------- the schema
 def check_schema(cert: Any) -> None:
@@ -378,16 +229,6 @@ def _claim(sec: Any, field: str, allowed: tuple) -> Any:
     return c
 
 
-def _check_primes(primes: list) -> None:
-    last = 1
-    for k, p in enumerate(primes):
-        check_kind(p, "int", f"compatibility.primes[{k}]")
-        if p <= last:
-            raise CertificateError(f"compatibility.primes[{k}]: {show(p)} is not above the previous entry "
-                                   "(primes are listed increasing, each at least 2)")
-        last = p
-
-
 def _check_shape(rows: list, nrows: int, ncols: int, field: str) -> None:
     if len(rows) != nrows:
         raise CertificateError(f"{field}: has {len(rows)} rows, expected {nrows}")
@@ -453,11 +294,6 @@ def _check_sparse(items: Any, field: str) -> None:
     for n, t in enumerate(items):
         if type(t) is not list or len(t) != 3 or not (_is_count(t[0]) and _is_count(t[1]) and type(t[2]) is str):
             raise CertificateError(f"{field}[{n}]: expected [i, k, \"p/q\"] with indices >= 0, got {show(t)}")
-
-
-def _check_prime_key(key: str, field: str) -> None:
-    if not (key.isascii() and key.isdigit() and len(key) <= 40 and key[0] != "0" and int(key) >= 2):
-        raise CertificateError(f"{field}: key {show(key)} is not a prime written in decimal")
 
 
 def _check_indices(items: Any, bound: int, field: str) -> None:
@@ -631,49 +467,6 @@ def instance_from_record(rec: Any) -> NTPInstance:
 
 
 # ---------------------------------------------------------------------------- rationals
-def parse_rational(text: Any, field: str) -> Fraction:
-    """Read a canonical rational string: ``"p"`` or ``"p/q"`` with ``q > 1``, ``gcd(p, q) = 1``, no
-    sign but a leading ``-``, no leading zeros, no ``"-0"``; any length (python-flint converts long
-    digit strings, so Python's int-string limit does not apply)."""
-    if type(text) is not str:
-        raise CertificateError(f"{field}: expected a rational string 'p/q', got {_type_name(text)} {show(text)}")
-    if len(text) > _FLINT_DIGITS:
-        got = _long_rational(text)
-        if type(got) is str:
-            raise CertificateError(f"{field}: {show(text)} {got}")
-        return got
-    match = RATIONAL_RE.fullmatch(text)
-    if match is None or text == "-0":
-        raise CertificateError(f"{field}: {show(text)} is not a canonical rational 'p/q'")
-    p = _digits_to_int(match.group(1))
-    if match.group(2) is None:
-        return Fraction(p)
-    q = _digits_to_int(match.group(2))
-    if q == 1 or math.gcd(p, q) != 1:
-        raise CertificateError(f"{field}: {show(text)} is not in lowest terms")
-    return Fraction(p, q)
-
-
-@functools.lru_cache(maxsize=16)
-def _long_rational(text: str) -> Fraction | str:
-    """:func:`parse_rational` of a long string (the value, or what is wrong with it), remembered: a
-    certificate spells its gap twice, and a checker reads each spelling more than once."""
-    match = RATIONAL_RE.fullmatch(text)
-    if match is None or text == "-0":
-        return "is not a canonical rational 'p/q'"
-    p = _digits_to_int(match.group(1))
-    if match.group(2) is None:
-        return Fraction(p)
-    q = _digits_to_int(match.group(2))
-    if q == 1 or flint.fmpz(p).gcd(q) != 1:
-        return "is not in lowest terms"
-    return Fraction(p, q)
-
-
-def _digits_to_int(digits: str) -> int:
-    return int(digits) if len(digits) <= _FLINT_DIGITS else int(flint.fmpz(digits))
-
-
 def matrix_strings(M) -> list[list[str]]:
     """An exact matrix (Fractions, ints or dyadic floats) as rows of rational strings."""
     return [[fraction_str(x) for x in row] for row in M]
@@ -963,66 +756,25 @@ def save(cert: dict, path: str | os.PathLike, *, reseal: bool = True, canonical:
     atomic_write_bytes(path, dumps(cert, reseal=reseal, canonical=canonical).encode("ascii"))
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    obj: dict = {}
-    for key, value in pairs:
-        if key in obj:
-            raise CertificateError(f"duplicate key {show(key)} in a JSON object: a reader could see either value")
-        obj[key] = value
-    return obj
-
-
-def _no_constant(name: str) -> Any:
-    raise CertificateError(f"the JSON constant {name} is not allowed: every number must be finite")
-
-
-def _finite_float(text: str) -> float:
-    x = float(text)
-    if not math.isfinite(x):
-        raise CertificateError(f"the number {show(text)} overflows to infinity")
-    return x
-
-
-def _bounded_int(text: str) -> int:
-    digits = len(text) - (text[:1] == "-")
-    if digits > MAX_JSON_INTEGER_DIGITS:
-        raise CertificateError(f"an integer literal of {digits} digits exceeds the cap of {MAX_JSON_INTEGER_DIGITS} "
-                               "(MAX_JSON_INTEGER_DIGITS); large integers belong in rational strings")
-    try:
-        return int(text)
-    except ValueError:  # a lower sys.set_int_max_str_digits
-        raise CertificateError(f"an integer literal of {digits} digits exceeds this interpreter's int-string limit") from None
-
-
 def _size_error(size: int, what: str) -> CertificateError:
     return CertificateError(f"{what} is {size} bytes, over the cap of {MAX_CERTIFICATE_BYTES} bytes "
                             f"({MAX_CERTIFICATE_BYTES / 2**20:g} MiB, MAX_CERTIFICATE_BYTES)")
 
 
-def _parse_json(text: str, parse_int) -> Any:
-    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float,
-                      parse_int=parse_int)
-
-
 def loads(text: str) -> dict:
     """Parse certificate text; raises :class:`CertificateError` (over the size cap, truncated, not
-    JSON, a repeated key, a non-finite number, an oversized integer literal, wrong format or version).
+    JSON, a repeated key, a non-finite number, an oversized integer literal, wrong format or version),
+    with the strict reader that data files share (:func:`ntpcert.util.strict_json.strict_loads`).
     The schema itself is checked by :func:`check_schema`."""
+    from ntpcert.util.strict_json import StrictJSONError, strict_loads
+
     if len(text) > MAX_CERTIFICATE_BYTES:  # every character is at least one byte
         raise _size_error(len(text), "the certificate text")
     try:
-        if 0 < sys.get_int_max_str_digits() <= MAX_JSON_INTEGER_DIGITS:
-            # the interpreter's own int-string limit refuses every literal that _bounded_int refuses
-            # (a ValueError): read without calling it on each integer, and again with it on a refusal,
-            # so that the refusal is named as it would have been
-            try:
-                obj = _parse_json(text, None)
-            except ValueError as err:
-                if isinstance(err, json.JSONDecodeError):
-                    raise
-                obj = _parse_json(text, _bounded_int)
-        else:
-            obj = _parse_json(text, _bounded_int)
+        obj = strict_loads(text, max_int_digits=MAX_JSON_INTEGER_DIGITS,
+                           cap_note=" (MAX_JSON_INTEGER_DIGITS); large integers belong in rational strings")
+    except StrictJSONError as err:
+        raise CertificateError(str(err)) from None
     except json.JSONDecodeError as err:
         raise CertificateError(f"not valid JSON (truncated or corrupted?): {err.msg} at line {err.lineno} column {err.colno}") from None
     except RecursionError:

@@ -279,17 +279,6 @@ def separability_on_parts(instance: NTPInstance, *, progress: bool | None = None
     return None, log
 
 
-def point_recheck(system: KeslerSystem, W: np.ndarray) -> tuple[bool, float, float]:
-    """``(ok, min_margin, eq_violation)`` of a float point: margins >= 1 - SEP_TOL and (6a) small."""
-    from ntpcert.solve.separability_lp import SEP_TOL
-
-    inst = system.instance
-    eqv = float(np.abs(system.apply_eq(W)).max()) if system.n_eq else 0.0
-    margin = float(system.apply_margin(W).min()) if system.n_margin else math.inf
-    scale = max(1.0, float(np.abs(W).max()) * float(np.abs(inst.embeddings).sum(axis=1).max()))
-    return bool(margin >= 1.0 - SEP_TOL and eqv <= SEP_TOL * scale), margin, eqv
-
-
 def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
                         lemma1_modulus: int | None = None, svm_solver: str | None = None,
                         time_limit: float | None = None, progress: bool | None = None,
@@ -368,11 +357,13 @@ def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> S
             if dec.holds is not None:
                 return dataclasses.replace(dec, parts=log, witness=f"{why}; {dec.witness}")
         return _highs_ray(system, time_limit, log, why, svm_error=str(e))
-    ok, margin, eqv = point_recheck(system, sol.W)
-    if not ok:
-        return SeparabilityDecision(None, None, f"the structured solver's point fails the re-check (smallest margin "
-                                    f"{margin:.6g}, (6a) violation {eqv:.2e}); run --separability-solver highs",
-                                    parts=log)
+    from ntpcert.solve.point_check import check_point
+
+    chk = check_point(system, sol.W)
+    margin, eqv = chk.min_margin, chk.eq_violation
+    if not chk.ok:
+        return SeparabilityDecision(None, None, f"the structured solver's point fails the re-check ({chk.text}); "
+                                    "run --separability-solver highs or --exact", parts=log)
     svm, err = None, None
     if svm_solver is not None:
         try:
@@ -380,8 +371,7 @@ def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> S
         except (InfeasibleError, SolverError) as e:
             err = f"NTP-SVM not certified: {e}"
     return SeparabilityDecision(True, "structured-point",
-                                f"the structured solver's point has smallest margin {margin:.6g} >= 1 - 1e-07 "
-                                f"and (6a) violation {eqv:.2e}", W=sol.W, svm=svm, svm_error=err, min_margin=margin,
+                                f"the structured solver's point: {chk.text}", W=sol.W, svm=svm, svm_error=err, min_margin=margin,
                                 eq_violation=eqv, parts=log)
 
 

@@ -36,6 +36,7 @@ from ntpcert.exact.separability import (
 from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
+from ntpcert.pipeline.cert_schema import check_produced
 from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_ENGINE
 from ntpcert.pipeline.float_verdicts import Report, certify
 from ntpcert.pipeline.verify import Verdict, verify_certificate
@@ -178,8 +179,11 @@ def build_certificate(
     svm: SVMBound | None,
     w_star: WStarClosedForm | None = None,
 ) -> dict:
-    """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`."""
-    return cf.seal(_certificate_body(instance, compat, sep, svm, w_star))
+    """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`; every section is
+    written against the table the checker reads (:func:`ntpcert.pipeline.cert_schema.check_produced`)."""
+    cert = cf.seal(_certificate_body(instance, compat, sep, svm, w_star))
+    check_produced(cert)
+    return cert
 
 
 def _certificate_body(
@@ -312,7 +316,7 @@ def exact_certify(
     # no least-squares point once (4) is refuted exactly: W* does not exist, and the fit is the float
     # stage's costliest part on large corpora
     rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
-                  use_lemma1=use_lemma1, fit_when_refuted=False)
+                  use_lemma1=use_lemma1, fit_when_refuted=False, svm_time_limit=None)
     stages = Stages(4, progress, desc="exact")
     try:
         with stages.stage("exact compatibility", key="exact_compatibility"):
@@ -348,6 +352,7 @@ def exact_certify(
                 body["excess"] = ex_obj.section
             body.update(why_sections)
             cert, text = cf.seal_canonical(body)
+            check_produced(cert)  # the table verify reads: a field it would refuse is never written
             # the checksum over the text to be written, not a second encoding of cert
             verdict = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
             if certificate_out is not None:  # its checksum checked just now

@@ -22,7 +22,6 @@ from ntpcert.pipeline.decide import (
     decide_compatibility,
     lemma1,
     pair_separability,
-    point_recheck,
 )
 from ntpcert.pipeline.decide import decide_separability as _decide_sep
 from ntpcert.pipeline.float_witness import settle_compatibility
@@ -34,6 +33,12 @@ from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
 
+
+#: Seconds the NTP-SVM of :func:`certify` may take (the verdicts do not depend on it): past them it is
+#: reported in ``svm_error``, not solved. Mid-sized instances on which ``auto`` fell back to Clarabel
+#: made float certify take minutes (``benchmarks/bench_auto_fallback.py``). ``ntpcert svm`` and
+#: ``ntpcert limits`` have no such bound.
+SVM_TIME_LIMIT = 15.0
 
 #: LSMR iterations for the least-squares W* when (4) is already refuted by an exact witness (on a
 #: word-level corpus with r = 21,345 rows the default 1500 iterations took minutes).
@@ -139,15 +144,13 @@ def _from_infeasible(sep: SeparabilityResult, err: InfeasibleError) -> Separabil
 
 
 def _from_svm_point(sep: SeparabilityResult, sol: SVMSolution, system: KeslerSystem) -> SeparabilityResult:
-    """True when the NTP-SVM point passes the re-check (margins >= 1 - SEP_TOL, small (6a))."""
-    from ntpcert.solve.separability_lp import SEP_TOL
+    """True when the NTP-SVM point passes the re-check (:func:`ntpcert.solve.point_check.check_point`)."""
+    from ntpcert.solve.point_check import check_point
 
-    ok, margin, eqv = point_recheck(system, sol.W)
-    if ok:
-        return dataclasses.replace(sep, holds=True, W=sol.W, min_margin=margin, eq_violation=eqv,
-                                   status=f"svm-point:{sol.solver}",
-                                   by=f"the NTP-SVM point ({sol.solver}) has smallest margin {margin:.6g} >= "
-                                      f"1 - {SEP_TOL:g} and (6a) violation {eqv:.2e}")
+    chk = check_point(system, sol.W)
+    if chk.ok:
+        return dataclasses.replace(sep, holds=True, W=sol.W, min_margin=chk.min_margin, eq_violation=chk.eq_violation,
+                                   status=f"svm-point:{sol.solver}", by=f"the NTP-SVM point ({sol.solver}): {chk.text}")
     return sep
 
 
@@ -162,6 +165,7 @@ def certify(
     use_lemma1: bool = True,
     fit_when_refuted: bool = True,
     svm_certificate: str = "exact",
+    svm_time_limit: float | None = SVM_TIME_LIMIT,
 ) -> Report:
     """Run the float pipeline on ``instance``: Lemma 1's rank test, F and W* (compatibility),
     separability, and, unless ``svm`` is false or the data are not separable, the NTP-SVM with
@@ -179,10 +183,13 @@ def certify(
     rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`). ``svm_certificate="float"`` lets the
     structured solver (``auto``, ``structured``) report the float gap recomputed from its primal/dual
     pair instead of building its exact gap bound (about 40 % of the solve at V = 2000, d = 1024); the
-    exact pipeline keeps the default and reuses that bound.
+    exact pipeline keeps the default and reuses that bound. ``svm_time_limit`` bounds the NTP-SVM's
+    seconds (default :data:`SVM_TIME_LIMIT`; None: no bound); the separability decision has its own.
     """
     t0 = time.perf_counter()
     svm_options = _svm_options(solver, svm_certificate)
+    if svm_time_limit is not None:
+        svm_options["time_limit"] = float(svm_time_limit)
     stages = Stages(5 if svm else 4, progress, desc="certify")
     try:
         with stages.stage("Kesler rows", key="kesler"):
@@ -239,6 +246,8 @@ def certify(
                 elif sep.holds is None and sdec.svm_error:
                     err = (f"not attempted: the structured solver gave no answer on the separability question "
                            f"({sdec.svm_error}), and the NTP-SVM is the same solve run longer")
+                elif sol is None and sdec.svm_error and sep.holds:
+                    err = sdec.svm_error + _budget_note(svm_time_limit)  # tried with the deciding solve: not again
                 elif sol is None:
                     try:
                         sol = solve_svm(system, solver=solver, **svm_options)
@@ -247,13 +256,17 @@ def certify(
                         err = (f"not separable: {e}" if sep.holds is False
                                else f"the NTP-SVM solver reports infeasibility ({e}); not checked")
                     except SolverError as e:
-                        err = f"NTP-SVM not certified: {e}"
+                        err = f"NTP-SVM not certified: {e}" + _budget_note(svm_time_limit)
                     if sol is not None and sep.holds is None:
                         sep = _from_svm_point(sep, sol, system)
     finally:
         stages.close()
     return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0, dict(stages.seconds),
                   cdec, sdec, p)
+
+
+def _budget_note(limit: float | None) -> str:
+    return "" if limit is None else f" (certify gives it {limit:g} s; 'ntpcert svm DATA' solves it without a bound)"
 
 
 def _svm_options(solver: str, svm_certificate: str) -> dict:
@@ -269,4 +282,4 @@ def _svm_options(solver: str, svm_certificate: str) -> dict:
 
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:
     """Alias of :func:`certify` with the SVM solved: the report carries W* and W^mm."""
-    return certify(instance, svm=True, solver=solver, progress=progress)
+    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None)

@@ -31,6 +31,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ntpcert.exact.logsum import log_combination_sign
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import CompatibilityResult, Subspace
 from ntpcert.util.numbers import lcm_all
@@ -111,8 +112,8 @@ def log_odds_sign(system: KeslerSystem, y: np.ndarray) -> int | None:
     :math:`|y^\top b| > \beta` decides the sign. Otherwise the prime exponents
     :math:`e = \sum_i y_i(\nu(c_{z_i}) - \nu(c_{a_i}))` are summed (:func:`log_odds_exponents`):
     :math:`y^\top b = \sum_p e_p \log p` is 0 iff e = 0 (logarithms of primes are independent over
-    :math:`\mathbb Q`), and its sign otherwise comes from that short sum, or from comparing
-    :math:`\prod_{e_p>0} p^{e_p}` with :math:`\prod_{e_p<0} p^{-e_p}`. Only when a count does not
+    :math:`\mathbb Q`), and its sign otherwise comes from that short sum evaluated in ball arithmetic
+    (:func:`ntpcert.exact.logsum.log_combination_sign`: exponents of any size). Only when a count does not
     factor is the product of the ratios themselves formed (:func:`log_odds_product`): with many
     terms that product has millions of bits, and forming it is quadratic (95 s for 1,052 null
     vectors of a compatible corpus of 13,861 rows before the exponents were summed)."""
@@ -133,17 +134,7 @@ def log_odds_sign(system: KeslerSystem, y: np.ndarray) -> int | None:
         return 1 if value > 0 else -1
     exps = log_odds_exponents(system, y)
     if exps is not None:
-        if not exps:
-            return 0
-        value = math.fsum(e * math.log(p) for p, e in exps.items())
-        beta = 4 * (len(exps) + 2) * float(np.finfo(np.float64).eps) * sum(abs(e) * math.log(p) for p, e in exps.items())
-        if abs(value) > beta:
-            return 1 if value > 0 else -1
-        if sum(abs(e) * p.bit_length() for p, e in exps.items()) > PRODUCT_MAX_BITS:
-            return None
-        num = math.prod(p ** e for p, e in exps.items() if e > 0)
-        den = math.prod(p ** -e for p, e in exps.items() if e < 0)
-        return (num > den) - (num < den)
+        return log_combination_sign(exps)
     prod = log_odds_product(system, y)
     if prod is None:
         return None

@@ -30,6 +30,7 @@ from typing import Any
 
 import flint
 
+from ntpcert.exact.logsum import log_combination_sign, log_combination_value
 from ntpcert.pipeline import certificate as cf
 
 
@@ -153,9 +154,9 @@ def _compatible(sec: dict, ex: Any, checks: list[str]) -> str:
     if rank != len(rows) - 1:
         return (f"{field}: its {len(rows)} rows have rank {rank}, not {len(rows) - 1}: not a single cycle "
                 "(a proper subset is already inconsistent)")
-    if math.fsum(k * math.log(p) for p, k in e.items()) < 0:
+    if log_combination_sign(e) < 0:
         e = {p: -k for p, k in e.items()}
-    mismatch = math.fsum(k * math.log(p) for p, k in e.items())
+    mismatch = log_combination_value(e)
     checks.append(f"why_not_compatible: {len(rows)} log-odds equations in a circuit (rank {rank}), mismatch "
                   f"y^T b = {_log_sum(e)} = {mismatch:.6g} nats")
     return ""

@@ -2,8 +2,10 @@ r"""NTP-separability (6) as a linear-programming feasibility problem, solved in 
 
 Find :math:`W` with :math:`A_{eq}\,\mathrm{vec}(W) = 0` (6a) and :math:`A_{mar}\,\mathrm{vec}(W) \ge 1` (6b).
 The LP goes to HiGHS through :func:`scipy.optimize.linprog`. A reported feasible point is re-checked
-here: it counts only when its smallest margin is at least ``1 - SEP_TOL`` and its (6a) violation at
-most ``SEP_TOL`` times the scale of W; otherwise the verdict is undetermined. HiGHS reporting
+here (:func:`ntpcert.solve.point_check.check_point`): it counts only when its margins clear
+``1 - SEP_TOL`` by more than their rounding-error bound and its (6a) residuals are within theirs, each
+relative to its own context's scale, or when it is repaired exactly onto F-perp; otherwise the verdict
+is undetermined. HiGHS reporting
 infeasibility is **not** a verdict (ill-conditioned data fool it): the result is undetermined with
 ``lp_infeasible`` set, and :func:`ntpcert.pipeline.float_verdicts.decide_separability` looks for an
 exactly checked Farkas ray. ``ntpcert certify --exact`` turns the answer into a certificate checked
@@ -21,9 +23,9 @@ import numpy as np
 
 from ntpcert.errors import SolverError
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.point_check import SEP_TOL, check_point  # one tolerance for every float point
 from ntpcert.util.interrupt import interruptible
 
-SEP_TOL = 1e-7
 #: HiGHS methods tried in turn until one answers "feasible" or "infeasible".
 LP_METHODS = ("highs", "highs-ipm")
 
@@ -122,10 +124,7 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
         return SeparabilityResult(None, None, None, None, str(res.message), seconds,
                                   by=f"HiGHS did not settle the LP ({res.message})")
     W = np.asarray(res.x, dtype=np.float64).reshape(inst.V, inst.d)
-    margin = float(system.apply_margin(W).min())
-    eqv = float(np.abs(system.apply_eq(W)).max()) if system.n_eq else 0.0
-    scale = max(1.0, float(np.abs(W).max()) * float(np.abs(inst.embeddings).sum(axis=1).max()))
-    ok = margin >= 1.0 - SEP_TOL and eqv <= SEP_TOL * scale
-    by = (f"feasible LP point: smallest margin {margin:.6g} >= 1 - {SEP_TOL:g}, (6a) violation {eqv:.2e}" if ok
-          else f"the LP point fails the re-check (smallest margin {margin:.6g}, (6a) violation {eqv:.2e})")
-    return SeparabilityResult(True if ok else None, W, margin, eqv, str(res.message), seconds, by=by)
+    chk = check_point(system, W)
+    by = (f"feasible LP point: {chk.text}" if chk.ok else f"the LP point fails the re-check: {chk.text}")
+    return SeparabilityResult(True if chk.ok else None, W, chk.min_margin, chk.eq_violation, str(res.message), seconds,
+                              by=by)

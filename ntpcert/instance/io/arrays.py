@@ -11,8 +11,11 @@ File contract (both formats)
 ``token_names`` (V,), ``context_names`` (m,), ``name``
     Optional strings.
 
-Other keys are ignored. Every problem is reported as one :class:`~ntpcert.errors.InputError`
-line that names the file, the field and the value.
+Files are read strictly, like certificates (:func:`ntpcert.util.strict_json.strict_loads`): a key
+that is not one of these, a key repeated in one JSON object, the constants ``NaN``/``Infinity``, a
+number that overflows to infinity and an integer literal of more than ``JSON_INT_MAX_DIGITS`` digits
+are refused. Every problem is reported as one :class:`~ntpcert.errors.InputError` line that names
+the file, the field and the value.
 
 Counts are exact integers and are never rounded: JSON integers stay Python ints even when the
 same list holds a float. A float count (JSON ``3.0``, or a float ``.npz`` array) is accepted only
@@ -44,10 +47,19 @@ import numpy as np
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 from ntpcert.util.files import atomic_write_bytes, one_line, read_input_bytes
+from ntpcert.util.strict_json import StrictJSONError, strict_loads
 
 __all__ = ["read_npz", "read_json", "write_npz", "write_json"]
 
 _OPTIONAL = ("token_names", "context_names", "name")
+#: Every key an instance file may hold.
+KEYS = ("embeddings", "counts", "probs", "weights") + _OPTIONAL
+
+
+def _unknown_keys(p: str, keys: list[str]) -> None:
+    bad = [k for k in keys if k not in KEYS]
+    if bad:
+        raise InputError(f"{p}: unknown key {_show(bad[0])} (an instance file holds only {', '.join(KEYS)})")
 
 
 # ---------------------------------------------------------------------------- readers
@@ -73,10 +85,9 @@ def read_npz(path: str | os.PathLike) -> NTPInstance:
     if not isinstance(archive, np.lib.npyio.NpzFile):  # pragma: no cover - zip files load as NpzFile
         raise InputError(f"{p}: not an .npz archive")
     with archive:
+        _unknown_keys(p, archive.files)
         fields: dict[str, Any] = {}
         for key in archive.files:
-            if key not in ("embeddings", "counts", "probs", "weights") + _OPTIONAL:
-                continue
             try:
                 arr = archive[key]
             except ValueError as err:
@@ -97,13 +108,6 @@ def read_npz(path: str | os.PathLike) -> NTPInstance:
 JSON_INT_MAX_DIGITS = 4300
 
 
-def _json_int(text: str) -> int:
-    digits = len(text) - (text[:1] == "-")
-    if digits > JSON_INT_MAX_DIGITS:
-        raise ValueError(f"an integer literal of {digits} digits, past the cap of {JSON_INT_MAX_DIGITS}")
-    return int(text)
-
-
 def read_json(path: str | os.PathLike) -> NTPInstance:
     """Read an instance from a JSON object (see the module docstring for the keys).
 
@@ -119,17 +123,18 @@ def read_json(path: str | os.PathLike) -> NTPInstance:
     _check_readable(p)
     raw = read_input_bytes(p, p)
     try:
-        obj = json.loads(raw.decode("utf-8"), parse_int=_json_int)
+        obj = strict_loads(raw.decode("utf-8"), max_int_digits=JSON_INT_MAX_DIGITS, cap_note=" (JSON_INT_MAX_DIGITS)")
     except UnicodeDecodeError as err:
         raise InputError(f"{p}: not UTF-8 text ({one_line(err)})") from None
+    except StrictJSONError as err:
+        raise InputError(f"{p}: {err}") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{p}: invalid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     except RecursionError:
         raise InputError(f"{p}: invalid JSON (nested too deeply)") from None
-    except ValueError as err:  # an integer literal past JSON_INT_MAX_DIGITS
-        raise InputError(f"{p}: invalid JSON ({one_line(err)})") from None
     if not isinstance(obj, dict):
         raise InputError(f"{p}: the JSON top level is a {type(obj).__name__}, expected an object with 'embeddings'")
+    _unknown_keys(p, list(obj))
     for key in ("embeddings", "counts"):
         if key in obj:
             _reject_json_bools(p, key, obj[key])

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import flint
 import numpy as np
 
+from ntpcert.exact.logsum import log_combination_sign, log_combination_value
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 
@@ -111,7 +112,7 @@ class WhyNotCompatible:
     @property
     def mismatch(self) -> float:
         """:math:`\\sum_i y_i b_i` in nats (positive), evaluated from the exact prime exponents."""
-        return math.fsum(e * math.log(p) for p, e in self.exponents.items())
+        return log_combination_value(self.exponents)
 
     def mismatch_ratio(self) -> tuple[int, int] | None:
         """``(num, den)`` with mismatch = log(num/den) exactly, or None when too large to write."""
@@ -289,7 +290,7 @@ def why_not_compatible(instance: NTPInstance, violating: dict, *, system: Kesler
     keep = [k for k, v in enumerate(y) if v]
     T, y = [T[k] for k in keep], [y[k] for k in keep]
     exps = R.exponents(T, y)
-    if math.fsum(e * math.log(p) for p, e in exps.items()) < 0:
+    if log_combination_sign(exps) < 0:
         y = [-v for v in y]
         exps = {p: -e for p, e in exps.items()}
     rank = R.matrix(T, False).rank()

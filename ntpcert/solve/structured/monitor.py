@@ -14,6 +14,7 @@ For the dual per class ``A`` (shape (m, C)) and the logits Z (shape (m, C)):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +63,10 @@ def gap_progress(A: np.ndarray, Z: np.ndarray, sq_norms: np.ndarray, classes: To
     margin = float((lo - up).min())
     spread = float((hi - lo).max())
     if margin > 0 and np.isfinite(margin):
-        primal = 0.5 * norm2 / margin**2
+        # (sqrt(norm2) / margin)^2, not norm2 / margin**2: a margin below 1e-162 squares to 0.0 (data
+        # whose embeddings span 1e-101 to 1e116 reach it), and the quotient is then inf, not an error
+        ratio = math.sqrt(max(norm2, 0.0)) / margin  # a norm computed as a difference can round below 0
+        primal = 0.5 * ratio * ratio  # a product overflows to inf, where ** raises OverflowError
         gap = primal - dual
         # the rescaled W is feasible only once the in-support logits agree: until then the spread,
         # relative to the margin, bounds how far the estimate can be trusted

@@ -7,7 +7,7 @@ coordinate ascent converges linearly, though, and on ill-conditioned data (nearl
 embeddings, huge ``||W^mm||``) it may need more epochs than are worth waiting for. On a QP small
 enough for an interior-point method to take a moment (at most :data:`SMALL_VARS` variables V·d),
 ``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs and then solves with Clarabel,
-saying so in ``solver`` and ``info["fallback"]``; a larger QP gets the structured solver with its
+(or :data:`SMALL_SECONDS` seconds, whichever ends first), saying so in ``solver`` and ``info["fallback"]``; a larger QP gets the structured solver with its
 full budget, and its error if it has one. Either way the returned pair is checked as every
 :class:`~ntpcert.solve.solution.SVMSolution` is.
 """
@@ -26,6 +26,10 @@ SMALL_VARS = 5_000
 
 #: Epochs of the structured solver on a small QP before ``auto`` falls back to Clarabel.
 SMALL_EPOCHS = 300
+
+#: ... and seconds: on m = 214 contexts 300 epochs took 39 s, longer than Clarabel's whole solve
+#: (``benchmarks/bench_auto_fallback.py``). Either bound only hands the QP on; it decides nothing.
+SMALL_SECONDS = 3.0
 
 
 def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float | None = None, verbose: bool = False,
@@ -52,8 +56,9 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     opts = {} if tol is None else {"tol": tol}
     if system.n_vars > SMALL_VARS:
         return structured.solve(system, time_limit=time_limit, progress=progress, certificate=certificate, **opts)
+    first = SMALL_SECONDS if time_limit is None else min(SMALL_SECONDS, time_limit)
     try:
-        return structured.solve(system, time_limit=time_limit, max_epochs=SMALL_EPOCHS, progress=progress,
+        return structured.solve(system, time_limit=first, max_epochs=SMALL_EPOCHS, progress=progress,
                                 certificate=certificate, **opts)
     except InfeasibleError:
         raise

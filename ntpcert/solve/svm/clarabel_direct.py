@@ -1,4 +1,10 @@
-"""NTP-SVM backend: Clarabel's direct sparse API (no modelling layer)."""
+"""NTP-SVM backend: Clarabel's direct sparse API (no modelling layer).
+
+The KKT systems are factored with faer's supernodal LDL (:data:`KKT_METHOD`) where the installed
+Clarabel has it, else with its default QDLDL. The margin rows of the NTP-SVM all touch the V·d
+columns of W, so eliminating them fills that block in densely: QDLDL, column by column, took 7-11
+times as long as faer on mid-sized instances (m = 214, V = 55, d = 35: ``benchmarks/bench_auto_fallback.py``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,9 @@ from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.qp import build_qp, dual_from_cone_multipliers
 from ntpcert.solve.solution import SVMSolution
+
+#: Clarabel's ``direct_solve_method``, tried first; ``None`` keeps Clarabel's default.
+KKT_METHOD: str | None = "faer"
 
 
 def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False,
@@ -37,7 +46,7 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
     if qp.n_ineq:
         cones.append(clarabel.NonnegativeConeT(qp.n_ineq))
     try:
-        solver = clarabel.DefaultSolver(qp.P, qp.q, qp.A, qp.b, cones, settings)
+        solver = _solver(clarabel, qp, cones, settings)
         sol = solver.solve()
     except BaseException as err:  # the Rust extension raises PanicException (a BaseException)
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
@@ -54,3 +63,16 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
     return SVMSolution.from_primal_dual(
         system, x, a, solver="clarabel", status=status, seconds=time.perf_counter() - t0, iterations=int(sol.iterations)
     )
+
+
+def _solver(clarabel, qp, cones, settings):
+    """``clarabel.DefaultSolver`` with :data:`KKT_METHOD`, or with Clarabel's default where it has none."""
+    if KKT_METHOD is not None:
+        settings.direct_solve_method = KKT_METHOD
+        try:
+            return clarabel.DefaultSolver(qp.P, qp.q, qp.A, qp.b, cones, settings)
+        except BaseException as err:  # an older Clarabel without faer: the default solver
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                raise
+            settings.direct_solve_method = clarabel.DefaultSettings().direct_solve_method
+    return clarabel.DefaultSolver(qp.P, qp.q, qp.A, qp.b, cones, settings)
