@@ -25,7 +25,7 @@ REFUSED = [
     (check_choice, ("solver", "nope", ("auto", "clarabel")), {}, "solver: unknown value 'nope' (expected one of auto, clarabel)"),
     (check_choice, ("solver", ["auto"], ("auto",)), {}, "solver: unknown value ['auto'] (expected one of auto)"),
     (check_bool, ("exact", 1), {}, "exact: value 1 is not true or false"),
-    (check_bool, ("exact", np.True_), {}, "exact: value np.True_ is not true or false"),
+    (check_bool, ("exact", np.True_), {}, f"exact: value {np.True_!r} is not true or false"),
 ]
 
 
