@@ -27,6 +27,7 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
       "why_not_separable": {"contexts": [j, ..], "ray": [[v, j, "p/q"], ..],
                             "deletions": [{"context": j, "cols": [i, ..], "W": [["p/q", ..], ..]}, ..]} | absent,
       "why_not_compatible": {"y": [[j, z, "p/q"], ..]} | absent,
+      "source": {"kind": "model", "files": [[name, SHA256], ..], ..} | absent  (ntpcert.pipeline.provenance),
       "checksum": SHA256 of the canonical JSON of every other field
     }
 
@@ -98,6 +99,7 @@ import numpy as np
 from ntpcert.errors import CertificateError, InputError
 from ntpcert.exact.rational import fraction_str
 from ntpcert.instance import NTPInstance
+from ntpcert.pipeline.provenance import SOURCE_SCHEMA, check_source
 
 FORMAT = "ntpcert-certificate"
 VERSION = 1
@@ -143,7 +145,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "format": "str", "version": "int", "instance": "object", "probabilities_exact_from_floats": "bool",
         "claims": "object", "compatibility": "object", "separability": "object", "svm": "object|null",
         "excess?": "object|null", "why_not_separable?": "object", "why_not_compatible?": "object",
-        "checksum": "sha256",
+        "source?": "object", "checksum": "sha256",
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
@@ -179,6 +181,7 @@ SCHEMA: dict[str, dict[str, str]] = {
             "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},
     "svm.W_factored": {"scale": "rational", "base": "list", "delta": "list"},
+    "source": SOURCE_SCHEMA,  # where the instance was read from (ntpcert.pipeline.provenance)
 }
 
 _KIND_TEXT = {
@@ -335,6 +338,9 @@ def check_schema(cert: Any) -> None:
         _check_sparse(cert["excess"]["q"], "excess.q")
         _check_entries(cert["excess"]["W"], V, d, "excess.W", _is_str, "a rational string", _all_str)
 
+    if "source" in cert:
+        check_section(cert["source"], "source", "source")
+        check_source(cert["source"])
     if "why_not_separable" in cert:
         _check_why_not_separable(cert["why_not_separable"], m, d, V)
     if "why_not_compatible" in cert:
