@@ -56,7 +56,7 @@ def require_lm(feature: str = "reading a model") -> tuple[Any, Any]:
 
 @dataclass(frozen=True, eq=False)
 class Capture:
-    """What the hook saw.
+    r"""What the hook saw.
 
     Attributes
     ----------
