@@ -251,3 +251,44 @@ def test_a_tampered_source_section_is_refused(tmp_path):
         with pytest.raises(CertificateError, match=re.escape(needle)):
             cf.check_section(bad, "source", "source")
             check_source(bad)
+
+
+# ----------------------------------------------------------------------------------- compare
+def test_compare_reports_every_metric_for_the_models_decoder(lm_dir, tmp_path, capsys):
+    fig = tmp_path / "cmp.png"
+    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2-untied"], "--json", "--figure", str(fig)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("loss", "excess_loss", "entropy", "margin", "support_spread", "rel_dist_F", "cos_perp_mm",
+                "norm_matched_distance", "excess_over_bracket"):
+        assert key in out
+    assert out["loss"] - out["entropy"] == pytest.approx(out["excess_loss"], rel=TOL["linalg"], abs=TOL["linalg"])
+    assert sum(b["excess_share"] for b in out["bins"]) == pytest.approx(out["excess_loss"], rel=1e-9)
+    assert sum(b["tokens"] for b in out["bins"]) == out["V"] and fig.stat().st_size > 0
+    assert out["source"]["capture_residual"] <= TOL["capture"]
+
+
+def test_compare_snapshots_against_t(lm_dir, tmp_path, capsys):
+    from ntpcert.instance.lm import load_model_data
+
+    md = load_model_data(lm_dir["corpus"], lm_dir["gpt2-untied"])
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    np.save(snaps / "W_10.npy", md.decoder)
+    np.save(snaps / "W_2.npy", 3.0 * md.decoder)
+    table = tmp_path / "t.csv"
+    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2-untied"], "--W", str(snaps), "--json",
+                 "--table", str(table), "--figure", str(tmp_path / "s.png")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["t"] for s in out["snapshots"]] == [2, 10]
+    assert out["snapshots"][0]["norm"] == pytest.approx(3.0 * out["snapshots"][1]["norm"])
+    assert table.read_text().splitlines()[0].startswith("t,loss,excess_loss")
+    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2-untied"], "--W", str(snaps / "W_2.npy"),
+                 "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["norm"] == pytest.approx(out["snapshots"][0]["norm"])
+
+
+def test_compare_refuses_a_decoder_of_the_wrong_shape(lm_dir, tmp_path, capsys):
+    np.save(tmp_path / "W.npy", np.zeros((3, 4)))
+    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2"], "--W", str(tmp_path / "W.npy")]) == 2
+    assert "W: expected shape" in capsys.readouterr().err

@@ -12,6 +12,7 @@ EXTRAS = {
     "test": "hypothesis (ntpcert.experiments.strategies) and the test runner",
     "bench": "qpsolvers and its QP solvers (OSQP, SCS, PIQP, ProxQP, HiGHS), scikit-learn",
     "dist": "dask.distributed (ntpcert sweep)",
+    "lm": "torch, transformers, safetensors, tokenizers (--model DIR: reading language models)",
 }
 
 

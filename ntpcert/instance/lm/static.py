@@ -24,7 +24,7 @@ from ntpcert.instance.lm.files import ModelFiles
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line
 
-__all__ = ["DECODER_NAMES", "EMBEDDING_NAMES", "StaticModel", "read_static", "read_tensor"]
+__all__ = ["DECODER_NAMES", "EMBEDDING_NAMES", "StaticModel", "read_static", "read_tensor", "tensor_names"]
 
 #: Tensor names (as suffixes) of the input embedding matrix in common checkpoints.
 EMBEDDING_NAMES = ("wte.weight", "embed_tokens.weight", "word_embeddings.weight", "embed_in.weight",
@@ -48,6 +48,12 @@ def _find(names: dict[str, str], suffixes: tuple[str, ...]) -> str | None:
         if hits:
             return hits[0]
     return None
+
+
+def tensor_names(path: str) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape, for one ``.safetensors`` file."""
+    f = _open(path)
+    return {n: tuple(f.get_slice(n).get_shape()) for n in f.keys()}
 
 
 def read_tensor(path: str, name: str) -> np.ndarray:
