@@ -25,8 +25,14 @@ from tests.lm_models import small_corpus, tiny_model  # noqa: E402
 @pytest.fixture(scope="module")
 def lm_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("lm")
+    short = tmp_path_factory.mktemp("short")
+    # "wide": d = 128 above the m = 89 contexts of a shorter corpus, so separable at once (Lemma 1) and the
+    # limits take a second; the 600-character corpus is not separable for d = 16 and its NTP-SVM solve
+    # takes half a minute to find that out
     return {"root": str(root), "corpus": small_corpus(root),
-            **{k: tiny_model(root, k) for k in ("gpt2", "gpt2-untied", "gptj", "llama")}}
+            **{k: tiny_model(root, k) for k in ("gpt2", "gpt2-untied", "gptj", "llama")},
+            "short": small_corpus(short, pydoc_text(250)),
+            "wide": tiny_model(short, "gpt2-untied", d=128, corpus=pydoc_text(250))}
 
 
 def _sha(path):
@@ -256,7 +262,7 @@ def test_a_tampered_source_section_is_refused(tmp_path):
 # ----------------------------------------------------------------------------------- compare
 def test_compare_reports_every_metric_for_the_models_decoder(lm_dir, tmp_path, capsys):
     fig = tmp_path / "cmp.png"
-    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2-untied"], "--json", "--figure", str(fig)]) == 0
+    assert main(["compare", lm_dir["short"], "--model", lm_dir["wide"], "--json", "--figure", str(fig)]) == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("loss", "excess_loss", "entropy", "margin", "support_spread", "rel_dist_F", "cos_perp_mm",
                 "norm_matched_distance", "excess_over_bracket"):
@@ -264,25 +270,27 @@ def test_compare_reports_every_metric_for_the_models_decoder(lm_dir, tmp_path, c
     assert out["loss"] - out["entropy"] == pytest.approx(out["excess_loss"], rel=TOL["linalg"], abs=TOL["linalg"])
     assert sum(b["excess_share"] for b in out["bins"]) == pytest.approx(out["excess_loss"], rel=1e-9)
     assert sum(b["tokens"] for b in out["bins"]) == out["V"] and fig.stat().st_size > 0
-    assert out["source"]["capture_residual"] <= TOL["capture"]
+    assert out["source"]["capture_residual"] <= TOL["capture"] and out["separable"] is True
+    assert out["bracket"]["excess_upper"] == 0.0 and 0.0 <= out["cos_perp_mm"] ** 2 <= 1.0
+    assert out["norm_matched_distance"] == pytest.approx((2 - 2 * out["cos_perp_mm"]) ** 0.5, rel=1e-9)
 
 
 def test_compare_snapshots_against_t(lm_dir, tmp_path, capsys):
     from ntpcert.instance.lm import load_model_data
 
-    md = load_model_data(lm_dir["corpus"], lm_dir["gpt2-untied"])
+    md = load_model_data(lm_dir["short"], lm_dir["wide"])
     snaps = tmp_path / "snaps"
     snaps.mkdir()
     np.save(snaps / "W_10.npy", md.decoder)
     np.save(snaps / "W_2.npy", 3.0 * md.decoder)
     table = tmp_path / "t.csv"
-    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2-untied"], "--W", str(snaps), "--json",
+    assert main(["compare", lm_dir["short"], "--model", lm_dir["wide"], "--W", str(snaps), "--json",
                  "--table", str(table), "--figure", str(tmp_path / "s.png")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [s["t"] for s in out["snapshots"]] == [2, 10]
     assert out["snapshots"][0]["norm"] == pytest.approx(3.0 * out["snapshots"][1]["norm"])
     assert table.read_text().splitlines()[0].startswith("t,loss,excess_loss")
-    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2-untied"], "--W", str(snaps / "W_2.npy"),
+    assert main(["compare", lm_dir["short"], "--model", lm_dir["wide"], "--W", str(snaps / "W_2.npy"),
                  "--json"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert one["norm"] == pytest.approx(out["snapshots"][0]["norm"])
@@ -290,5 +298,5 @@ def test_compare_snapshots_against_t(lm_dir, tmp_path, capsys):
 
 def test_compare_refuses_a_decoder_of_the_wrong_shape(lm_dir, tmp_path, capsys):
     np.save(tmp_path / "W.npy", np.zeros((3, 4)))
-    assert main(["compare", lm_dir["corpus"], "--model", lm_dir["gpt2"], "--W", str(tmp_path / "W.npy")]) == 2
+    assert main(["compare", lm_dir["short"], "--model", lm_dir["wide"], "--W", str(tmp_path / "W.npy")]) == 2
     assert "W: expected shape" in capsys.readouterr().err

@@ -38,7 +38,8 @@ from ntpcert.dynamics.trajectory import Limits, metrics
 from ntpcert.errors import InputError
 from ntpcert.util.numbers import cosine
 
-__all__ = ["COMPARE_METRICS", "BIN_METRICS", "Comparison", "compare", "compare_series", "frequency_bins"]
+__all__ = ["COMPARE_METRICS", "BIN_METRICS", "Comparison", "compare", "compare_series", "excess_bracket",
+           "frequency_bins"]
 
 #: The headline numbers of one comparison, in report order.
 COMPARE_METRICS = ("loss", "excess_loss", "excess_over_bracket", "margin", "min_margin", "support_spread",
@@ -131,6 +132,18 @@ def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) 
     return out
 
 
+def excess_bracket(limits: Limits) -> dict[str, Any]:
+    r"""The float bracket on :math:`L^*-\mathcal H`: ``[0, 0]`` by the paper's Theorem 1 when the (float)
+    verdicts of ``limits`` are compatible and separable, else
+    :func:`ntpcert.pipeline.excess_certificate.excess_key` (its scalar keys only)."""
+    if limits.compatible is True and limits.svm is not None:
+        return {"excess_lower": 0.0, "excess_upper": 0.0, "by": "theorem (float verdicts: compatible and separable)"}
+    from ntpcert.pipeline.excess_certificate import excess_key
+
+    key = excess_key(limits.instance, exact=False)[0]
+    return {k: v for k, v in key.items() if not isinstance(v, (list, dict))}
+
+
 def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = None,
             bracket: dict[str, Any] | None = None) -> Comparison:
     """Compare the decoder ``W`` (shape (V, d)) with ``limits``.
@@ -143,15 +156,13 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
         Token frequencies for the bins; default the next-token counts (the column sums of the
         instance's counts, or its probabilities weighted by the context frequencies).
     bracket : dict, optional
-        The bracket on :math:`L^*-\\mathcal H` (``excess_key(instance, exact=False)[0]``), computed once
-        by the caller for a series of snapshots; default computed here.
+        The bracket on :math:`L^*-\\mathcal H` (:func:`excess_bracket`), computed once by the caller for a
+        series of snapshots; default computed here.
     """
     inst = limits.instance
     W = inst.check_decoder(np.asarray(W, dtype=np.float64)) if hasattr(inst, "check_decoder") else W
     if bracket is None:
-        from ntpcert.pipeline.excess_certificate import excess_key
-
-        bracket = excess_key(inst, exact=False)[0]
+        bracket = excess_bracket(limits)
     if frequency is None:
         frequency = inst.counts.sum(axis=0) if inst.counts is not None else np.rint(
             inst.weights @ inst.probs * 1e6).astype(np.int64)
@@ -177,7 +188,5 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
 def compare_series(snapshots: Sequence[tuple[int, np.ndarray]], limits: Limits, *,
                    frequency: np.ndarray | None = None) -> list[tuple[int, Comparison]]:
     """:func:`compare` at each ``(t, W_t)``, the bracket computed once."""
-    from ntpcert.pipeline.excess_certificate import excess_key
-
-    bracket = excess_key(limits.instance, exact=False)[0]
+    bracket = excess_bracket(limits)
     return [(t, compare(W, limits, frequency=frequency, bracket=bracket)) for t, W in snapshots]
