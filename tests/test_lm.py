@@ -300,3 +300,27 @@ def test_compare_refuses_a_decoder_of_the_wrong_shape(lm_dir, tmp_path, capsys):
     np.save(tmp_path / "W.npy", np.zeros((3, 4)))
     assert main(["compare", lm_dir["short"], "--model", lm_dir["wide"], "--W", str(tmp_path / "W.npy")]) == 2
     assert "W: expected shape" in capsys.readouterr().err
+
+
+def test_a_sharded_checkpoint_reads_as_the_single_file_does(lm_dir, tmp_path):
+    import shutil
+
+    import transformers
+
+    from ntpcert.instance.lm import load_model_data
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(lm_dir["gpt2-untied"], local_files_only=True)
+    out = tmp_path / "sharded"
+    transformers.utils.logging.disable_progress_bar()
+    model.save_pretrained(out, max_shard_size="4KB")
+    shutil.copy(os.path.join(lm_dir["gpt2-untied"], "tokenizer.json"), out / "tokenizer.json")
+    assert (out / "model.safetensors.index.json").exists() and not (out / "model.safetensors").exists()
+    one = load_model_data(lm_dir["corpus"], lm_dir["gpt2-untied"])
+    for static in (False, True):
+        a = load_model_data(lm_dir["corpus"], str(out), static=static)
+        b = one if not static else load_model_data(lm_dir["corpus"], lm_dir["gpt2-untied"], static=True)
+        np.testing.assert_array_equal(a.instance.embeddings, b.instance.embeddings)
+        assert sum(name.endswith(".safetensors") for name, _ in a.files) > 1
+    (out / sorted(p.name for p in out.glob("*.safetensors"))[0]).unlink()
+    with pytest.raises(InputError, match="the shard"):
+        load_model_data(lm_dir["corpus"], str(out))
