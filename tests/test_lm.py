@@ -324,3 +324,17 @@ def test_a_sharded_checkpoint_reads_as_the_single_file_does(lm_dir, tmp_path):
     (out / sorted(p.name for p in out.glob("*.safetensors"))[0]).unlink()
     with pytest.raises(InputError, match="the shard"):
         load_model_data(lm_dir["corpus"], str(out))
+
+
+def test_the_static_path_needs_neither_torch_nor_transformers(lm_dir, monkeypatch):
+    from ntpcert.instance.lm import load_model_data
+
+    want = load_model_data(lm_dir["corpus"], lm_dir["gpt2"], context="tokens:1", static=True)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    got = load_model_data(lm_dir["corpus"], os.path.join(lm_dir["gpt2"], "model.safetensors"), context="tokens:1",
+                          static=True, tokenizer=os.path.join(lm_dir["gpt2"], "tokenizer.json"))
+    np.testing.assert_array_equal(got.instance.embeddings, want.instance.embeddings)
+    np.testing.assert_array_equal(got.decoder, want.decoder)
+    with pytest.raises(MissingExtraError, match=r"ntpcert\[lm\]"):
+        load_model_data(lm_dir["corpus"], lm_dir["gpt2"])
