@@ -63,7 +63,7 @@ def test_train_a_small_model_and_compare_its_decoder(tmp_path, capsys):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
         step += 1
     np.save(snaps / f"W_{step}.npy", model.lm_head.weight.detach().double().numpy())
     model.eval()
