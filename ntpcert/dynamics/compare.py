@@ -28,7 +28,6 @@ Every number is float64 and carries no tolerance: these are measurements, not ve
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -90,36 +89,51 @@ class Comparison:
         return {**self.values, "entropy": self.values.get("entropy"), "bracket": self.bracket, "bins": self.bins}
 
 
+#: Contexts per block of logits (a block holds a few (rows, V) float64 arrays).
+BLOCK_ROWS = 512
+
+
+def _blocks(m: int) -> list[slice]:
+    return [slice(s, min(s + BLOCK_ROWS, m)) for s in range(0, m, BLOCK_ROWS)]
+
+
 def _logit_numbers(limits: Limits, W: np.ndarray) -> dict[str, float]:
+    """``margin``, ``support_spread``, ``log_odds_error`` over blocks of contexts (never all m·V logits)."""
     inst = limits.instance
-    Z = inst.embeddings @ W.T  # (m, V)
-    mask = inst.support_mask()
-    nan = float("nan")
-    zin = np.where(mask, Z, np.inf).min(axis=1)
-    zmax = np.where(mask, Z, -np.inf).max(axis=1)
-    out_max = np.where(mask, -np.inf, Z).max(axis=1)
-    proper = ~mask.all(axis=1)
-    margin = float(np.min((zin - out_max)[proper])) if proper.any() else nan
-    err = 0.0
-    for j in range(inst.m):
-        S = inst.support(j)
-        if S.size > 1:
-            a = S[0]
-            lo = np.log(inst.probs[j, S]) - math.log(inst.probs[j, a])
-            err = max(err, float(np.max(np.abs((Z[j, S] - Z[j, a]) - lo))))
-    return {"margin": margin, "support_spread": float(np.max(zmax - zin)), "log_odds_error": err}
+    margin, spread, err = np.inf, 0.0, 0.0
+    for blk in _blocks(inst.m):
+        Z = inst.embeddings[blk] @ W.T  # (rows, V)
+        P = inst.probs[blk]
+        mask = P > 0
+        zin = np.where(mask, Z, np.inf).min(axis=1)
+        zmax = np.where(mask, Z, -np.inf).max(axis=1)
+        out_max = np.where(mask, -np.inf, Z).max(axis=1)
+        proper = ~mask.all(axis=1)
+        if proper.any():
+            margin = min(margin, float(np.min((zin - out_max)[proper])))
+        spread = max(spread, float(np.max(zmax - zin)))
+        rows, cols = np.nonzero(mask)
+        anchor = np.argmax(mask, axis=1)  # the smallest token of each support, z_j
+        with np.errstate(divide="ignore"):
+            lo = np.log(P[rows, cols]) - np.log(P[rows, anchor[rows]])
+        d = (Z[rows, cols] - Z[rows, anchor[rows]]) - lo
+        err = max(err, float(np.max(np.abs(d))) if d.size else 0.0)
+    return {"margin": margin if np.isfinite(margin) else float("nan"), "support_spread": spread,
+            "log_odds_error": err}
 
 
 def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) -> list[dict[str, Any]]:
     inst = limits.instance
     Wp = W - PF
     Wmm = limits.W_mm
-    Z = inst.embeddings @ W.T
-    logS = Z - np.logaddexp.reduce(Z, axis=1, keepdims=True)
-    P = inst.probs
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cell = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1.0)) - logS), 0.0) * inst.weights[:, None]
-    per_token = cell.sum(axis=0)
+    per_token = np.zeros(inst.V)
+    for blk in _blocks(inst.m):
+        Z = inst.embeddings[blk] @ W.T
+        logS = Z - np.logaddexp.reduce(Z, axis=1, keepdims=True)
+        P = inst.probs[blk]
+        rows, cols = np.nonzero(P > 0)
+        p = P[rows, cols]
+        np.add.at(per_token, cols, inst.weights[blk][rows] * p * (np.log(p) - logS[rows, cols]))
     out = []
     for label, idx in frequency_bins(frequency):
         ws = float(np.linalg.norm(limits.W_star[idx]))
