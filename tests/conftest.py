@@ -16,13 +16,14 @@ TOL = {
     "kkt": 1e-6,  # primal/dual residuals and relative gap of an interior-point NTP-SVM solve
     "solver_agreement": 1e-6,  # relative difference of objectives/solutions between backends
     "grad_fd": 1e-5,  # finite-difference check of the gradient
-    "svm_argmin": 1e-4,
+    "svm_argmin": 1e-4,  # relative distance between NTP-SVM minimisers of equivalent problems (~sqrt of the IPM gap)
     # stopping rule (largest gradient entry) of ntpcert.geometry.lbfgs on a 40-variable quadratic of condition
     # 1e3: float64 evaluates its gradient to about eps * cond * |x| ~ 1e-12, so 1e-10 is reachable with room
     "lbfgs_gtol": 1e-10,
     # relative rounding of a float64 CE or dual value summed over m V terms (m V eps is 1.7e-14 at m V = 150):
     # a float bracket end may sit this far past a certified one (seen at 1 ulp with numpy 1.26)
-    "float_ce_rounding": 1e-13,  # relative distance between NTP-SVM minimisers of equivalent problems (~sqrt of the IPM gap)
+    "float_ce_rounding": 1e-13,
+    "capture": 1e-5,  # relative residual of a float32 model's logits recomputed from the captured h (ntpcert.instance.lm)
 }
 
 # "ci" (the default) is derandomised so that every run of the suite draws the same examples;

@@ -12,7 +12,7 @@ from ntpcert.cli.app import main
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
-RUNNABLE = ["tutorial.md", "strategies.md", "architecture.md", "explain.md", "../README.md"]
+RUNNABLE = ["tutorial.md", "strategies.md", "architecture.md", "explain.md", "lm-tutorial.md", "../README.md"]
 #: Pages whose console lines are illustrations (files of the reader's own), not runnable as written.
 PYTHON_ONLY = {"../README.md"}
 

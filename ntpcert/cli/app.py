@@ -29,6 +29,7 @@ COMMANDS = {
     "sweep": "ntpcert.cli.sweep",
     "sweep-plot": "ntpcert.cli.sweep_plot",
     "geometry": "ntpcert.cli.geometry",
+    "compare": "ntpcert.cli.compare",
 }
 
 

@@ -64,8 +64,9 @@ def _run_exact(args: argparse.Namespace) -> int:
 
     if args.certificate_out is not None:  # before the work, not after it
         check_output_file(args.certificate_out, "--certificate-out", overwrite=args.force, inputs=data_inputs(args))
+    inst, source = _load_with_source(args)
     rep = exact_certify(
-        load_data(args),
+        inst,
         svm=not args.no_svm,
         solver=args.solver,
         progress=progress_enabled(args),
@@ -75,12 +76,23 @@ def _run_exact(args: argparse.Namespace) -> int:
         excess=args.excess,
         # negative verdicts explained by irreducible culprits, written into the certificate and checked
         why_not=partial(why_not_with_sections, engine=args.separability_solver),
+        source=source,  # the model files, by SHA-256, when DATA was read through --model
     )
     if args.json:
         emit_json(_with_why_not(rep, args))
     else:
         emit_lines(exact_report_lines(rep))
     return EXIT_OK
+
+
+def _load_with_source(args: argparse.Namespace) -> tuple[Any, dict | None]:
+    """The instance, and the certificate's ``source`` section when it was read through ``--model``."""
+    from ntpcert.cli.model_options import load_model, uses_model
+
+    if uses_model(args):
+        data = load_model(args)
+        return data.instance, data.source_record()
+    return load_data(args), None
 
 
 def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:

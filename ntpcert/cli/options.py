@@ -129,6 +129,10 @@ def data_options(p: argparse.ArgumentParser, *, positional: bool = True) -> None
                    help=f"largest m*d (embeddings) and m*V (counts) built from a text or built-in "
                    f"(default {MAX_ENTRIES:,}; see docs/formats.md, Input limits)")
     p.add_argument("--seed", type=int_in(0), default=0, help="seed of generated data and random embeddings (default 0)")
+    if positional:
+        from ntpcert.cli.model_options import model_options
+
+        model_options(p)
 
 
 def solver_options(p: argparse.ArgumentParser) -> None:
@@ -157,8 +161,14 @@ def progress_option(p: argparse.ArgumentParser) -> None:
 
 
 def load_data(args: argparse.Namespace) -> Any:
-    """The instance named by ``args.data`` and the corpus options."""
+    """The instance named by ``args.data`` and the corpus options (or read through ``--model``)."""
+    from ntpcert.cli.model_options import check_model_flags, load_model, uses_model
     from ntpcert.instance.load import load_instance
+
+    if hasattr(args, "model"):
+        check_model_flags(args)
+        if uses_model(args):
+            return load_model(args).instance
 
     return load_instance(
         args.data,

@@ -19,6 +19,7 @@ from typing import Any
 import flint
 
 from ntpcert.errors import CertificateError
+from ntpcert.pipeline.provenance import SOURCE_SCHEMA
 
 #: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
 #: of any length travel as rational strings; the integers of the schema are sizes and indices.
@@ -56,7 +57,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "format": "str", "version": "int", "instance": "object", "probabilities_exact_from_floats": "bool",
         "claims": "object", "compatibility": "object", "separability": "object", "svm": "object|null",
         "excess?": "object|null", "why_not_separable?": "object", "why_not_compatible?": "object",
-        "checksum": "sha256",
+        "source?": "object", "checksum": "sha256",
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
@@ -88,6 +89,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "why_not_separable": {"contexts": "list", "ray": "list", "deletions": "list"},
     "why_not_separable.deletion": {"context": "int", "cols": "list", "W": "list"},
     "why_not_compatible": {"y": "list"},
+    "source": SOURCE_SCHEMA,  # where the instance was read from (ntpcert.pipeline.provenance)
     "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
             "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},

@@ -27,6 +27,7 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
       "why_not_separable": {"contexts": [j, ..], "ray": [[v, j, "p/q"], ..],
                             "deletions": [{"context": j, "cols": [i, ..], "W": [["p/q", ..], ..]}, ..]} | absent,
       "why_not_compatible": {"y": [[j, z, "p/q"], ..]} | absent,
+      "source": {"kind": "model", "files": [[name, SHA256], ..], ..} | absent  (ntpcert.pipeline.provenance),
       "checksum": SHA256 of the canonical JSON of every other field
     }
 
@@ -101,6 +102,7 @@ from ntpcert.pipeline.cert_schema import (  # noqa: F401  the schema table and i
 )
 from ntpcert.exact.rational import fraction_str
 from ntpcert.instance import NTPInstance
+from ntpcert.pipeline.provenance import check_source
 
 FORMAT = "ntpcert-certificate"
 VERSION = 1
@@ -186,6 +188,9 @@ def check_schema(cert: Any) -> None:
         _check_sparse(cert["excess"]["q"], "excess.q")
         _check_entries(cert["excess"]["W"], V, d, "excess.W", _is_str, "a rational string", _all_str)
 
+    if "source" in cert:
+        check_section(cert["source"], "source", "source")
+        check_source(cert["source"])
     if "why_not_separable" in cert:
         _check_why_not_separable(cert["why_not_separable"], m, d, V)
     if "why_not_compatible" in cert:

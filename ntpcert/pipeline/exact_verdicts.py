@@ -283,6 +283,7 @@ def exact_certify(
     use_lemma1: bool = True,
     excess: bool = True,
     why_not: Callable[..., tuple[dict, dict]] | None = None,
+    source: dict | None = None,
 ) -> ExactReport:
     """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
 
@@ -309,6 +310,9 @@ def exact_certify(
         ray=, system=)`` with the exact verdicts and witnesses, it returns ``(keys, sections)``: JSON
         keys for the report and certificate sections, which are written and checked with the rest
         (:func:`ntpcert.pipeline.explain.why_not_with_sections`, passed in by ``certify --exact``).
+    source : dict, optional
+        The certificate's ``source`` section (:mod:`ntpcert.pipeline.provenance`): the model files the
+        instance was read from, by SHA-256.
     """
     t0 = time.perf_counter()
     if certificate_out is not None:
@@ -351,6 +355,8 @@ def exact_certify(
             if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
             body.update(why_sections)
+            if source is not None:
+                body["source"] = source
             cert, text = cf.seal_canonical(body)
             check_produced(cert)  # the table verify reads: a field it would refuse is never written
             # the checksum over the text to be written, not a second encoding of cert

@@ -12,6 +12,7 @@ EXTRAS = {
     "strategies": "hypothesis (ntpcert.experiments.strategies)",
     "bench": "qpsolvers and its QP solvers (OSQP, SCS, PIQP, ProxQP, HiGHS), scikit-learn, qpbenchmark",
     "dist": "dask.distributed (ntpcert sweep)",
+    "lm": "torch, transformers, safetensors, tokenizers (--model DIR: reading language models)",
     "docs": "mkdocs-material and pymdown-extensions (the documentation site)",
     "test": "pytest and import-linter, with every extra above but docs (the test suite)",
 }

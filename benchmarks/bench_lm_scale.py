@@ -1,0 +1,111 @@
+"""Scale of the model commands: a GPT-2-small-shaped model (V = 50,257, d = 768, random weights, one block to
+keep the forward cheap) on the built-in pydoc text tokenised by a BPE tokenizer trained on it, 2-token
+contexts. Each command runs as a whole process under ``/usr/bin/time -v`` (wall time, peak RSS).
+
+    python benchmarks/bench_lm_scale.py --chars 2000 5000 --out benchmarks/results/lm-scale.md
+
+``--chars 0`` means the whole text (465k characters). The setup (tokenizer, model) is timed apart and not
+part of the figures. Peak RSS is the figure to watch: the instance holds its counts and probabilities as
+dense (m, V) arrays, which is what limits m × V today.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+V_MODEL, D_MODEL = 50_257, 768
+
+
+def setup(root: str) -> tuple[str, str]:
+    """The corpus file (whole pydoc text) and the model directory."""
+    import torch
+    import transformers as tf
+
+    from ntpcert.instance.datasets.pydoc_corpus import pydoc_text
+    from tests.lm_models import train_tokenizer
+
+    text = pydoc_text(None)
+    corpus = os.path.join(root, "pydoc.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write(text)
+    model = os.path.join(root, "gpt2-small-shaped")
+    os.makedirs(model, exist_ok=True)
+    train_tokenizer(text, V_MODEL, os.path.join(model, "tokenizer.json"), byte_level=True)
+    torch.manual_seed(0)
+    cfg = tf.GPT2Config(vocab_size=V_MODEL, n_positions=64, n_embd=D_MODEL, n_layer=1, n_head=12,
+                        bos_token_id=0, eos_token_id=0)
+    tf.utils.logging.disable_progress_bar()
+    tf.GPT2LMHeadModel(cfg).save_pretrained(model)
+    return corpus, model
+
+
+def timed(cmd: list[str], timeout: float) -> dict:
+    """Run ``cmd`` under /usr/bin/time -v: wall seconds, peak RSS (GB), exit code, last stderr line."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"rc": "timeout", "wall_s": timeout, "peak_gb": None, "note": f"killed after {timeout:.0f} s"}
+    wall = time.perf_counter() - t0
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    out = {"rc": p.returncode, "wall_s": round(wall, 1), "peak_gb": round(int(rss.group(1)) / 2**20, 2) if rss else None}
+    try:
+        rep = json.loads(p.stdout.strip().splitlines()[-1])
+        out.update({k: rep.get(k) for k in ("m", "d", "V", "compatible", "separable", "entropy_bound_reachable",
+                                            "excess_loss", "rel_dist_F")})
+    except (ValueError, IndexError):
+        lines = [ln for ln in p.stderr.splitlines() if ln.startswith("ntpcert")]
+        out["note"] = lines[-1][:200] if lines else p.stderr.strip().splitlines()[0][:200]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chars", type=int, nargs="+", default=[2000, 5000])
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as root:
+        t0 = time.perf_counter()
+        corpus, model = setup(root)
+        setup_s = time.perf_counter() - t0
+        py = [sys.executable, "-m", "ntpcert"]
+        for chars in args.chars:
+            cut = [] if chars == 0 else ["--max-chars", str(chars)]
+            common = [corpus, "--model", model, "--context", "tokens:2", "--json", "--max-entries", str(4 * 10**9)] + cut
+            for name, extra in (("certify", ["--no-svm"]), ("certify+svm", []), ("compare", [])):
+                cmd = py + [name.split("+")[0]] + common + extra
+                r = timed(cmd, args.timeout)
+                rows.append({"chars": chars or 465_000, "command": name, **r})
+                print(json.dumps(rows[-1]), flush=True)
+    load = os.getloadavg()[0]
+    lines = [f"# Model commands at V = {V_MODEL:,}, d = {D_MODEL} (GPT-2-small shaped, random weights, 1 block)",
+             "", f"Setup (BPE tokenizer trained on the whole pydoc text, model saved) {setup_s:.0f} s; "
+             f"load average {load:.1f} at the end. Whole processes, `/usr/bin/time -v`.", "",
+             "| corpus chars | command | m | m × V | wall s | peak GB | rc | note |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mv = f"{r['m'] * V_MODEL:,}" if r.get("m") else ""
+        lines.append(f"| {r['chars']:,} | {r['command']} | {r.get('m') or ''} | {mv} | {r['wall_s']} | "
+                     f"{r['peak_gb']} | {r['rc']} | {r.get('note', '')} |")
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""``--model DIR`` and its options, shared by every command that reads DATA: DATA is then a text corpus
+read through the model (:func:`ntpcert.instance.lm.load_model_data`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+#: The corpus options of text DATA that do not apply when the model tokenises and embeds.
+_TEXT_ONLY = {"tokenizer": "--tokenizer", "context_length": "--context-length", "all_prefixes": "--all-prefixes",
+              "embedding": "--embedding"}
+
+
+def model_options(p: argparse.ArgumentParser) -> None:
+    """The model group: ``--model``, ``--context``, ``--bos``, ``--static``, ``--model-tokenizer``."""
+    g = p.add_argument_group("model options (DATA is then a text corpus, or pydoc; needs ntpcert[lm])")
+    g.add_argument("--model", metavar="DIR", default=None,
+                   help="a Hugging Face model directory (config.json, *.safetensors, tokenizer.json), or a "
+                        ".safetensors file with --static; read offline, never from a hub")
+    g.add_argument("--context", metavar="SPEC", default="tokens:2",
+                   help="tokens:K (the K previous tokens, default tokens:2) or prefix:T (document prefixes of "
+                        "length 1..T; documents are separated by blank lines)")
+    g.add_argument("--bos", action="store_true", help="feed the model's BOS token before every context")
+    g.add_argument("--static", action="store_true",
+                   help="torch-free: h = the concatenated input embeddings of the context's tokens (safetensors only)")
+    g.add_argument("--model-tokenizer", metavar="FILE", default=None,
+                   help="tokenizer.json to use (default: the one beside the weights)")
+
+
+def uses_model(args: argparse.Namespace) -> bool:
+    return getattr(args, "model", None) is not None
+
+
+def load_model(args: argparse.Namespace) -> Any:
+    """The :class:`~ntpcert.instance.lm.ModelData` of ``args`` (DATA through ``--model``)."""
+    from ntpcert.errors import InputError
+    from ntpcert.instance.lm import load_model_data
+
+    for key, flag in _TEXT_ONLY.items():
+        if getattr(args, key, None) not in (None, False):
+            raise InputError(f"{flag}: does not apply with --model (the model tokenises and embeds; see --context)")
+    kw = {} if getattr(args, "max_entries", None) is None else {"max_entries": args.max_entries}
+    return load_model_data(args.data, args.model, context=args.context, bos=args.bos, static=args.static,
+                           tokenizer=args.model_tokenizer, max_chars=getattr(args, "max_chars", None), **kw)
+
+
+def check_model_flags(args: argparse.Namespace) -> None:
+    """``--bos``, ``--static``, ``--model-tokenizer`` and a non-default ``--context`` need ``--model``."""
+    from ntpcert.errors import InputError
+
+    if uses_model(args):
+        return
+    for flag, given in (("--bos", args.bos), ("--static", args.static),
+                        ("--model-tokenizer", args.model_tokenizer is not None),
+                        ("--context", args.context != "tokens:2")):
+        if given:
+            raise InputError(f"{flag}: applies only with --model DIR")

@@ -1,0 +1,15 @@
+"""Instances read from language models on disk: last-layer h_j as the decoder sees them, and the decoder.
+
+* :mod:`~ntpcert.instance.lm.files`: a model directory's files, named by SHA-256;
+* :mod:`~ntpcert.instance.lm.contexts`: distinct contexts and exact next-token counts;
+* :mod:`~ntpcert.instance.lm.capture`: the decoder's input by a forward hook (``ntpcert[lm]``);
+* :mod:`~ntpcert.instance.lm.static`: the torch-free path from the safetensors alone;
+* :mod:`~ntpcert.instance.lm.load`: :func:`load_model_data`, all of it together.
+
+Importing this package imports neither torch nor transformers; they load when a model is read.
+"""
+
+from ntpcert.instance.lm.contexts import ContextSpec
+from ntpcert.instance.lm.load import ModelData, load_model_data
+
+__all__ = ["ContextSpec", "ModelData", "load_model_data"]

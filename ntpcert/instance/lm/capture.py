@@ -1,0 +1,239 @@
+r"""h_j exactly as the decoder sees it: a forward hook on the model's output embeddings.
+
+The model is opened with ``local_files_only=True`` (nothing reaches a hub) in the dtype it is stored
+in, and run without gradients. A forward pre-hook on ``model.get_output_embeddings()`` records the
+decoder's input at the last position: the hidden state after the final norm and any scaling the
+model applies before its head. With the head's weight :math:`W` (V, d) and bias :math:`b` (V,),
+
+.. math:: \hat\ell_j = W h_j + b
+
+is recomputed in float64 and compared with the model's own logits :math:`\ell_j`; the capture's
+``residual`` is :math:`\max_j \|\hat\ell_j - \ell_j\| / \|\ell_j\|`. A residual above
+:data:`RESIDUAL_MAX` for the model's dtype means the model does something to its logits after the
+head, and the capture is refused.
+
+A bias becomes an appended constant coordinate: :math:`h_j \mapsto (h_j, 1)`, :math:`W \mapsto
+[W \; b]`, so the instance's decoder is linear. A head that is not ``torch.nn.Linear``, or a
+configuration with a logit scale or a final soft-capping other than 1, is refused with one line:
+the theory is about linear decoders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from ntpcert.errors import InputError
+from ntpcert.instance.lm.contexts import ContextCounts, ContextSpec
+from ntpcert.instance.lm.files import ModelFiles
+from ntpcert.util.extras import require
+from ntpcert.util.files import one_line
+
+__all__ = ["RESIDUAL_MAX", "Capture", "capture", "load_causal_lm", "require_lm"]
+
+#: Largest accepted relative residual of the recomputed logits, by the model's dtype (float32: the
+#: issue's 1e-5; half precisions round the model's own logits to about 3 decimal digits).
+RESIDUAL_MAX = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2, "bfloat16": 2e-2}
+
+#: Contexts per forward pass.
+BATCH_SIZE = 256
+
+#: Configuration keys that scale or cap the logits after the head, and the value that is harmless.
+LOGIT_POSTPROCESSING = {"logit_scale": 1.0, "logits_scaling": 1.0, "final_logit_softcapping": None,
+                        "output_multiplier_scale": 1.0}
+
+
+def require_lm(feature: str = "reading a model") -> tuple[Any, Any]:
+    """torch and transformers, or a :class:`~ntpcert.errors.MissingExtraError` naming ``ntpcert[lm]``."""
+    torch = require("torch", "lm", feature)
+    transformers = require("transformers", "lm", feature)
+    return torch, transformers
+
+
+@dataclass(frozen=True, eq=False)
+class Capture:
+    r"""What the hook saw.
+
+    Attributes
+    ----------
+    embeddings : ndarray of shape (m, d)
+        The decoder's inputs (float64, exactly the model's values), with a trailing 1 when the head has a bias.
+    decoder : ndarray of shape (V, d)
+        The head's weight, with the bias as its last column when there is one.
+    residual : float
+        :math:`\max_j \|W h_j + b - \ell_j\| / \|\ell_j\|` against the model's own logits.
+    tied, bias : bool
+        Whether the head's weight is the input embedding matrix, whether it has a bias.
+    dtype, architecture : str
+        The model's dtype and class name.
+    """
+
+    embeddings: np.ndarray
+    decoder: np.ndarray
+    residual: float
+    tied: bool
+    bias: bool
+    dtype: str
+    architecture: str
+
+
+@contextlib.contextmanager
+def _quiet(transformers: Any) -> Iterator[None]:
+    """transformers without its progress bars and warnings (library code does not print), restored after."""
+    log = transformers.utils.logging
+    verbosity = log.get_verbosity()
+    bars = log.is_progress_bar_enabled()
+    log.set_verbosity_error()
+    log.disable_progress_bar()
+    try:
+        yield
+    finally:
+        log.set_verbosity(verbosity)
+        if bars:
+            log.enable_progress_bar()
+
+
+def _check_config(files: ModelFiles, transformers: Any) -> dict:
+    try:
+        with open(files.config, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except (OSError, ValueError) as err:
+        raise InputError(f"--model: {files.config!r} is not a readable JSON config ({one_line(err)})") from None
+    if not isinstance(cfg, dict):
+        raise InputError(f"--model: {files.config!r} is not a JSON object")
+    mtype = cfg.get("model_type")
+    names = transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    if mtype not in names:
+        raise InputError(f"--model: unknown architecture: model_type {mtype!r} in {files.config!r} is not a causal "
+                         f"language model of transformers {transformers.__version__}")
+    for key, harmless in LOGIT_POSTPROCESSING.items():
+        value = cfg.get(key, harmless)
+        if value != harmless and not (harmless is None and value in (None, 0, 0.0)):
+            raise InputError(f"--model: config {key} = {value!r}: the model post-processes its logits, so its "
+                             "decoder is not linear (only a logit scale 1 and no soft-capping are read)")
+    return cfg
+
+
+def load_causal_lm(files: ModelFiles) -> Any:
+    """The model of ``files`` (a directory), in eval mode, opened offline."""
+    torch, transformers = require_lm()
+    if not files.is_directory:
+        raise InputError(f"--model: {files.weights[0]!r} is a bare .safetensors file: give its model directory "
+                         "(with config.json) for the model's own h, or --static for the torch-free path")
+    _check_config(files, transformers)
+    with _quiet(transformers):
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(files.root, local_files_only=True, dtype="auto")
+        except Exception as err:  # noqa: BLE001 - any loader failure is bad input here
+            raise InputError(f"--model: cannot open {files.root!r}: {one_line(err)}") from None
+    model.eval()
+    return model
+
+
+def _head(model: Any, torch: Any) -> tuple[Any, bool]:
+    head = model.get_output_embeddings()
+    if type(head) is not torch.nn.Linear:
+        raise InputError(f"--model: the decoder (get_output_embeddings()) is {type(head).__name__}, not a linear "
+                         "layer (torch.nn.Linear)")
+    emb = model.get_input_embeddings()
+    tied = emb is not None and getattr(emb, "weight", None) is not None and \
+        emb.weight.data_ptr() == head.weight.data_ptr() and emb.weight.shape == head.weight.shape
+    return head, bool(tied)
+
+
+def _inputs(counts: ContextCounts, spec: ContextSpec, bos: int | None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Forward batches: (input ids (b, L), positions (b,) of each context's last token, context indices (b,)).
+
+    ``tokens:K``: one row per context. ``prefix:T``: one row per maximal context; its shorter prefixes
+    (which are contexts too) are read at earlier positions of the same row."""
+    ctx = counts.contexts
+    lead = [] if bos is None else [bos]
+    if spec.kind == "tokens":
+        ids = np.array([lead + list(c) for c in ctx], dtype=np.int64).reshape(len(ctx), -1)
+        pos = np.full(len(ctx), ids.shape[1] - 1, dtype=np.int64)
+        rows = np.arange(len(ctx))
+        return [(ids[s:s + BATCH_SIZE], pos[s:s + BATCH_SIZE], rows[s:s + BATCH_SIZE])
+                for s in range(0, len(ctx), BATCH_SIZE)]
+    index = {c: j for j, c in enumerate(ctx)}
+    longer = {c[:-1] for c in ctx if len(c) > 1}
+    maximal = [c for c in ctx if c not in longer]
+    out = []
+    by_len: dict[int, list[tuple[int, ...]]] = {}
+    for c in maximal:
+        by_len.setdefault(len(c), []).append(c)
+    for L, group in sorted(by_len.items()):
+        for s in range(0, len(group), BATCH_SIZE):
+            part = group[s:s + BATCH_SIZE]
+            ids = np.array([lead + list(c) for c in part], dtype=np.int64)
+            for t in range(1, L + 1):  # the prefix of length t ends at position len(lead) + t - 1
+                js = np.array([index[c[:t]] for c in part], dtype=np.int64)
+                out.append((ids, np.full(len(part), len(lead) + t - 1, dtype=np.int64), js))
+    return out
+
+
+def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos: bool = False) -> Capture:
+    """Run the model on every context and capture the decoder's input at its last token.
+
+    Parameters
+    ----------
+    files : ModelFiles
+        A model directory (:func:`~ntpcert.instance.lm.files.locate_model`).
+    counts : ContextCounts
+        The distinct contexts (token ids).
+    spec : ContextSpec
+    bos : bool
+        Feed the model's ``bos_token_id`` before every context.
+
+    Raises
+    ------
+    InputError
+        A refused head, a model whose vocabulary does not match ``counts.V``, no ``bos_token_id``
+        with ``bos``, or a residual above :data:`RESIDUAL_MAX`.
+    MissingExtraError
+        Without torch or transformers.
+    """
+    torch, _ = require_lm()
+    model = load_causal_lm(files)
+    head, tied = _head(model, torch)
+    V, d = head.weight.shape
+    if V != counts.V:
+        raise InputError(f"--model: the decoder has {V} rows but the contexts were counted over V = {counts.V}")
+    bos_id = None
+    if bos:
+        bos_id = getattr(model.config, "bos_token_id", None)
+        if not isinstance(bos_id, int):
+            raise InputError(f"--bos: the model's config has no bos_token_id (got {bos_id!r})")
+    W = head.weight.detach().to(torch.float64).cpu().numpy()
+    b = None if head.bias is None else head.bias.detach().to(torch.float64).cpu().numpy()
+    dtype = str(head.weight.dtype).removeprefix("torch.")
+    H = np.zeros((counts.m, d), dtype=np.float64)
+    seen: list[Any] = []
+    hook = head.register_forward_pre_hook(lambda _mod, args: seen.append(args[0].detach()))
+    worst = 0.0
+    try:
+        with torch.no_grad():
+            for ids, pos, js in _inputs(counts, spec, bos_id):
+                seen.clear()
+                out = model(input_ids=torch.from_numpy(ids), use_cache=False)
+                h_all = seen[-1]
+                sel = torch.arange(ids.shape[0])
+                h = h_all[sel, torch.from_numpy(pos)].to(torch.float64).cpu().numpy()
+                logits = out.logits[sel, torch.from_numpy(pos)].to(torch.float64).cpu().numpy()
+                H[js] = h
+                mine = h @ W.T + (0.0 if b is None else b)
+                scale = np.maximum(np.linalg.norm(logits, axis=1), np.finfo(np.float64).tiny)
+                worst = max(worst, float(np.max(np.linalg.norm(mine - logits, axis=1) / scale)))
+    finally:
+        hook.remove()
+    limit = RESIDUAL_MAX.get(dtype, RESIDUAL_MAX["float32"])
+    if not worst <= limit:
+        raise InputError(f"--model: the decoder applied to the captured h misses the model's logits by {worst:.3g} "
+                         f"(relative, more than {limit:g} for {dtype}): the model changes its logits after the head")
+    if b is not None:
+        H = np.hstack([H, np.ones((counts.m, 1))])
+        W = np.hstack([W, b[:, None]])
+    return Capture(H, W, worst, tied, b is not None, dtype, type(model).__name__)

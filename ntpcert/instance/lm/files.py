@@ -1,0 +1,134 @@
+"""The files of a model on disk, found and named by their SHA-256, without opening them.
+
+A model is either a Hugging Face model directory (``config.json``, the weights as
+``model.safetensors`` or as shards listed in ``model.safetensors.index.json``, and ``tokenizer.json``)
+or a single ``.safetensors`` file together with a tokenizer file given apart. Nothing here reaches
+a hub: every path is a local file, checked to exist before anything is loaded, so a directory that
+is absent or partial is refused with one line naming what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+from ntpcert.errors import InputError
+
+__all__ = ["ModelFiles", "locate_model", "sha256_file"]
+
+#: Bytes read at a time when hashing a file.
+_HASH_CHUNK = 1 << 22
+
+#: The weights index of a sharded checkpoint.
+INDEX_NAME = "model.safetensors.index.json"
+
+
+def sha256_file(path: str) -> str:
+    """The SHA-256 of a file's bytes, as 64 lowercase hex digits (read in chunks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_HASH_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's parts are.
+
+    Attributes
+    ----------
+    root : str
+        The model directory, or the directory of the ``.safetensors`` file.
+    config : str or None
+        ``config.json`` (None for a bare ``.safetensors`` file: only the torch-free path reads it).
+    weights : tuple of str
+        The ``.safetensors`` files, in shard order.
+    tokenizer : str
+        The ``tokenizer.json`` file.
+    """
+
+    root: str
+    config: str | None
+    weights: tuple[str, ...]
+    tokenizer: str
+
+    @property
+    def is_directory(self) -> bool:
+        """True for a Hugging Face model directory (which transformers can open)."""
+        return self.config is not None
+
+    def paths(self) -> tuple[str, ...]:
+        """Every file the model is read from (config, weights, tokenizer), once each."""
+        out = ([self.config] if self.config else []) + list(self.weights) + [self.tokenizer]
+        return tuple(dict.fromkeys(out))
+
+    def digests(self) -> tuple[tuple[str, str], ...]:
+        """``(name, sha256)`` of every file of :meth:`paths`; names relative to :attr:`root` when inside it."""
+        out = []
+        for p in self.paths():
+            rel = os.path.relpath(p, self.root)
+            out.append((p if rel.startswith("..") else rel, sha256_file(p)))
+        return tuple(out)
+
+
+def _need_file(path: str, what: str, field: str) -> str:
+    if not os.path.isfile(path):
+        raise InputError(f"{field}: {what} {path!r} is missing")
+    return path
+
+
+def _shards(root: str, field: str) -> tuple[str, ...]:
+    index = os.path.join(root, INDEX_NAME)
+    try:
+        with open(index, encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise InputError(f"{field}: the shard index {index!r} is unreadable ({type(err).__name__}: {err})") from None
+    if not names or not all(isinstance(n, str) and n.endswith(".safetensors") for n in names):
+        raise InputError(f"{field}: the shard index {index!r} names no .safetensors shards")
+    return tuple(_need_file(os.path.join(root, n), "the shard", field) for n in names)
+
+
+def locate_model(model: str | os.PathLike, tokenizer: str | os.PathLike | None = None, *,
+                 field: str = "--model") -> ModelFiles:
+    """Find a model's files.
+
+    Parameters
+    ----------
+    model : path
+        A model directory, or one ``.safetensors`` file.
+    tokenizer : path, optional
+        The ``tokenizer.json`` to use; default ``tokenizer.json`` next to the weights. Required in
+        effect for a bare ``.safetensors`` file without one beside it.
+
+    Raises
+    ------
+    InputError
+        A path that does not exist, a directory without ``config.json``, without weights
+        (``model.safetensors`` or a complete sharded index) or without a tokenizer file.
+    """
+    path = os.fspath(model)
+    if os.path.isdir(path):
+        root = path
+        config = _need_file(os.path.join(root, "config.json"), "the model's config", field)
+        single = os.path.join(root, "model.safetensors")
+        if os.path.isfile(single):
+            weights: tuple[str, ...] = (single,)
+        elif os.path.isfile(os.path.join(root, INDEX_NAME)):
+            weights = _shards(root, field)
+        else:
+            raise InputError(f"{field}: {path!r} holds no weights (model.safetensors or {INDEX_NAME}); "
+                             "only safetensors checkpoints are read")
+    elif os.path.isfile(path):
+        if not path.lower().endswith(".safetensors"):
+            raise InputError(f"{field}: {path!r} is neither a model directory nor a .safetensors file")
+        root, config, weights = os.path.dirname(os.path.abspath(path)), None, (path,)
+    else:
+        raise InputError(f"{field}: no such model directory or file {path!r}")
+    tok = os.fspath(tokenizer) if tokenizer is not None else os.path.join(root, "tokenizer.json")
+    _need_file(tok, "the tokenizer file", "--model-tokenizer" if tokenizer is not None else field)
+    return ModelFiles(root, config, weights, tok)

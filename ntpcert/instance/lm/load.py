@@ -1,0 +1,224 @@
+"""A model and a corpus → an NTP instance whose h_j are what the model's decoder sees, with its decoder.
+
+:func:`load_model_data` tokenises the corpus with the model's own tokenizer
+(``tokenizers.Tokenizer.from_file``), cuts the distinct contexts (:mod:`ntpcert.instance.lm.contexts`),
+counts next tokens exactly over the model's full vocabulary, and embeds the contexts either by the
+model itself (:mod:`ntpcert.instance.lm.capture`, needs ``ntpcert[lm]``) or, with ``static=True``,
+by the concatenated input embeddings (:mod:`ntpcert.instance.lm.static`, needs only ``safetensors``).
+The result names every file it read by its SHA-256 (:meth:`ModelData.source_record`), which the
+certificate records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ntpcert.errors import InputError
+from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries
+from ntpcert.instance.lm.contexts import ContextSpec, count_contexts, split_documents
+from ntpcert.instance.lm.files import ModelFiles, locate_model
+from ntpcert.instance.model import NTPInstance
+from ntpcert.util.extras import require
+from ntpcert.util.files import one_line, read_input_bytes
+
+__all__ = ["ModelData", "load_model_data", "read_corpus", "tokenize_documents"]
+
+
+@dataclass(frozen=True, eq=False)
+class ModelData:
+    """An instance read from a model, and where it came from.
+
+    Attributes
+    ----------
+    instance : NTPInstance
+        Embeddings (m, d) as the decoder sees them; counts (m, V) over the model's vocabulary.
+    decoder : ndarray of shape (V, d) or None
+        The model's decoder on these h (bias as the last column); None on the torch-free path with K > 1
+        (``decoder_note`` says why).
+    files : tuple of (str, str)
+        ``(name, sha256)`` of every model file read.
+    corpus_sha256 : str
+        SHA-256 of the corpus text (UTF-8).
+    context : ContextSpec
+    bos : bool
+    embeddings : {"model", "static"}
+        Captured by the model (forward hook) or static (concatenated input embeddings).
+    tied, bias : bool
+    residual : float or None
+        Relative residual of the recomputed logits (model path only).
+    token_frequency : ndarray of shape (V,)
+        Occurrences of each token in the tokenised corpus.
+    """
+
+    instance: NTPInstance
+    decoder: np.ndarray | None
+    decoder_note: str
+    files: tuple[tuple[str, str], ...]
+    corpus_sha256: str
+    context: ContextSpec
+    bos: bool
+    embeddings: str
+    tied: bool
+    bias: bool
+    residual: float | None
+    architecture: str
+    token_frequency: np.ndarray
+
+    def source_record(self) -> dict[str, Any]:
+        """The certificate's ``source`` section (:mod:`ntpcert.pipeline.provenance`)."""
+        return {"kind": "model", "files": [[n, h] for n, h in self.files], "corpus_sha256": self.corpus_sha256,
+                "context": str(self.context), "bos": self.bos, "embeddings": self.embeddings}
+
+    def to_json(self) -> dict[str, Any]:
+        """What was read, for reports."""
+        return {**self.source_record(), "architecture": self.architecture, "tied": self.tied, "bias": self.bias,
+                "capture_residual": self.residual, "m": self.instance.m, "d": self.instance.d, "V": self.instance.V,
+                "decoder": self.decoder_note or "the model's decoder"}
+
+
+def read_corpus(corpus: str | os.PathLike, max_chars: int | None = None) -> str:
+    """The corpus text: a UTF-8 file, or the built-in name ``pydoc`` (the whole pydoc help text)."""
+    path = os.fspath(corpus)
+    if not os.path.exists(path) and path == "pydoc":
+        from ntpcert.instance.datasets.pydoc_corpus import pydoc_text
+
+        text = pydoc_text(None)
+    else:
+        try:
+            text = read_input_bytes(path, "CORPUS").decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InputError(f"CORPUS: {path!r} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+    text = text if max_chars is None else text[:max_chars]
+    if not text.strip():
+        raise InputError(f"CORPUS: {path!r} has no text")
+    return text
+
+
+def tokenize_documents(tokenizer_path: str, docs: list[str]) -> tuple[list[list[int]], Any]:
+    """Token ids of each document (no special tokens added), and the tokenizer."""
+    tokenizers = require("tokenizers", "lm", "tokenising a corpus with a model's tokenizer")
+    try:
+        tok = tokenizers.Tokenizer.from_file(tokenizer_path)
+    except Exception as err:  # noqa: BLE001 - a broken tokenizer file is bad input
+        raise InputError(f"--model: tokenizer file {tokenizer_path!r} is unreadable ({one_line(err)})") from None
+    return [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)], tok
+
+
+def _token_names(tok: Any, V: int) -> list[str]:
+    names = []
+    for z in range(V):
+        t = tok.id_to_token(z)
+        names.append(f"<{z}>" if t is None else t)
+    return names
+
+
+def _model_vocab(files: ModelFiles, static: bool) -> int:
+    """V, the decoder's rows: from config.json (``vocab_size``), else from the embedding tensor's shape."""
+    import json
+
+    if files.config is not None:
+        try:
+            with open(files.config, encoding="utf-8") as f:
+                V = json.load(f).get("vocab_size")
+        except (OSError, ValueError, AttributeError) as err:
+            raise InputError(f"--model: {files.config!r} is not a readable JSON config ({one_line(err)})") from None
+        if isinstance(V, int) and V > 0:
+            return V
+        if not static:
+            raise InputError(f"--model: {files.config!r} has no positive integer vocab_size")
+    from ntpcert.instance.lm.static import read_static
+
+    return int(read_static(files).embedding.shape[0])
+
+
+def load_model_data(
+    corpus: str | os.PathLike,
+    model: str | os.PathLike,
+    *,
+    context: str | ContextSpec = "tokens:2",
+    bos: bool = False,
+    tokenizer: str | os.PathLike | None = None,
+    static: bool = False,
+    max_chars: int | None = None,
+    max_entries: int | None = MAX_ENTRIES,
+) -> ModelData:
+    """Read a corpus through a model.
+
+    Parameters
+    ----------
+    corpus : path
+        A UTF-8 text file (documents separated by blank lines) or ``pydoc``.
+    model : path
+        A Hugging Face model directory, or a ``.safetensors`` file (then ``static`` and ``tokenizer``).
+    context : str or ContextSpec
+        ``tokens:K`` or ``prefix:T``.
+    bos : bool
+        Feed the model's BOS token before each context (model path only).
+    tokenizer : path, optional
+        ``tokenizer.json``; default the one in the model directory.
+    static : bool
+        The torch-free path: static embeddings from the input embedding matrix.
+    max_chars : int, optional
+        Read only the first ``max_chars`` characters of the corpus.
+    max_entries : int or None
+        Refuse counts (m·V) or embeddings (m·d) of more entries, before allocating them.
+
+    Raises
+    ------
+    InputError
+        Bad corpus, model directory absent, partial or of an unknown architecture, a refused decoder.
+    MissingExtraError
+        ``ntpcert[lm]`` missing (``tokenizers``; ``torch`` and ``transformers`` unless ``static``;
+        ``safetensors`` always).
+    """
+    spec = context if isinstance(context, ContextSpec) else ContextSpec.parse(context)
+    files = locate_model(model, tokenizer)
+    if static and bos:
+        raise InputError("--bos: applies to the model's own h, not to --static embeddings")
+    if not static and not files.is_directory:
+        raise InputError(f"--model: {os.fspath(model)!r} is a bare .safetensors file: give its model directory "
+                         "(with config.json) for the model's own h, or --static for the torch-free path")
+    if not static:
+        from ntpcert.instance.lm.capture import require_lm
+
+        require_lm()  # before any work: one line naming ntpcert[lm]
+    text = read_corpus(corpus, max_chars)
+    V = _model_vocab(files, static)
+    ids, tok = tokenize_documents(files.tokenizer, split_documents(text))
+    counts = count_contexts(ids, spec, V)
+    check_entries("contexts", counts.m, V, max_entries, "the count matrix (m, V)")
+    if static:
+        from ntpcert.instance.lm.static import read_static
+
+        sm = read_static(files)
+        if sm.embedding.shape[0] != V:
+            raise InputError(f"--model: the embedding matrix has {sm.embedding.shape[0]} rows, config.json says "
+                             f"vocab_size {V}")
+        check_entries("contexts", counts.m, spec.length * sm.embedding.shape[1], max_entries, "the embeddings (m, d)")
+        H = sm.embed(counts, spec.length)
+        one = spec.length == 1
+        decoder = sm.decoder if one else None  # its bias, if any, is already the last column
+        if one and sm.bias:
+            H = np.hstack([H, np.ones((H.shape[0], 1))])
+        note = "" if one else (f"static embeddings of {spec.length} tokens have d = {H.shape[1]}, the decoder "
+                               f"d = {sm.decoder.shape[1]}: give --W for a decoder of these h")
+        tied, bias, residual, arch, kind = sm.tied, sm.bias, None, "safetensors", "static"
+    else:
+        from ntpcert.instance.lm.capture import capture
+
+        cap = capture(files, counts, spec, bos=bos)
+        H, decoder, note = cap.embeddings, cap.decoder, ""
+        tied, bias, residual, arch, kind = cap.tied, cap.bias, cap.residual, cap.architecture, "model"
+    names = _token_names(tok, V)
+    sep = "" if all(len(n) == 1 for n in names) else " "
+    cnames = [sep.join(names[t] for t in c) for c in counts.contexts]
+    name = os.path.basename(os.path.normpath(files.root)) or "model"
+    inst = NTPInstance.from_counts(H, counts.dense(), token_names=names, context_names=cnames, name=name)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return ModelData(inst, decoder, note, files.digests(), digest, spec, bos, kind, tied, bias, residual, arch,
+                     counts.token_frequency)

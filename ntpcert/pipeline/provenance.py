@@ -1,0 +1,48 @@
+"""The certificate's optional ``source`` section: where the instance was read from, by SHA-256.
+
+An instance read from a model (:mod:`ntpcert.instance.lm`) carries::
+
+    "source": {"kind": "model", "files": [[NAME, SHA256], ...], "corpus_sha256": SHA256,
+               "context": "tokens:K" | "prefix:T", "bos": bool, "embeddings": "model" | "static"}
+
+The section is covered by the checksum and checked for its shape here; it is provenance, not a
+claim: the verdicts are re-derived from the embedded instance alone, and anyone holding the model
+files can compare their hashes with ``files``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ntpcert.errors import CertificateError
+
+__all__ = ["SOURCE_SCHEMA", "check_source"]
+
+#: The keys of the section, with the kinds of :data:`ntpcert.pipeline.certificate.SCHEMA`.
+SOURCE_SCHEMA = {"kind": "str", "files": "list", "corpus_sha256": "sha256", "context": "str", "bos": "bool",
+                 "embeddings": "str"}
+
+_SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
+
+
+def show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_source(sec: Any) -> None:
+    """Check the values of a ``source`` section whose keys and kinds
+    :func:`ntpcert.pipeline.certificate.check_schema` checked already: ``kind`` and ``embeddings``
+    known words, each ``files`` entry a pair of a non-empty name and a SHA-256."""
+    if sec["kind"] != "model":
+        raise CertificateError(f"source.kind: {show(sec['kind'])}, expected 'model'")
+    if sec["embeddings"] not in ("model", "static"):
+        raise CertificateError(f"source.embeddings: {show(sec['embeddings'])}, expected 'model' or 'static'")
+    if not sec["files"]:
+        raise CertificateError("source.files: empty, expected the model's files")
+    for i, item in enumerate(sec["files"]):
+        ok = (type(item) is list and len(item) == 2 and type(item[0]) is str and item[0]
+              and type(item[1]) is str and _SHA256.fullmatch(item[1]) is not None)
+        if not ok:
+            raise CertificateError(f"source.files[{i}]: expected [name, 64 lowercase hex digits], got {show(item)}")

@@ -1,0 +1,36 @@
+"""Text and CSV renderings of :mod:`ntpcert.dynamics.compare` results (no computation)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ntpcert.dynamics.compare import BIN_METRICS, COMPARE_METRICS
+
+
+def comparison_lines(cmp: Any) -> list[str]:
+    """The headline numbers, the bracket, then one line per frequency bin."""
+    v = cmp.values
+    b = cmp.bracket
+    lines = [f"  {k:>22}: {v[k]:.6g}" for k in COMPARE_METRICS]
+    if "excess_upper" in b:
+        lines.append(f"  {'bracket on L* - H':>22}: [{b['excess_lower']:.6g}, {b['excess_upper']:.6g}] (float)")
+    else:
+        lines.append(f"  {'bracket on L* - H':>22}: {b.get('skipped', 'not computed')}")
+    lines.append("  per token-frequency bin: " + ", ".join(("frequency", "tokens") + BIN_METRICS))
+    for row in cmp.bins:
+        lines.append(f"    {row['label']:>11} {row['tokens']:>6}  " + "  ".join(f"{row[k]:10.4g}" for k in BIN_METRICS))
+    return lines
+
+
+def series_csv(series: Sequence[tuple[int, Any]]) -> str:
+    """One row per snapshot: t and :data:`COMPARE_METRICS`."""
+    rows = ["t," + ",".join(COMPARE_METRICS)]
+    rows += [f"{t}," + ",".join(repr(float(c.values[k])) for k in COMPARE_METRICS) for t, c in series]
+    return "\n".join(rows) + "\n"
+
+
+def series_lines(series: Sequence[tuple[int, Any]]) -> list[str]:
+    keys = ("excess_loss", "rel_dist_F", "cos_perp_mm", "norm_matched_distance", "norm")
+    out = ["  " + f"{'t':>8} " + " ".join(f"{k:>22}" for k in keys)]
+    out += ["  " + f"{t:>8} " + " ".join(f"{c.values[k]:22.6g}" for k in keys) for t, c in series]
+    return out
