@@ -12,7 +12,11 @@ from ntpcert.cli.options import (EXIT_OK, check_solver, data_options, emit_json,
 
 
 def register(subparsers: Any, name: str) -> None:
-    p = subparsers.add_parser(name, help="compare a decoder W with the limits W*, F and W^mm")
+    p = subparsers.add_parser(
+        name, help="compare a decoder W with the limits W*, F and W^mm",
+        description="Compare a decoder W (a file, a directory of snapshots W_t, or a model's own decoder with "
+        "--model) with the limits on the same instance: CE(W) - H against the bracket on L* - H, margins, "
+        "||P_F W - W*|| / ||W*||, cos(P_F-perp W, W^mm), per token-frequency bin.")
     data_options(p)
     p.add_argument("--W", metavar="PATH", default=None,
                    help="the decoder (V, d): .npy or .safetensors, or a directory of snapshots W_t (t from each "
