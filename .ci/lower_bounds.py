@@ -11,6 +11,11 @@ import re
 import sys
 import tomllib
 
+#: Bounds the check cannot install here, and what it pins instead: torch's older releases on the package
+#: registry are CUDA builds of several GB; 2.13.0 is the CPU build these machines hold (the constraints
+#: file's pin), so the check runs torch at 2.13.0 and the torch bound itself stays untested.
+INSTEAD = {"torch": "2.13.0"}
+
 BOUND = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*>=\s*([0-9][^,;\s]*)\s*$")
 
 
@@ -33,4 +38,4 @@ if __name__ == "__main__":
     with open(path, "rb") as fh:
         bounds = lower_bounds(tomllib.load(fh))
     for name, version in sorted(bounds.items()):
-        print(f"{name}=={version}")
+        print(f"{name}=={INSTEAD.get(name, version)}")
