@@ -32,6 +32,7 @@ from ntpcert import NTPInstance, certify
 from ntpcert.pipeline.float_verdicts import SVM_TIME_LIMIT
 from ntpcert.solve.svm import auto, clarabel_direct
 from ntpcert.util.files import atomic_write_text
+from ntpcert.util.versions import stamp_versions
 
 
 def mid_sized(seed: int, index: int) -> NTPInstance:
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{b / n:.2f} | {bc:.1f} | {nc:.1f} | {solver} |")
     text = "\n".join(lines) + "\n"
     if args.out:
-        atomic_write_text(args.out, text)
+        atomic_write_text(args.out, stamp_versions(text))
     print(text)
     return 0
 

@@ -24,6 +24,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+from ntpcert.util.files import atomic_write_text  # noqa: E402
+from ntpcert.util.versions import stamp_versions  # noqa: E402
+
 V_MODEL, D_MODEL = 50_257, 768
 
 
@@ -100,10 +103,9 @@ def main() -> None:
         mv = f"{r['m'] * V_MODEL:,}" if r.get("m") else ""
         lines.append(f"| {r['chars']:,} | {r['command']} | {r.get('m') or ''} | {mv} | {r['wall_s']} | "
                      f"{r['peak_gb']} | {r['rc']} | {r.get('note', '')} |")
-    text = "\n".join(lines) + "\n"
+    text = stamp_versions("\n".join(lines) + "\n")
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
+        atomic_write_text(args.out, text)
     print(text)
 
 

@@ -151,6 +151,11 @@ CASES = [
     ("sweep-plot-store-not-sqlite", ["sweep-plot", "table.csv", "--out", "f.png"], "STORE"),
     ("sweep-plot-store-empty", ["sweep-plot", "empty.sqlite", "--out", "f.png"], "STORE"),
     ("sweep-plot-where-no-rows", ["sweep-plot", "s.sqlite", "--out", "f.png", "--where", "m=99"], "--where"),
+    ("compare-no-decoder", ["compare", "D.json"], "--W"),
+    ("compare-missing-decoder", ["compare", "D.json", "--W", "nope.npy"], "--W"),
+    ("compare-decoder-not-an-array", ["compare", "D.json", "--W", "W.npy"], "W"),
+    ("compare-decoder-wrong-shape", ["compare", "D.json", "--W", "W22.npy"], "shape (V, d) = (3, 2)"),
+    ("compare-figure-over-a-file", ["compare", "D.json", "--W", "W32.npy", "--figure", "fig.png"], "--figure"),
 ]
 
 #: Data files the strict reader refuses (the certificate's reader: ntpcert.util.strict_json), each with the
@@ -174,12 +179,13 @@ DATA_COMMANDS = {
     "explain": ["explain", "{}"], "svm": ["svm", "{}", "--out", "Wnew.npy"],
     "limits": ["limits", "{}", "--out", "new"], "trajectory": ["trajectory", "{}", "--out", "t"],
     "geometry": ["geometry", "{}", "--out", "g"], "verify-data": ["verify", "D.cert.json", "--data", "{}"],
+    "compare": ["compare", "{}", "--W", "W32.npy"],
 }
 CASES += [(f"{cmd}-strict-{name.split('.')[0]}", [a.replace("{}", name) for a in argv], needle)
           for cmd, argv in DATA_COMMANDS.items() for name, (_, needle) in STRICT_FILES.items()]
 
 COMMANDS = {"info", "certify", "svm", "limits", "verify", "bench", "trajectory", "reproduce", "sweep", "sweep-plot",
-            "explain", "geometry"}
+            "explain", "geometry", "compare"}
 
 SPECS = {
     "good.toml": 'name = "good"\n[grid]\nm = 2\nd = 1\nV = 2\nk = 1\n',
@@ -215,6 +221,8 @@ def template(tmp_path_factory) -> Path:
     (root / "table.tsv").write_text("a\tb\n1\t2\n")
     (root / "old.json").write_text("{}\n")
     (root / "W.npy").write_bytes(b"not really an array")
+    np.save(root / "W22.npy", np.zeros((2, 2)))
+    np.save(root / "W32.npy", np.zeros((3, 2)))
     (root / "fig.png").write_bytes(b"\x89PNG old figure")
     (root / "empty.sqlite").write_bytes(b"")
     for name, text in SPECS.items():
