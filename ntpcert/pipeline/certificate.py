@@ -12,11 +12,14 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
       "compatibility": {"claim": true, "n_eq": r, "dim_F": k, "primes": [..],
                         "null_space_basis": [[[j, z, "p/q"], ..], ..], "W_star": {...} (optional),
                         "particular_solutions": {"p": [[v, i, "p/q"], ..], ..} (optional; basis empty),
-                        "rank_modulus": p (optional), "embeddings_rank_modulus": p (optional)}
+                        "rank_modulus": p (optional), "embeddings_rank_modulus": p (optional),
+                        "embeddings_rank_witness": {pivots, core_rows, core_cols, core_rank, modulus} (optional)}
                      | {"claim": false, ..., "dim_F": k|null, "violating_null_vector": [[j, z, "p/q"], ..]}
                      | {"claim": null, "n_eq": r, "primes": [..], "reason": ".."},
       "separability": {"claim": true, "W": [["p/q", ..], ..]}            (V rows of d entries)
                     | {"claim": true, "embeddings_rank_modulus": p}      (Lemma 1: d >= m, rank H = m)
+                    | {"claim": true, "embeddings_rank_witness": {...}}  (Lemma 1, rank m by
+                                                     ntpcert.exact.rank_witness: peeled pivots + a core mod p)
                     | {"claim": false, "ray": [[v, j, "p/q"], ..]}       (nonzeros of a, shape (V, m))
                     | {"claim": null, "reason": ".."},
       "svm": {"W": [[..]] | "W_factored": {"scale": "p/q", "base": [[x, ..], ..], "delta": [[v, i, "p/q"], ..]},
@@ -162,12 +165,16 @@ SCHEMA: dict[str, dict[str, str]] = {
     "claims.svm": {"gap": "rational", "distance_bound": "float", "norm_lower": "float", "norm_upper": "float"},
     "compatibility/true": {"claim": "bool|null", "n_eq": "int", "dim_F": "int", "primes": "list",
                            "null_space_basis": "list", "W_star?": "object", "rank_modulus?": "int",
-                           "embeddings_rank_modulus?": "int", "particular_solutions?": "object"},
+                           "embeddings_rank_modulus?": "int", "particular_solutions?": "object",
+                           "embeddings_rank_witness?": "object"},
     "compatibility/false": {"claim": "bool|null", "n_eq": "int", "dim_F": "int|null", "primes": "list",
                             "violating_null_vector": "list"},
     "compatibility/null": {"claim": "bool|null", "n_eq": "int", "primes": "list", "reason": "str"},
     "compatibility.W_star": {"coefficients": "object"},
-    "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int"},
+    "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int",
+                          "embeddings_rank_witness?": "object"},
+    "rank_witness": {"pivots": "list", "core_rows": "list", "core_cols": "list", "core_rank": "int",
+                     "modulus": "int|null"},
     "separability/false": {"claim": "bool|null", "ray": "list"},
     "separability/null": {"claim": "bool|null", "reason": "str"},
     "excess": {"q": "list", "W": "list", "lower": "float", "upper": "float", "excess_lower": "float",
@@ -299,13 +306,16 @@ def check_schema(cert: Any) -> None:
     check_section(comp, f"compatibility/{_variant(claim)}", "compatibility")
     _check_primes(comp["primes"])
     if claim is True:
-        if "rank_modulus" in comp and "embeddings_rank_modulus" in comp:
-            raise CertificateError("compatibility: give rank_modulus or embeddings_rank_modulus, not both")
+        if sum(k in comp for k in ("rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness")) > 1:
+            raise CertificateError("compatibility: give at most one of rank_modulus, embeddings_rank_modulus and "
+                                   "embeddings_rank_witness")
+        if "embeddings_rank_witness" in comp:
+            check_section(comp["embeddings_rank_witness"], "rank_witness", "compatibility.embeddings_rank_witness")
         for k, vec in enumerate(comp["null_space_basis"]):
             _check_sparse(vec, f"compatibility.null_space_basis[{k}]")
         if "particular_solutions" in comp:
             if (comp["null_space_basis"] or "rank_modulus" in comp or "embeddings_rank_modulus" in comp
-                    or "W_star" in comp):
+                    or "embeddings_rank_witness" in comp or "W_star" in comp):
                 raise CertificateError("compatibility.particular_solutions: give them with an empty null_space_basis, "
                                        "no rank modulus and no W_star")
             for key, vec in comp["particular_solutions"].items():
@@ -323,8 +333,11 @@ def check_schema(cert: Any) -> None:
     claim = _claim(sep, "separability", (True, False, None))
     check_section(sep, f"separability/{_variant(claim)}", "separability")
     if claim is True:
-        if ("W" in sep) == ("embeddings_rank_modulus" in sep):
-            raise CertificateError("separability: a true claim needs exactly one of W and embeddings_rank_modulus")
+        if sum(k in sep for k in ("W", "embeddings_rank_modulus", "embeddings_rank_witness")) != 1:
+            raise CertificateError("separability: a true claim needs exactly one of W, embeddings_rank_modulus and "
+                                   "embeddings_rank_witness")
+        if "embeddings_rank_witness" in sep:
+            check_section(sep["embeddings_rank_witness"], "rank_witness", "separability.embeddings_rank_witness")
         if "W" in sep:
             _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string", _all_str)
     elif claim is False:
