@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.exact.rank_witness import RankWitness
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
     DEFAULT_SEPARABILITY_ENGINE,
@@ -26,8 +27,8 @@ from ntpcert.pipeline.decide import (
 from ntpcert.pipeline.decide import decide_separability as _decide_sep
 from ntpcert.pipeline.float_witness import settle_compatibility
 from ntpcert.pipeline.lemma1 import lemma1_json
-from ntpcert.exact.rank_witness import RankWitness
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.rows.onehot import onehot_compatibility
 from ntpcert.rows.subspace import (CompatibilityResult, Subspace, check_compatibility, dense_preferred,
                                    refuted_without_fit, unsettled_without_fit)
 from ntpcert.solve.separability_lp import SeparabilityResult
@@ -203,7 +204,10 @@ def certify(
             if (cdec.holds is None and p is None
                     and separability_solver == DEFAULT_SEPARABILITY_ENGINE and not dense_preferred(system)):
                 early = pair_separability(instance)
-            if cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
+            closed = onehot_compatibility(system, cdec.witness) if cdec.engine == "lemma1" else None
+            if closed is not None:  # W* splits by context: no fit
+                subspace, comp = Subspace.unsolved(system), closed
+            elif cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
                 subspace = Subspace.unsolved(system)
                 comp = refuted_without_fit(subspace, cdec.witness)
             elif early is not None and not fit_when_refuted:
