@@ -49,7 +49,9 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   probabilities and weights as fraction strings), so a certificate checks on its own. Counts that
   are mostly zero (:data:`SPARSE_COUNTS_MAX_FILL`) are written as ``"V": V, "counts_sparse":
   [[j, t, c], ...]``: the positive counts only, ``(j, t)`` strictly increasing (one spelling), at
-  most :data:`MAX_SPARSE_CELLS` cells m·V.
+  most :data:`MAX_SPARSE_CELLS` cells m·V. Mostly-zero embeddings (one-hot) are written as
+  ``"embeddings_shape": [m, d], "embeddings_sparse": [[j, i, x], ...]`` instead
+  (:mod:`ntpcert.pipeline.sparse_embeddings`).
 * ``why_not_separable`` (with a false separability claim): an irreducible non-separable set of
   contexts (strictly increasing), a Farkas ray whose support is exactly that set, and per context
   of the set, in the same order, a rational W on the embedding columns ``cols`` (V rows of
@@ -101,6 +103,7 @@ import numpy as np
 from ntpcert.errors import CertificateError, InputError
 from ntpcert.exact.rational import fraction_str
 from ntpcert.instance import NTPInstance
+from ntpcert.pipeline.sparse_embeddings import check_sparse_embeddings, dense_embeddings, sparse_embeddings_record
 
 FORMAT = "ntpcert-certificate"
 VERSION = 1
@@ -150,14 +153,17 @@ SCHEMA: dict[str, dict[str, str]] = {
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
-        "name": "str", "embeddings": "list", "counts": "list", "token_names?": "list", "context_names?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_shape?": "list", "embeddings_sparse?": "list",
+        "counts": "list", "token_names?": "list", "context_names?": "list",
     },
     "instance.embedded/counts_sparse": {
-        "name": "str", "embeddings": "list", "V": "size", "counts_sparse": "list", "token_names?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_shape?": "list", "embeddings_sparse?": "list",
+        "V": "size", "counts_sparse": "list", "token_names?": "list",
         "context_names?": "list",
     },
     "instance.embedded/probs": {
-        "name": "str", "embeddings": "list", "probs": "list", "weights": "list",
+        "name": "str", "embeddings?": "list", "embeddings_shape?": "list", "embeddings_sparse?": "list",
+        "probs": "list", "weights": "list",
         "token_names?": "list", "context_names?": "list",
     },
     "claims": {"compatible": "bool|null", "separable": "bool|null", "entropy_bound_reachable": "bool|null",
@@ -546,15 +552,21 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
         raise CertificateError(f"instance.embedded: expected an object, got {_type_name(rec)} {show(rec)}")
     variant = "counts" if "counts" in rec else ("counts_sparse" if "counts_sparse" in rec else "probs")
     check_section(rec, f"instance.embedded/{variant}", "instance.embedded")
+    if ("embeddings" in rec) == ("embeddings_sparse" in rec) or ("embeddings_sparse" in rec) != (
+            "embeddings_shape" in rec):
+        raise CertificateError("instance.embedded: give embeddings, or embeddings_sparse with embeddings_shape")
+    if "embeddings_sparse" in rec:  # ntpcert.pipeline.sparse_embeddings
+        check_sparse_embeddings(rec, m, d)
     # the header against the embedded arrays' own sizes, so that a header lie is named as one
-    emb, laws = rec["embeddings"], rec[variant]
+    emb, laws = rec.get("embeddings", []), rec[variant]
     sizes = {"m": len(emb), "d": len(emb[0]) if emb and type(emb[0]) is list else None,
              "V": rec["V"] if variant == "counts_sparse" else (len(laws[0]) if laws and type(laws[0]) is list else None)}
     for key, header in (("m", m), ("d", d), ("V", V)):
         if sizes[key] is not None and sizes[key] != header:
             raise CertificateError(f"instance.{key}: claims {header}, the embedded instance has {key} = {sizes[key]}")
-    _check_entries(rec["embeddings"], m, d, "instance.embedded.embeddings", _is_number, "a finite number",
-                   _all_exact_numbers)
+    if "embeddings" in rec:
+        _check_entries(rec["embeddings"], m, d, "instance.embedded.embeddings", _is_number, "a finite number",
+                       _all_exact_numbers)
     if variant == "counts":
         if from_floats:
             raise CertificateError("probabilities_exact_from_floats: true, but the embedded instance has counts")
@@ -593,11 +605,16 @@ MAX_SPARSE_CELLS = 100_000_000
 def instance_record(instance: NTPInstance) -> dict[str, Any]:
     """The instance as exact JSON values (see the module doc)."""
     H = np.asarray(instance.embeddings, dtype=np.float64)
-    # integral embeddings (one-hot, k-gram) as JSON integers, which encode several times faster than
-    # floats and read back to the same float64 bytes (no -0.0 among them, all within 2^53)
-    integral = bool(np.all(H == np.rint(H)) and np.all(np.abs(H) <= 2.0**53) and not np.any(np.signbit(H) & (H == 0)))
-    rec: dict[str, Any] = {"name": instance.name,
-                           "embeddings": H.astype(np.int64).tolist() if integral else H.tolist()}
+    sparse = sparse_embeddings_record(H)  # mostly zero (one-hot): [j, i, x] triples
+    rec: dict[str, Any] = {"name": instance.name}
+    if sparse is not None:
+        rec.update(sparse)
+    else:
+        # integral embeddings (one-hot, k-gram) as JSON integers, which encode several times faster than
+        # floats and read back to the same float64 bytes (no -0.0 among them, all within 2^53)
+        integral = bool(np.all(H == np.rint(H)) and np.all(np.abs(H) <= 2.0**53)
+                        and not np.any(np.signbit(H) & (H == 0)))
+        rec["embeddings"] = H.astype(np.int64).tolist() if integral else H.tolist()
     if instance.counts is not None:
         C = np.asarray(instance.counts)
         j, t = np.nonzero(C)  # row-major order: (j, t) increasing
@@ -622,8 +639,11 @@ def instance_record(instance: NTPInstance) -> dict[str, Any]:
 def instance_from_record(rec: Any) -> NTPInstance:
     """Rebuild the embedded instance (whose structure :func:`check_schema` has checked); raises
     :class:`CertificateError` when it is malformed."""
-    if type(rec) is not dict or "embeddings" not in rec:
+    if type(rec) is not dict or not ("embeddings" in rec or "embeddings_sparse" in rec):
         raise CertificateError("instance.embedded: missing or not an object with 'embeddings'")
+    if "embeddings_sparse" in rec:  # checked by check_schema (check_sparse_embeddings)
+        rec = {**{k: v for k, v in rec.items() if k not in ("embeddings_sparse", "embeddings_shape")},
+               "embeddings": dense_embeddings(rec)}
     names = {k: rec.get(k) for k in ("token_names", "context_names")}
     name = rec.get("name")
     if type(name) is not str:
