@@ -559,7 +559,7 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
         check_sparse_embeddings(rec, m, d)
     # the header against the embedded arrays' own sizes, so that a header lie is named as one
     emb, laws = rec.get("embeddings", []), rec[variant]
-    sizes = {"m": len(emb), "d": len(emb[0]) if emb and type(emb[0]) is list else None,
+    sizes = {"m": len(emb) if "embeddings" in rec else m, "d": len(emb[0]) if emb and type(emb[0]) is list else None,
              "V": rec["V"] if variant == "counts_sparse" else (len(laws[0]) if laws and type(laws[0]) is list else None)}
     for key, header in (("m", m), ("d", d), ("V", V)):
         if sizes[key] is not None and sizes[key] != header:

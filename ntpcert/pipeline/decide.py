@@ -64,6 +64,7 @@ import numpy as np
 
 from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.exact.compatibility import check_compatibility_by_columns
+from ntpcert.exact.modular import lift_vector
 from ntpcert.exact.rank_witness import RankWitness
 from ntpcert.pipeline.lemma1 import lemma1, lemma1_text
 from ntpcert.instance import NTPInstance
@@ -100,8 +101,6 @@ FEASIBILITY_TOL = 0.5
 GRAM_MAX_ROWS = 1500
 #: Null-space vectors lifted from one system, at most.
 MAX_LIFTED = 4000
-#: Rational reconstruction bound: |numerator|, denominator <= sqrt(p / 2).
-_RR_BOUND = None
 
 
 # ============================================================================ parts
@@ -443,50 +442,6 @@ class CompatibilityDecision:
     exact: Any = None
 
 
-def _rational(a: int, p: int) -> tuple[int, int] | None:
-    """(n, d) with n/d = a mod p, |n|, d <= sqrt(p/2), or None (rational reconstruction)."""
-    bound = math.isqrt(p // 2)
-    r0, r1 = p, a % p
-    s0, s1 = 0, 1
-    while r1 > bound:
-        q = r0 // r1
-        r0, r1 = r1, r0 - q * r1
-        s0, s1 = s1, s0 - q * s1
-    if s1 == 0 or abs(s1) > bound:
-        return None
-    n, d = (r1, s1) if s1 > 0 else (-r1, -s1)
-    if math.gcd(abs(n), d) != 1:
-        return None
-    return n, d
-
-
-def _lift(col: list[int], p: int) -> np.ndarray | None:
-    """An integer vector proportional to the rational reconstruction of a vector mod p."""
-    nums, dens = [], []
-    for a in col:
-        if a == 0:
-            nums.append(0)
-            dens.append(1)
-            continue
-        nd = _rational(int(a), p)
-        if nd is None:
-            return None
-        nums.append(nd[0])
-        dens.append(nd[1])
-    den = 1
-    for d in dens:
-        den = den * d // math.gcd(den, d)
-    out = [n * (den // d) for n, d in zip(nums, dens)]
-    g = 0
-    for v in out:
-        g = math.gcd(g, v)
-    if g > 1:
-        out = [v // g for v in out]
-    if any(abs(v) >= 2 ** 62 for v in out):
-        return None
-    return np.array(out, dtype=np.int64)
-
-
 def exact_left_null(system: KeslerSystem, y: np.ndarray) -> bool:
     r""":math:`A_{eq}^\top y = 0` exactly, for an integer vector y of shape (r,), touching only its rows:
     for every token, the combination of the embeddings of the contexts whose rows name it vanishes
@@ -522,7 +477,7 @@ def _modular(system: KeslerSystem, p: int) -> tuple[str, object]:
     basis = []
     failed = 0
     for col in cols:
-        y = _lift(col, p)
+        y = lift_vector(col, p)
         if y is None or not exact_left_null(system, y):
             failed += 1
             continue
@@ -590,8 +545,8 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_rank: RankWitness | Non
                 return CompatibilityDecision(False, "part-null-vector", _violation_text(system, y, part),
                                              violating=_as_dict(system, y))
     if r > GRAM_MAX_ROWS:
-        return CompatibilityDecision(None, None, f"no violating null vector on parts; the whole system has r = {r} "
-                                     f"equality rows, more than the {GRAM_MAX_ROWS} decided mod p here")
+        return _frequent_tokens(system, f"no violating null vector on parts; the whole system has r = {r} equality "
+                                f"rows, more than the {GRAM_MAX_ROWS} decided mod p as a whole")
     kind, val = _modular(system, p)
     if kind == "full-rank":
         return CompatibilityDecision(True, "gram-rank-mod-p", f"A_eq has full row rank r = {r} (its Gram matrix "
@@ -607,6 +562,21 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_rank: RankWitness | Non
                                      modulus=p, rank=rank, null_basis=[_as_dict(system, y) for y in basis])
     notes.append(str(val))
     return CompatibilityDecision(None, None, "; ".join(notes) + "; run 'ntpcert certify DATA --exact'")
+
+
+def _frequent_tokens(system: KeslerSystem, before: str) -> CompatibilityDecision:
+    """(4) through the tokens whose contexts' embeddings are dependent (:mod:`ntpcert.pipeline.frequent_tokens`)."""
+    from ntpcert.pipeline.frequent_tokens import reduce_compatibility
+
+    red = reduce_compatibility(system)
+    if red.holds is False:
+        return CompatibilityDecision(False, "frequent-tokens-null-vector", "frequent-token reduction: " + red.why,
+                                     violating=_as_dict(system, red.violating))
+    if red.holds is True:
+        return CompatibilityDecision(True, "frequent-tokens", "frequent-token reduction: " + red.why,
+                                     modulus=red.modulus, rank=system.n_eq - len(red.basis),
+                                     null_basis=[_as_dict(system, y) for y in red.basis])
+    return CompatibilityDecision(None, None, f"{before}; frequent-token reduction: {red.why}")
 
 
 def _pair_null_vector(system: KeslerSystem) -> CompatibilityDecision | None:

@@ -307,7 +307,8 @@ class _Exact:
         e = expo.astype(np.int64) - 53
         nz = M != 0
         aM = np.abs(M)
-        tz = np.where(nz, _bit_lengths(aM & -aM) - 1, 0)  # trailing zero bits
+        tz = np.zeros_like(M)  # trailing zero bits, of the non-zero entries only (one-hot H is mostly zero)
+        tz[nz] = _bit_lengths(aM[nz] & -aM[nz]) - 1
         M, e = M >> tz, e + tz
         s = max(0, int(-e[nz].min())) if nz.any() else 0
         self.hden = 1 << s
