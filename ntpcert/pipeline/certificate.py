@@ -172,7 +172,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "compatibility/true": {"claim": "bool|null", "n_eq": "int", "dim_F": "int", "primes": "list",
                            "null_space_basis": "list", "W_star?": "object", "rank_modulus?": "int",
                            "embeddings_rank_modulus?": "int", "particular_solutions?": "object",
-                           "embeddings_rank_witness?": "object"},
+                           "embeddings_rank_witness?": "object", "frequent_tokens_modulus?": "int"},
     "compatibility/false": {"claim": "bool|null", "n_eq": "int", "dim_F": "int|null", "primes": "list",
                             "violating_null_vector": "list"},
     "compatibility/null": {"claim": "bool|null", "n_eq": "int", "primes": "list", "reason": "str"},
@@ -312,16 +312,17 @@ def check_schema(cert: Any) -> None:
     check_section(comp, f"compatibility/{_variant(claim)}", "compatibility")
     _check_primes(comp["primes"])
     if claim is True:
-        if sum(k in comp for k in ("rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness")) > 1:
-            raise CertificateError("compatibility: give at most one of rank_modulus, embeddings_rank_modulus and "
-                                   "embeddings_rank_witness")
+        if sum(k in comp for k in ("rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness",
+                                   "frequent_tokens_modulus")) > 1:
+            raise CertificateError("compatibility: give at most one of rank_modulus, embeddings_rank_modulus, "
+                                   "embeddings_rank_witness and frequent_tokens_modulus")
         if "embeddings_rank_witness" in comp:
             check_section(comp["embeddings_rank_witness"], "rank_witness", "compatibility.embeddings_rank_witness")
         for k, vec in enumerate(comp["null_space_basis"]):
             _check_sparse(vec, f"compatibility.null_space_basis[{k}]")
         if "particular_solutions" in comp:
             if (comp["null_space_basis"] or "rank_modulus" in comp or "embeddings_rank_modulus" in comp
-                    or "embeddings_rank_witness" in comp or "W_star" in comp):
+                    or "embeddings_rank_witness" in comp or "frequent_tokens_modulus" in comp or "W_star" in comp):
                 raise CertificateError("compatibility.particular_solutions: give them with an empty null_space_basis, "
                                        "no rank modulus and no W_star")
             for key, vec in comp["particular_solutions"].items():

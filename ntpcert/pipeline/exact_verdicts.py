@@ -198,7 +198,9 @@ def _certificate_body(
         if compat.particular is not None:  # R_p with A_eq vec(R_p) = E_p: the primes whose exponents move
             comp["particular_solutions"] = {str(p): cf.sparse_list(compat.particular[p])
                                             for q, p in enumerate(compat.primes) if any(compat.E[:, q])}
-        if compat.embeddings_modulus and compat.rank_witness is not None:
+        if compat.method == "frequent-tokens":  # ntpcert.pipeline.frequent_tokens: the checker rebuilds the bound
+            comp["frequent_tokens_modulus"] = compat.modulus
+        elif compat.embeddings_modulus and compat.rank_witness is not None:
             key, value = compat.rank_witness.certificate_entry
             comp[key] = value
         elif compat.modulus is not None:
@@ -383,7 +385,8 @@ def _compatibility(instance: NTPInstance, rep: Report) -> ExactCompatibility:
         if tall is not None:
             return tall
     if dec is not None and dec.engine in ("no-equations", "lemma1", "gram-rank-mod-p", "null-space", "null-vector",
-                                          "part-null-vector", "pair-null-vector"):
+                                          "part-null-vector", "pair-null-vector",
+                                          "frequent-tokens-null-vector", "frequent-tokens"):
         primes, E = prime_exponents(instance)
         common = {"n_eq": r, "primes": primes, "probabilities_from_floats": bool(instance.probs_exact_from_floats),
                       "method": dec.engine, "E": E}

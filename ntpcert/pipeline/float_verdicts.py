@@ -30,7 +30,7 @@ from ntpcert.pipeline.lemma1 import lemma1_json
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.onehot import onehot_compatibility
 from ntpcert.rows.subspace import (CompatibilityResult, Subspace, check_compatibility, dense_preferred,
-                                   refuted_without_fit, unsettled_without_fit)
+                                   proved_without_fit, refuted_without_fit, unsettled_without_fit)
 from ntpcert.solve.separability_lp import SeparabilityResult
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
@@ -201,12 +201,16 @@ def certify(
         with stages.stage("subspace F and W*", key="compatibility"):
             cdec = decide_compatibility(system, lemma1_rank=p)
             early = None  # an exact Farkas ray from pairs, found before a costly fit
-            if (cdec.holds is None and p is None
+            if (cdec.holds is not False and p is None
                     and separability_solver == DEFAULT_SEPARABILITY_ENGINE and not dense_preferred(system)):
                 early = pair_separability(instance)
             closed = onehot_compatibility(system, cdec.witness) if cdec.engine == "lemma1" else None
             if closed is not None:  # W* splits by context: no fit
                 subspace, comp = Subspace.unsolved(system), closed
+            elif cdec.holds is True and early is not None:  # proved exactly, but W* (which needs (6) too) is moot
+                subspace = Subspace.unsolved(system)
+                comp = proved_without_fit(subspace, cdec, "(6) refuted exactly first (" + early.engine + "): the "
+                                          "entropy bound is out of reach, so W* is not fitted")
             elif cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
                 subspace = Subspace.unsolved(system)
                 comp = refuted_without_fit(subspace, cdec.witness)

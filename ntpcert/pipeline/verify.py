@@ -943,6 +943,21 @@ def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool | Non
     for k, y in enumerate(ys):
         _need(ex.left_null(y), f"compatibility.null_space_basis[{k}]: not in the left null space of A_eq")
         _need(not yE(y), f"compatibility.null_space_basis[{k}]: y^T E != 0, contradicting the claim")
+    if "frequent_tokens_modulus" in sec:  # the reduced system rebuilt here: an upper bound on dim null(A_eq^T)
+        from ntpcert.pipeline.frequent_tokens import left_null_dimension_bound
+
+        p = sec["frequent_tokens_modulus"]
+        _need(_is_prime(p) and p < 2**62, f"compatibility.frequent_tokens_modulus: {cf.show(p)} is not a prime below 2^62")
+        bound = left_null_dimension_bound(ex.inst, p)
+        _need(bound is not None, "compatibility.frequent_tokens_modulus: the reduced system is too large to rebuild")
+        _need(len(ys) >= bound, f"compatibility.frequent_tokens_modulus: the reduced system mod {p} leaves {bound} "
+              f"null directions, the basis has {len(ys)} vectors")
+        if ys:
+            _need(ex.rank_vectors_mod(ys, p) == len(ys), "compatibility.null_space_basis: the vectors are dependent "
+                  f"mod {p}")
+        checks.append(f"compatible: the frequent-token reduction mod {p} bounds dim null(A_eq^T) by {bound}, the "
+                      f"{len(ys)} exact null vectors reach it and Y^T E = 0")
+        return True
     if "rank_modulus" in sec:
         p = sec["rank_modulus"]
         _need(_is_prime(p), f"compatibility.rank_modulus: {cf.show(p)} is not a prime")
