@@ -91,3 +91,41 @@ def test_large_sparse_system_is_decided_by_the_reduction(monkeypatch):
         if dec.holds is not None:
             assert dec.engine in ("frequent-tokens", "frequent-tokens-null-vector", "pair-null-vector",
                                   "particular-solutions")
+
+
+def test_reduction_certificate_verifies_and_its_forgeries_fail(monkeypatch):
+    """h_0 + h_1 = h_2 and the log-odds of tokens 1 over 0 are log 2, log 3, log 6: one null direction with
+    y^T b = 0, so compatible; the certificate's basis and bound are re-checked by verify."""
+    import copy
+
+    from ntpcert.pipeline.certificate import seal
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.verify import verify_certificate
+
+    monkeypatch.setattr(dm, "GRAM_MAX_ROWS", 1)
+    monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 10 ** 9)
+    inst = NTPInstance.from_counts([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1, 2], [1, 3], [1, 6]])
+    assert dm.decide_compatibility(KeslerSystem.build(inst)).engine == "frequent-tokens"
+    rep = exact_certify(inst, svm=False)
+    assert rep.verdict.valid, rep.verdict.reason
+    comp = rep.certificate["compatibility"]
+    assert comp["claim"] is True and comp["frequent_tokens_modulus"] == PRIMES[0]
+    assert len(comp["null_space_basis"]) == 1 and comp["dim_F"] == 2
+
+    def bad(edit, needle):
+        out = copy.deepcopy(rep.certificate)
+        edit(out["compatibility"])
+        verdict = verify_certificate(seal(out))
+        assert not verdict.valid and needle in verdict.reason, verdict.reason
+
+    def drop(c):
+        c["null_space_basis"], c["dim_F"] = [], 3
+    bad(drop, "leaves 1 null directions, the basis has 0 vectors")
+
+    def not_prime(c):
+        c["frequent_tokens_modulus"] = 2147483646
+    bad(not_prime, "is not a prime")
+
+    def twice(c):  # two copies of one vector: dependent, and dim_F one lower
+        c["null_space_basis"], c["dim_F"] = c["null_space_basis"] * 2, 1
+    bad(twice, "dependent")
