@@ -129,3 +129,14 @@ def test_reduction_certificate_verifies_and_its_forgeries_fail(monkeypatch):
     def twice(c):  # two copies of one vector: dependent, and dim_F one lower
         c["null_space_basis"], c["dim_F"] = c["null_space_basis"] * 2, 1
     bad(twice, "dependent")
+
+
+def test_a_skipped_bracket_never_advises_the_command_that_skipped_it():
+    from ntpcert.pipeline.excess_certificate import AUTO_MAX_CELLS, EXPLAIN_MAX_CELLS, skipped_bracket_text
+
+    from_explain = skipped_bracket_text(EXPLAIN_MAX_CELLS + 1, EXPLAIN_MAX_CELLS)  # what explain says
+    assert "ntpcert explain" not in from_explain and "float_bracket" in from_explain
+    from_certify = skipped_bracket_text(AUTO_MAX_CELLS + 1, AUTO_MAX_CELLS)  # certify: explain's cap admits it
+    assert "ntpcert explain DATA" in from_certify
+    too_big_for_both = skipped_bracket_text(EXPLAIN_MAX_CELLS + 1, AUTO_MAX_CELLS)
+    assert "ntpcert explain" not in too_big_for_both

@@ -66,6 +66,7 @@ from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.exact.compatibility import check_compatibility_by_columns
 from ntpcert.exact.modular import lift_vector
 from ntpcert.exact.rank_witness import RankWitness
+from ntpcert.pipeline.float_witness import exact_left_null
 from ntpcert.pipeline.lemma1 import lemma1, lemma1_text
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
@@ -440,20 +441,6 @@ class CompatibilityDecision:
     #: The exact verdict itself when the engine made one
     #: (:class:`~ntpcert.exact.compatibility.ExactCompatibility`, engine ``particular-solutions``).
     exact: Any = None
-
-
-def exact_left_null(system: KeslerSystem, y: np.ndarray) -> bool:
-    r""":math:`A_{eq}^\top y = 0` exactly, for an integer vector y of shape (r,), touching only its rows:
-    for every token, the combination of the embeddings of the contexts whose rows name it vanishes
-    (one integer matrix product, :func:`ntpcert.exact.rational.combinations_vanish`)."""
-    from ntpcert.exact.rational import combinations_vanish
-
-    acc: dict[int, dict[int, int]] = {}  # token -> context -> coefficient
-    for i in np.flatnonzero(y):
-        j, z, a, e = int(system.eq_context[i]), int(system.eq_token[i]), int(system.eq_anchor[i]), int(y[i])
-        acc.setdefault(z, {})[j] = acc.setdefault(z, {}).get(j, 0) + e
-        acc.setdefault(a, {})[j] = acc.setdefault(a, {}).get(j, 0) - e
-    return combinations_vanish(system.instance.embeddings, acc)
 
 
 def _modular(system: KeslerSystem, p: int) -> tuple[str, object]:
