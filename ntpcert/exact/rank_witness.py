@@ -114,7 +114,8 @@ class RankWitness:
             return f"H ({self.m} x {self.d}) contains {kind} on all {self.m} rows (peeled column singletons): rank m"
         core = (f"a core of {len(self.core_rows)} x {len(self.core_cols)} with rank {self.core_rank} mod the prime "
                 f"{self.modulus}" if self.modulus is not None else "no core rank")
-        text = f"rank H >= {self.bound} of m = {self.m}: {t} rows peeled (triangular) plus {core}"
+        text = (f"rank H >= {self.bound} of m = {self.m}: {t} rows peeled (triangular) plus {core}" if t else
+                f"rank H >= {self.bound} of m = {self.m}: {core}")
         if self.skipped:
             text += f" ({self.skipped})"
         return text

@@ -25,7 +25,7 @@ def lemma1(instance: NTPInstance) -> RankWitness:
 
 def lemma1_text(rank: RankWitness) -> str:
     """Lemma 1's premise in words, for the witness of a verdict it decided."""
-    return f"H has rank m = {rank.m} ({rank.describe()})"
+    return f"H has full row rank m = {rank.m} ({rank.describe()})"
 
 
 def lemma1_json(rank: RankWitness | None) -> dict:
