@@ -235,7 +235,7 @@ def test_structured_solver_on_a_small_integer_instance(monkeypatch):
          [-4.0, 0.0, -1.0, -1.0, -2.0], [0.0, 2.0, 1.0, 0.0, 2.0]]
     inst = NTPInstance.from_counts(np.array(H), [[1, 1, 0], [0, 1, 1], [0, 0, 1], [0, 0, 1], [1, 1, 0]])
     system = KeslerSystem.build(inst)
-    assert dm.lemma1(inst) is None and dm.decide_separability(system, engine="highs").holds is True
+    assert not dm.lemma1(inst).full and dm.decide_separability(system, engine="highs").holds is True
     monkeypatch.setattr(dm, "SMALL_LP_VARS", 0)
     dec = dm.decide_separability(system)
     assert dec.holds is not False
@@ -384,20 +384,24 @@ def test_lemma1_decides_both_verdicts_without_a_solver(no_solvers):
 
     for inst in _lemma1_instances():
         assert inst.d >= inst.m and _exact_rank(inst.embeddings) == inst.m
-        p = dm.lemma1(inst)
-        assert p in PRIMES
+        rank = dm.lemma1(inst)
+        p = rank.modulus
+        assert rank.full and (p in PRIMES or rank.route in ("permutation", "triangular"))
         system = KeslerSystem.build(inst)
-        sep = dm.decide_separability(system, lemma1_modulus=p)
-        comp = dm.decide_compatibility(system, lemma1_modulus=p)
+        sep = dm.decide_separability(system, lemma1_rank=rank)
+        comp = dm.decide_compatibility(system, lemma1_rank=rank)
         assert (sep.holds, sep.engine, sep.modulus) == (True, "lemma1", p)
         assert (comp.holds, comp.engine, comp.modulus, comp.rank) == (True, "lemma1", p, system.n_eq)
         out = certify(inst, svm=False).to_json()
         assert out["separable"]["by"] == "lemma1" and out["separable"]["holds"] is True
         assert out["compatible"]["by"] == "lemma1" and out["compatible"]["holds"] is True
-        assert out["lemma1"] == {"holds": True, "modulus": p}
+        assert out["lemma1"]["holds"] is True and out["lemma1"]["modulus"] == p
+        assert out["lemma1"]["rank_lower_bound"] == inst.m
         rep = exact_certify(inst, svm=False)
         assert rep.verdict.valid, rep.verdict.reason
-        assert rep.certificate["separability"] == {"claim": True, "embeddings_rank_modulus": p}
+        key, value = rank.certificate_entry
+        assert rep.certificate["separability"] == {"claim": True, key: value}
+        assert (key == "embeddings_rank_modulus") == (rank.route == "dense-mod-p")
     # the tripwires are live: without Lemma 1 the engine needs a solver
     with pytest.raises(AssertionError, match="a solver was called"):
         dm.decide_separability(KeslerSystem.build(_lemma1_instances()[0]))
@@ -411,9 +415,9 @@ def test_lemma1_needs_full_row_rank():
     H = np.vstack([a, b, a + b, [2.0, 0.0, 1.0, 1.0, -1.0]])
     assert H.shape[1] >= H.shape[0] and _exact_rank(H) == 3
     inst = NTPInstance.from_counts(H, [[1, 2, 0], [3, 0, 0], [0, 1, 1], [0, 0, 5]])
-    assert dm.lemma1(inst) is None
+    assert not dm.lemma1(inst).full and dm.lemma1(inst).bound == 3
     out = certify(inst, svm=False).to_json()
-    assert out["lemma1"]["holds"] is None
+    assert out["lemma1"]["holds"] is None and out["lemma1"]["rank_lower_bound"] == 3
     assert out["separable"]["by"] not in (None, "lemma1") and out["compatible"]["by"] not in (None, "lemma1")
     rep = exact_certify(inst, svm=False)
     assert rep.verdict.valid, rep.verdict.reason
@@ -527,7 +531,7 @@ def test_rank_modulus_certificate_verifies_and_its_forgeries_fail(monkeypatch):
     # a prime dividing a minor of G: the L1 instance without Lemma 1 has rank G = 2 over Q, 1 mod 3
     l1 = NTPInstance.from_counts([[1.0, 1.0, 0.0], [1.0, 4.0, 0.0]], [[1, 2, 0], [0, 3, 1]])
     rep = exact_certify(l1, svm=False, use_lemma1=False)
-    assert rep.verdict.valid and rep.certificate["compatibility"]["rank_modulus"] == dm.lemma1(l1)
+    assert rep.verdict.valid and rep.certificate["compatibility"]["rank_modulus"] == dm.lemma1(l1).modulus
     _invalid(_forged(rep.certificate, _set("compatibility", "rank_modulus", 3)),
              "compatibility.rank_modulus: rank of G mod 3 is 1, not dim_F = 2")
     assert verify_certificate(_forged(rep.certificate, _set("compatibility", "rank_modulus", 5))).valid

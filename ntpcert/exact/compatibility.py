@@ -175,6 +175,8 @@ class ExactCompatibility:
     method: str = "null-space"
     reason: str = ""
     embeddings_modulus: bool = False
+    #: Lemma 1's rank certificate (:class:`~ntpcert.exact.rank_witness.RankWitness`) when it decided.
+    rank_witness: object = field(default=None, repr=False)
     #: ``{p: {(v, i): Fraction}}``: exact :math:`R_p` with :math:`A_{eq}\,\mathrm{vec}(R_p) = E_{:,p}`
     #: (:func:`check_compatibility_by_columns`); then ``null_basis`` is empty.
     particular: dict | None = field(default=None, repr=False)

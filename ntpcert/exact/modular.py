@@ -18,6 +18,8 @@ the sizes they try.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: Primes below 2**31 (2**31 - 1 and the two next primes below it), tried in turn.
@@ -90,6 +92,53 @@ def certify_full_row_rank(A: np.ndarray, *, primes: tuple[int, ...] = PRIMES[:2]
     return None
 
 
+def rational_reconstruction(a: int, p: int) -> tuple[int, int] | None:
+    """(n, d) with n/d = a mod p, |n|, d <= sqrt(p/2), or None (rational reconstruction)."""
+    bound = math.isqrt(p // 2)
+    r0, r1 = p, a % p
+    s0, s1 = 0, 1
+    while r1 > bound:
+        q = r0 // r1
+        r0, r1 = r1, r0 - q * r1
+        s0, s1 = s1, s0 - q * s1
+    if s1 == 0 or abs(s1) > bound:
+        return None
+    n, d = (r1, s1) if s1 > 0 else (-r1, -s1)
+    if math.gcd(abs(n), d) != 1:
+        return None
+    return n, d
+
+
+def lift_vector(col: list[int], p: int) -> np.ndarray | None:
+    """An integer vector (int64, shape (len(col),)) proportional to the rational reconstruction of a
+    vector mod p, or None when an entry does not reconstruct or the integers pass 2^62. Whatever it
+    returns must still be checked exactly: reconstruction is a guess that is right when the true
+    entries are small (|numerator|, denominator <= sqrt(p / 2))."""
+    nums, dens = [], []
+    for a in col:
+        if a == 0:
+            nums.append(0)
+            dens.append(1)
+            continue
+        nd = rational_reconstruction(int(a), p)
+        if nd is None:
+            return None
+        nums.append(nd[0])
+        dens.append(nd[1])
+    den = 1
+    for d in dens:
+        den = den * d // math.gcd(den, d)
+    out = [n * (den // d) for n, d in zip(nums, dens)]
+    g = 0
+    for v in out:
+        g = math.gcd(g, v)
+    if g > 1:
+        out = [v // g for v in out]
+    if any(abs(v) >= 2 ** 62 for v in out):
+        return None
+    return np.array(out, dtype=np.int64)
+
+
 def gram_residues(H: np.ndarray, eq_context: np.ndarray, eq_token: np.ndarray, eq_anchor: np.ndarray,
                   p: int) -> np.ndarray:
     r"""The equality Gram matrix :math:`G = A_{eq}A_{eq}^\top` (times :math:`2^{2s}`) modulo p, shape
@@ -105,4 +154,4 @@ def gram_residues(H: np.ndarray, eq_context: np.ndarray, eq_token: np.ndarray, e
     return (T * K[np.ix_(c, c)]) % p
 
 
-__all__ = ["PRIMES", "certify_full_row_rank", "gram_residues", "nmod_matrix", "rank_mod", "residues"]
+__all__ = ["PRIMES", "lift_vector", "rational_reconstruction", "certify_full_row_rank", "gram_residues", "nmod_matrix", "rank_mod", "residues"]

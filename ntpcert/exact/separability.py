@@ -87,6 +87,8 @@ class ExactSeparability:
     seconds : float
     modulus : int or None
         With ``holds`` True and no point: the prime showing rank H = m with d >= m (Lemma 1).
+    rank_witness : RankWitness or None
+        With ``holds`` True and no point: Lemma 1's rank certificate (:mod:`ntpcert.exact.rank_witness`).
     """
 
     holds: bool | None
@@ -96,9 +98,10 @@ class ExactSeparability:
     reason: str
     seconds: float
     modulus: int | None = None
+    rank_witness: object = None
 
     def to_json(self) -> dict:
-        witness = (("feasible point" if self.point is not None else f"Lemma 1: rank H = m mod {self.modulus}")
+        witness = (("feasible point" if self.point is not None else "Lemma 1: rank H = m")
                    if self.holds else ("Farkas ray" if self.holds is False else None))
         return {
             "holds": self.holds,

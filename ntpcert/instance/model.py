@@ -41,8 +41,10 @@ from ntpcert.util.numbers import lcm_all
 PROB_SUM_TOL = 1e-9
 
 
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
+def _frozen(a: np.ndarray, *, owned: bool = False) -> np.ndarray:
+    """A read-only array: a copy, or ``a`` itself when ``owned`` (built here, referenced nowhere else;
+    the copy of an m·V array is 624 MB at m = V = 8,831)."""
+    a = a if owned else np.array(a, copy=True)
     a.setflags(write=False)
     return a
 
@@ -348,7 +350,8 @@ class NTPInstance:
         n = int(totals.sum())
         probs = C / totals[:, None]
         weights = totals / n
-        return cls._build(H, probs, weights, C, None, None, token_names, context_names, name)
+        # C (from _as_count_matrix), probs and weights are new arrays: frozen without a copy
+        return cls._build(H, probs, weights, C, None, None, token_names, context_names, name, owned=True)
 
     @classmethod
     def from_probs(
@@ -428,7 +431,8 @@ class NTPInstance:
 
     @classmethod
     def _build(cls, H, P, W, C, exact, exact_w, token_names, context_names, name, *,
-               from_floats: bool = False) -> "NTPInstance":
+               from_floats: bool = False, owned: bool = False) -> "NTPInstance":
+        """``owned``: P, W and C were made by the caller for this instance and are frozen without a copy."""
         m, V = P.shape
         tn = cls._names("token_names", token_names, V)
         cn = cls._names("context_names", context_names, m)
@@ -440,9 +444,9 @@ class NTPInstance:
             s.setflags(write=False)
         return cls(
             embeddings=_frozen(H),
-            probs=_frozen(P),
-            weights=_frozen(W),
-            counts=None if C is None else _frozen(C),
+            probs=_frozen(P, owned=owned),
+            weights=_frozen(W, owned=owned),
+            counts=None if C is None else _frozen(C, owned=owned),
             exact_probs=exact,
             exact_weights=exact_w,
             token_names=tn,
@@ -546,9 +550,10 @@ class NTPInstance:
     def entropy(self) -> float:
         r""":math:`\mathcal{H} = -\sum_j \pi_j \sum_{z \in S_j} p_{j,z} \log p_{j,z}` in nats."""
         P = self.probs
-        with np.errstate(divide="ignore", invalid="ignore"):
-            plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
-        return float(-(self.weights @ plogp.sum(axis=1)))
+        rows, cols = np.nonzero(P > 0)  # the support entries only: no m·V temporaries
+        p = P[rows, cols]
+        per_context = np.bincount(rows, weights=p * np.log(p), minlength=self.m)
+        return float(-(self.weights @ per_context))
 
     def logits(self, W: np.ndarray) -> np.ndarray:
         """Logits of shape (m, V): row j is :math:`W h_j`."""

@@ -12,11 +12,14 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
       "compatibility": {"claim": true, "n_eq": r, "dim_F": k, "primes": [..],
                         "null_space_basis": [[[j, z, "p/q"], ..], ..], "W_star": {...} (optional),
                         "particular_solutions": {"p": [[v, i, "p/q"], ..], ..} (optional; basis empty),
-                        "rank_modulus": p (optional), "embeddings_rank_modulus": p (optional)}
+                        "rank_modulus": p (optional), "embeddings_rank_modulus": p (optional),
+                        "embeddings_rank_witness": {pivots, core_rows, core_cols, core_rank, modulus} (optional)}
                      | {"claim": false, ..., "dim_F": k|null, "violating_null_vector": [[j, z, "p/q"], ..]}
                      | {"claim": null, "n_eq": r, "primes": [..], "reason": ".."},
       "separability": {"claim": true, "W": [["p/q", ..], ..]}            (V rows of d entries)
                     | {"claim": true, "embeddings_rank_modulus": p}      (Lemma 1: d >= m, rank H = m)
+                    | {"claim": true, "embeddings_rank_witness": {...}}  (Lemma 1, rank m by
+                                                     ntpcert.exact.rank_witness: peeled pivots + a core mod p)
                     | {"claim": false, "ray": [[v, j, "p/q"], ..]}       (nonzeros of a, shape (V, m))
                     | {"claim": null, "reason": ".."},
       "svm": {"W": [[..]] | "W_factored": {"scale": "p/q", "base": [[x, ..], ..], "delta": [[v, i, "p/q"], ..]},
@@ -47,7 +50,9 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   probabilities and weights as fraction strings), so a certificate checks on its own. Counts that
   are mostly zero (:data:`SPARSE_COUNTS_MAX_FILL`) are written as ``"V": V, "counts_sparse":
   [[j, t, c], ...]``: the positive counts only, ``(j, t)`` strictly increasing (one spelling), at
-  most :data:`MAX_SPARSE_CELLS` cells m·V.
+  most :data:`MAX_SPARSE_CELLS` cells m·V. Mostly-zero embeddings (one-hot) are written as
+  ``"embeddings_shape": [m, d], "embeddings_sparse": [[j, i, x], ...]`` instead
+  (:mod:`ntpcert.pipeline.sparse_embeddings`).
 * ``why_not_separable`` (with a false separability claim): an irreducible non-separable set of
   contexts (strictly increasing), a Farkas ray whose support is exactly that set, and per context
   of the set, in the same order, a rational W on the embedding columns ``cols`` (V rows of
@@ -103,6 +108,7 @@ from ntpcert.pipeline.cert_schema import (  # noqa: F401  the schema table and i
 from ntpcert.exact.rational import fraction_str
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.provenance import check_source
+from ntpcert.pipeline.sparse_embeddings import check_sparse_embeddings, dense_embeddings, sparse_embeddings_record
 
 FORMAT = "ntpcert-certificate"
 VERSION = 1
@@ -152,13 +158,17 @@ def check_schema(cert: Any) -> None:
     check_section(comp, f"compatibility/{_variant(claim)}", "compatibility")
     _check_primes(comp["primes"])
     if claim is True:
-        if "rank_modulus" in comp and "embeddings_rank_modulus" in comp:
-            raise CertificateError("compatibility: give rank_modulus or embeddings_rank_modulus, not both")
+        if sum(k in comp for k in ("rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness",
+                                   "frequent_tokens_modulus")) > 1:
+            raise CertificateError("compatibility: give at most one of rank_modulus, embeddings_rank_modulus, "
+                                   "embeddings_rank_witness and frequent_tokens_modulus")
+        if "embeddings_rank_witness" in comp:
+            check_section(comp["embeddings_rank_witness"], "rank_witness", "compatibility.embeddings_rank_witness")
         for k, vec in enumerate(comp["null_space_basis"]):
             _check_sparse(vec, f"compatibility.null_space_basis[{k}]")
         if "particular_solutions" in comp:
             if (comp["null_space_basis"] or "rank_modulus" in comp or "embeddings_rank_modulus" in comp
-                    or "W_star" in comp):
+                    or "embeddings_rank_witness" in comp or "frequent_tokens_modulus" in comp or "W_star" in comp):
                 raise CertificateError("compatibility.particular_solutions: give them with an empty null_space_basis, "
                                        "no rank modulus and no W_star")
             for key, vec in comp["particular_solutions"].items():
@@ -176,8 +186,11 @@ def check_schema(cert: Any) -> None:
     claim = _claim(sep, "separability", (True, False, None))
     check_section(sep, f"separability/{_variant(claim)}", "separability")
     if claim is True:
-        if ("W" in sep) == ("embeddings_rank_modulus" in sep):
-            raise CertificateError("separability: a true claim needs exactly one of W and embeddings_rank_modulus")
+        if sum(k in sep for k in ("W", "embeddings_rank_modulus", "embeddings_rank_witness")) != 1:
+            raise CertificateError("separability: a true claim needs exactly one of W, embeddings_rank_modulus and "
+                                   "embeddings_rank_witness")
+        if "embeddings_rank_witness" in sep:
+            check_section(sep["embeddings_rank_witness"], "rank_witness", "separability.embeddings_rank_witness")
         if "W" in sep:
             _check_entries(sep["W"], V, d, "separability.W", _is_str, "a rational string", _all_str)
     elif claim is False:
@@ -374,15 +387,21 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
         raise CertificateError(f"instance.embedded: expected an object, got {_type_name(rec)} {show(rec)}")
     variant = "counts" if "counts" in rec else ("counts_sparse" if "counts_sparse" in rec else "probs")
     check_section(rec, f"instance.embedded/{variant}", "instance.embedded")
+    if ("embeddings" in rec) == ("embeddings_sparse" in rec) or ("embeddings_sparse" in rec) != (
+            "embeddings_shape" in rec):
+        raise CertificateError("instance.embedded: give embeddings, or embeddings_sparse with embeddings_shape")
+    if "embeddings_sparse" in rec:  # ntpcert.pipeline.sparse_embeddings
+        check_sparse_embeddings(rec, m, d)
     # the header against the embedded arrays' own sizes, so that a header lie is named as one
-    emb, laws = rec["embeddings"], rec[variant]
-    sizes = {"m": len(emb), "d": len(emb[0]) if emb and type(emb[0]) is list else None,
+    emb, laws = rec.get("embeddings", []), rec[variant]
+    sizes = {"m": len(emb) if "embeddings" in rec else m, "d": len(emb[0]) if emb and type(emb[0]) is list else None,
              "V": rec["V"] if variant == "counts_sparse" else (len(laws[0]) if laws and type(laws[0]) is list else None)}
     for key, header in (("m", m), ("d", d), ("V", V)):
         if sizes[key] is not None and sizes[key] != header:
             raise CertificateError(f"instance.{key}: claims {header}, the embedded instance has {key} = {sizes[key]}")
-    _check_entries(rec["embeddings"], m, d, "instance.embedded.embeddings", _is_number, "a finite number",
-                   _all_exact_numbers)
+    if "embeddings" in rec:
+        _check_entries(rec["embeddings"], m, d, "instance.embedded.embeddings", _is_number, "a finite number",
+                       _all_exact_numbers)
     if variant == "counts":
         if from_floats:
             raise CertificateError("probabilities_exact_from_floats: true, but the embedded instance has counts")
@@ -421,11 +440,16 @@ MAX_SPARSE_CELLS = 100_000_000
 def instance_record(instance: NTPInstance) -> dict[str, Any]:
     """The instance as exact JSON values (see the module doc)."""
     H = np.asarray(instance.embeddings, dtype=np.float64)
-    # integral embeddings (one-hot, k-gram) as JSON integers, which encode several times faster than
-    # floats and read back to the same float64 bytes (no -0.0 among them, all within 2^53)
-    integral = bool(np.all(H == np.rint(H)) and np.all(np.abs(H) <= 2.0**53) and not np.any(np.signbit(H) & (H == 0)))
-    rec: dict[str, Any] = {"name": instance.name,
-                           "embeddings": H.astype(np.int64).tolist() if integral else H.tolist()}
+    sparse = sparse_embeddings_record(H)  # mostly zero (one-hot): [j, i, x] triples
+    rec: dict[str, Any] = {"name": instance.name}
+    if sparse is not None:
+        rec.update(sparse)
+    else:
+        # integral embeddings (one-hot, k-gram) as JSON integers, which encode several times faster than
+        # floats and read back to the same float64 bytes (no -0.0 among them, all within 2^53)
+        integral = bool(np.all(H == np.rint(H)) and np.all(np.abs(H) <= 2.0**53)
+                        and not np.any(np.signbit(H) & (H == 0)))
+        rec["embeddings"] = H.astype(np.int64).tolist() if integral else H.tolist()
     if instance.counts is not None:
         C = np.asarray(instance.counts)
         j, t = np.nonzero(C)  # row-major order: (j, t) increasing
@@ -450,8 +474,11 @@ def instance_record(instance: NTPInstance) -> dict[str, Any]:
 def instance_from_record(rec: Any) -> NTPInstance:
     """Rebuild the embedded instance (whose structure :func:`check_schema` has checked); raises
     :class:`CertificateError` when it is malformed."""
-    if type(rec) is not dict or "embeddings" not in rec:
+    if type(rec) is not dict or not ("embeddings" in rec or "embeddings_sparse" in rec):
         raise CertificateError("instance.embedded: missing or not an object with 'embeddings'")
+    if "embeddings_sparse" in rec:  # checked by check_schema (check_sparse_embeddings)
+        rec = {**{k: v for k, v in rec.items() if k not in ("embeddings_sparse", "embeddings_shape")},
+               "embeddings": dense_embeddings(rec)}
     names = {k: rec.get(k) for k in ("token_names", "context_names")}
     name = rec.get("name")
     if type(name) is not str:

@@ -4,9 +4,13 @@ Both pipelines (float and ``--exact``) decide compatibility (4) and separability
 order of arguments, and record the one that settled each verdict as a short key (the ``by`` of the
 JSON report):
 
-**Lemma 1** (``lemma1``). When :math:`d \ge m` and the embeddings have full row rank, every logit
-matrix :math:`Z = WH^\top` is reachable, so both (4) and (6) hold. The rank is certified exactly by
-arithmetic mod a prime (:mod:`ntpcert.exact.modular`): no LP, no SVM, no Gram matrix.
+**Lemma 1** (``lemma1``). When the embeddings have rank m, every logit matrix :math:`Z = WH^\top` is
+reachable (:math:`W = Z(HH^\top)^{-1}H`), so both (4) and (6) hold. The paper states it with
+:math:`d > m`; rank m needs only :math:`d \ge m`, which one-hot context embeddings (d = m, H a
+permutation) meet. The rank is certified by the cheapest sound route (:mod:`ntpcert.exact.rank_witness`):
+a permutation or triangular structure peeled directly, then the rank mod a prime of what is left (or of
+a column selection of it): no LP, no SVM, no Gram matrix, and no size cap. What is skipped (a core whose
+rank mod p would take too long) is named in the witness and the report.
 
 **Parts** (``part-farkas``, ``part-null-vector``). A Farkas ray of the sub-problem on a subset of
 contexts and tokens, padded with zeros, is a Farkas ray of the whole problem (the Farkas system
@@ -60,6 +64,10 @@ import numpy as np
 
 from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.exact.compatibility import check_compatibility_by_columns
+from ntpcert.exact.modular import lift_vector
+from ntpcert.exact.rank_witness import RankWitness
+from ntpcert.pipeline.float_witness import exact_left_null
+from ntpcert.pipeline.lemma1 import lemma1, lemma1_text
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 
@@ -67,8 +75,6 @@ from ntpcert.rows.kesler import KeslerSystem
 SEPARABILITY_ENGINES = ("structured", "highs")
 DEFAULT_SEPARABILITY_ENGINE = "structured"
 
-#: Lemma 1 is tried when d >= m and m * d is at most this (the mod-p rank of a 1000 x 1024 H costs ~1.4 s).
-LEMMA1_MAX_ENTRIES = 4_000_000
 #: Parts are tried only on instances with more contexts than this.
 PART_MIN_CONTEXTS = 256
 #: The first part: this many contexts and tokens; each next part doubles both.
@@ -96,19 +102,6 @@ FEASIBILITY_TOL = 0.5
 GRAM_MAX_ROWS = 1500
 #: Null-space vectors lifted from one system, at most.
 MAX_LIFTED = 4000
-#: Rational reconstruction bound: |numerator|, denominator <= sqrt(p / 2).
-_RR_BOUND = None
-
-
-# ============================================================================ Lemma 1
-def lemma1(instance: NTPInstance) -> int | None:
-    """A prime p proving that H (m x d, d >= m) has full row rank, or None (not tried or not shown)."""
-    from ntpcert.exact.modular import certify_full_row_rank
-
-    m, d = instance.m, instance.d
-    if d < m or m * d > LEMMA1_MAX_ENTRIES:
-        return None
-    return certify_full_row_rank(instance.embeddings)
 
 
 # ============================================================================ parts
@@ -198,7 +191,9 @@ class SeparabilityDecision:
     ray : dict or None
         An exactly checked Farkas ray ``{(v, j): Fraction}`` on the whole instance.
     modulus : int or None
-        The prime of Lemma 1's rank certificate.
+        The prime of Lemma 1's rank certificate, when it is the rank of the whole of H mod p.
+    rank_witness : RankWitness or None
+        Lemma 1's rank certificate, when Lemma 1 decided.
     svm : SVMSolution or None
         The NTP-SVM solution, when the deciding solve was the SVM itself.
     svm_error : str or None
@@ -211,6 +206,7 @@ class SeparabilityDecision:
     W: np.ndarray | None = None
     ray: dict | None = None
     modulus: int | None = None
+    rank_witness: RankWitness | None = None
     svm: object = None
     svm_error: str | None = None
     min_margin: float | None = None
@@ -280,7 +276,7 @@ def separability_on_parts(instance: NTPInstance, *, progress: bool | None = None
 
 
 def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
-                        lemma1_modulus: int | None = None, svm_solver: str | None = None,
+                        lemma1_rank: RankWitness | None = None, svm_solver: str | None = None,
                         time_limit: float | None = None, progress: bool | None = None,
                         svm_options: dict | None = None) -> SeparabilityDecision:
     """Settle (6) (module doc). With ``svm_solver`` a structured backend (``auto``, ``structured``,
@@ -294,10 +290,9 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
     if system.n_margin == 0:
         return SeparabilityDecision(True, "vacuous", "no off-support tokens: (6b) is vacuous",
                                     W=np.zeros((inst.V, inst.d)))
-    if lemma1_modulus is not None:
-        return SeparabilityDecision(True, "lemma1", f"d = {inst.d} >= m = {inst.m} and H has full row rank "
-                                    f"(rank m mod the prime {lemma1_modulus}): every logit matrix is reachable "
-                                    "(Lemma 1)", modulus=lemma1_modulus)
+    if lemma1_rank is not None and lemma1_rank.full:
+        return SeparabilityDecision(True, "lemma1", f"{lemma1_text(lemma1_rank)}: every logit matrix is reachable "
+                                    "(Lemma 1)", modulus=lemma1_rank.modulus, rank_witness=lemma1_rank)
     if engine == "highs":
         return _highs(system, time_limit)
     if inst.V * (inst.d + inst.m) <= SMALL_LP_VARS:
@@ -415,6 +410,8 @@ class CompatibilityDecision:
     witness : str
     modulus : int or None
         The prime of a rank certificate (Lemma 1: of H; otherwise of G).
+    rank_witness : RankWitness or None
+        Lemma 1's rank certificate, when Lemma 1 decided.
     rank : int or None
         rank A_eq (= dim F) when known exactly.
     violating : dict or None
@@ -430,67 +427,10 @@ class CompatibilityDecision:
     rank: int | None = None
     violating: dict | None = None
     null_basis: list | None = None
+    rank_witness: RankWitness | None = None
     #: The exact verdict itself when the engine made one
     #: (:class:`~ntpcert.exact.compatibility.ExactCompatibility`, engine ``particular-solutions``).
     exact: Any = None
-
-
-def _rational(a: int, p: int) -> tuple[int, int] | None:
-    """(n, d) with n/d = a mod p, |n|, d <= sqrt(p/2), or None (rational reconstruction)."""
-    bound = math.isqrt(p // 2)
-    r0, r1 = p, a % p
-    s0, s1 = 0, 1
-    while r1 > bound:
-        q = r0 // r1
-        r0, r1 = r1, r0 - q * r1
-        s0, s1 = s1, s0 - q * s1
-    if s1 == 0 or abs(s1) > bound:
-        return None
-    n, d = (r1, s1) if s1 > 0 else (-r1, -s1)
-    if math.gcd(abs(n), d) != 1:
-        return None
-    return n, d
-
-
-def _lift(col: list[int], p: int) -> np.ndarray | None:
-    """An integer vector proportional to the rational reconstruction of a vector mod p."""
-    nums, dens = [], []
-    for a in col:
-        if a == 0:
-            nums.append(0)
-            dens.append(1)
-            continue
-        nd = _rational(int(a), p)
-        if nd is None:
-            return None
-        nums.append(nd[0])
-        dens.append(nd[1])
-    den = 1
-    for d in dens:
-        den = den * d // math.gcd(den, d)
-    out = [n * (den // d) for n, d in zip(nums, dens)]
-    g = 0
-    for v in out:
-        g = math.gcd(g, v)
-    if g > 1:
-        out = [v // g for v in out]
-    if any(abs(v) >= 2 ** 62 for v in out):
-        return None
-    return np.array(out, dtype=np.int64)
-
-
-def exact_left_null(system: KeslerSystem, y: np.ndarray) -> bool:
-    r""":math:`A_{eq}^\top y = 0` exactly, for an integer vector y of shape (r,), touching only its rows:
-    for every token, the combination of the embeddings of the contexts whose rows name it vanishes
-    (one integer matrix product, :func:`ntpcert.exact.rational.combinations_vanish`)."""
-    from ntpcert.exact.rational import combinations_vanish
-
-    acc: dict[int, dict[int, int]] = {}  # token -> context -> coefficient
-    for i in np.flatnonzero(y):
-        j, z, a, e = int(system.eq_context[i]), int(system.eq_token[i]), int(system.eq_anchor[i]), int(y[i])
-        acc.setdefault(z, {})[j] = acc.setdefault(z, {}).get(j, 0) + e
-        acc.setdefault(a, {})[j] = acc.setdefault(a, {}).get(j, 0) - e
-    return combinations_vanish(system.instance.embeddings, acc)
 
 
 def _modular(system: KeslerSystem, p: int) -> tuple[str, object]:
@@ -514,7 +454,7 @@ def _modular(system: KeslerSystem, p: int) -> tuple[str, object]:
     basis = []
     failed = 0
     for col in cols:
-        y = _lift(col, p)
+        y = lift_vector(col, p)
         if y is None or not exact_left_null(system, y):
             failed += 1
             continue
@@ -546,7 +486,7 @@ def _to_whole(part: Part, sub_system: KeslerSystem, y: np.ndarray, whole: Kesler
     return out
 
 
-def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = None) -> CompatibilityDecision:
+def decide_compatibility(system: KeslerSystem, *, lemma1_rank: RankWitness | None = None) -> CompatibilityDecision:
     """Settle (4) with an exact witness (module doc), or say why not."""
     from ntpcert.exact.modular import PRIMES
     from ntpcert.pipeline.float_witness import log_odds_sign
@@ -555,10 +495,10 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = N
     r = system.n_eq
     if r == 0:
         return CompatibilityDecision(True, "no-equations", "no equations: every support has one token", rank=0)
-    if lemma1_modulus is not None:
-        return CompatibilityDecision(True, "lemma1", f"d >= m and H has full row rank (rank m mod the prime "
-                                     f"{lemma1_modulus}): (4) is solvable for every right-hand side (Lemma 1)",
-                                     modulus=lemma1_modulus, rank=r)
+    if lemma1_rank is not None and lemma1_rank.full:
+        return CompatibilityDecision(True, "lemma1", f"{lemma1_text(lemma1_rank)}: (4) is solvable for every "
+                                     "right-hand side (Lemma 1)", modulus=lemma1_rank.modulus, rank=r,
+                                     rank_witness=lemma1_rank)
     pair = _pair_null_vector(system)
     if pair is not None:
         return pair
@@ -582,8 +522,8 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = N
                 return CompatibilityDecision(False, "part-null-vector", _violation_text(system, y, part),
                                              violating=_as_dict(system, y))
     if r > GRAM_MAX_ROWS:
-        return CompatibilityDecision(None, None, f"no violating null vector on parts; the whole system has r = {r} "
-                                     f"equality rows, more than the {GRAM_MAX_ROWS} decided mod p here")
+        return _frequent_tokens(system, f"no violating null vector on parts; the whole system has r = {r} equality "
+                                f"rows, more than the {GRAM_MAX_ROWS} decided mod p as a whole")
     kind, val = _modular(system, p)
     if kind == "full-rank":
         return CompatibilityDecision(True, "gram-rank-mod-p", f"A_eq has full row rank r = {r} (its Gram matrix "
@@ -599,6 +539,21 @@ def decide_compatibility(system: KeslerSystem, *, lemma1_modulus: int | None = N
                                      modulus=p, rank=rank, null_basis=[_as_dict(system, y) for y in basis])
     notes.append(str(val))
     return CompatibilityDecision(None, None, "; ".join(notes) + "; run 'ntpcert certify DATA --exact'")
+
+
+def _frequent_tokens(system: KeslerSystem, before: str) -> CompatibilityDecision:
+    """(4) through the tokens whose contexts' embeddings are dependent (:mod:`ntpcert.pipeline.frequent_tokens`)."""
+    from ntpcert.pipeline.frequent_tokens import reduce_compatibility
+
+    red = reduce_compatibility(system)
+    if red.holds is False:
+        return CompatibilityDecision(False, "frequent-tokens-null-vector", "frequent-token reduction: " + red.why,
+                                     violating=_as_dict(system, red.violating))
+    if red.holds is True:
+        return CompatibilityDecision(True, "frequent-tokens", "frequent-token reduction: " + red.why,
+                                     modulus=red.modulus, rank=system.n_eq - len(red.basis),
+                                     null_basis=[_as_dict(system, y) for y in red.basis])
+    return CompatibilityDecision(None, None, f"{before}; frequent-token reduction: {red.why}")
 
 
 def _pair_null_vector(system: KeslerSystem) -> CompatibilityDecision | None:
@@ -643,6 +598,7 @@ __all__ = [
     "decide_separability",
     "exact_left_null",
     "lemma1",
+    "lemma1_text",
     "make_part",
     "part_schedule",
 ]

@@ -205,7 +205,12 @@ def _certificate_body(
         if compat.particular is not None:  # R_p with A_eq vec(R_p) = E_p: the primes whose exponents move
             comp["particular_solutions"] = {str(p): cf.sparse_list(compat.particular[p])
                                             for q, p in enumerate(compat.primes) if any(compat.E[:, q])}
-        if compat.modulus is not None:
+        if compat.method == "frequent-tokens":  # ntpcert.pipeline.frequent_tokens: the checker rebuilds the bound
+            comp["frequent_tokens_modulus"] = compat.modulus
+        elif compat.embeddings_modulus and compat.rank_witness is not None:
+            key, value = compat.rank_witness.certificate_entry
+            comp[key] = value
+        elif compat.modulus is not None:
             comp["embeddings_rank_modulus" if compat.embeddings_modulus else "rank_modulus"] = compat.modulus
         if w_star is not None and compat.particular is None:  # the R_p already give a solution of (4)
             comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
@@ -214,7 +219,9 @@ def _certificate_body(
         comp["primes"] = list(compat.primes)
         comp["violating_null_vector"] = cf.sparse_list(compat.violating)
     if sep.holds is True and sep.point is None:
-        sepsec: dict[str, Any] = {"claim": True, "embeddings_rank_modulus": sep.modulus}
+        key, value = (sep.rank_witness.certificate_entry if sep.rank_witness is not None
+                      else ("embeddings_rank_modulus", sep.modulus))
+        sepsec: dict[str, Any] = {"claim": True, key: value}
     elif sep.holds is True:
         sepsec = {"claim": True, "W": cf.matrix_strings(sep.point.fractions())}
     elif sep.holds is False:
@@ -392,7 +399,8 @@ def _compatibility(instance: NTPInstance, rep: Report) -> ExactCompatibility:
         if tall is not None:
             return tall
     if dec is not None and dec.engine in ("no-equations", "lemma1", "gram-rank-mod-p", "null-space", "null-vector",
-                                          "part-null-vector", "pair-null-vector"):
+                                          "part-null-vector", "pair-null-vector",
+                                          "frequent-tokens-null-vector", "frequent-tokens"):
         primes, E = prime_exponents(instance)
         common = {"n_eq": r, "primes": primes, "probabilities_from_floats": bool(instance.probs_exact_from_floats),
                       "method": dec.engine, "E": E}
@@ -413,7 +421,8 @@ def _compatibility(instance: NTPInstance, rep: Report) -> ExactCompatibility:
         return ExactCompatibility(holds=True, rank=dec.rank, null_basis=basis, violating=None,
                                   violating_exponents=None, seconds=time.perf_counter() - t0,
                                   modulus=dec.modulus if dec.engine != "no-equations" else None,
-                                  embeddings_modulus=dec.engine == "lemma1", **common)
+                                  embeddings_modulus=dec.engine == "lemma1",
+                                  rank_witness=dec.rank_witness if dec.engine == "lemma1" else None, **common)
     if r <= EXACT_FULL_MAX_ROWS:
         return check_compatibility_exact(instance)
     primes, _ = prime_exponents(instance)
@@ -432,7 +441,8 @@ def _separability(instance: NTPInstance, rep: Report) -> tuple[ExactSeparability
     t0 = time.perf_counter()
     dec = rep.sep_decision
     if dec is not None and dec.engine == "lemma1":
-        return ExactSeparability(True, None, None, None, "", time.perf_counter() - t0, modulus=dec.modulus), None
+        return ExactSeparability(True, None, None, None, "", time.perf_counter() - t0, modulus=dec.modulus,
+                                 rank_witness=dec.rank_witness), None
     if dec is not None and dec.engine == "vacuous":
         return check_separability_exact(instance, np.zeros((instance.V, instance.d)), try_ray=False), None
     if rep.separable.ray:

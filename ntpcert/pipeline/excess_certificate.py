@@ -116,6 +116,17 @@ def exact_excess(instance: NTPInstance, bracket: ExcessBracket | None = None, *,
     return ExactExcess(b, lower, upper, ex_lo, ex_up, section, how, time.perf_counter() - t0)
 
 
+def skipped_bracket_text(cells: int, cap: int) -> str:
+    """Why the bracket on L* - H was skipped and the next step that can compute it: ``explain``
+    only when its larger cap admits the instance (never the command that just skipped it), else the
+    library call, which has no cap."""
+    why = f"m * V = {cells:,} cells exceed the {cap:,} bracketed here"
+    if cells <= EXPLAIN_MAX_CELLS and cap < EXPLAIN_MAX_CELLS:
+        return why + f"; run 'ntpcert explain DATA' (it brackets up to {EXPLAIN_MAX_CELLS:,} cells)"
+    return (why + f", and no command brackets more than {EXPLAIN_MAX_CELLS:,}; from Python, "
+            "ntpcert.solve.excess.float_bracket(instance) has no cap (its time grows with m * V)")
+
+
 def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | None = None,
                cap: int | None = AUTO_MAX_CELLS, check: bool = True) -> tuple[dict, Any]:
     """The ``excess_loss`` key of ``certify --json`` / ``explain --json`` and the object behind it
@@ -123,8 +134,7 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     ``check``, the section is also re-checked by the independent checker
     (:mod:`ntpcert.pipeline.excess_verify`): keys ``checked`` and ``checks``."""
     if cap is not None and instance.m * instance.V > cap:
-        return {"skipped": f"m * V = {instance.m * instance.V} cells exceed the {cap} bracketed here; "
-                           "run 'ntpcert explain DATA'"}, None
+        return {"skipped": skipped_bracket_text(instance.m * instance.V, cap)}, None
     b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, time_limit=TIME_LIMIT,
                                                           abs_tol=PIPELINE_ABS_TOL)
     if not exact:
@@ -144,4 +154,4 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     return out, ee
 
 
-__all__ = ["AUTO_MAX_CELLS", "EXPLAIN_MAX_CELLS", "ExactExcess", "exact_excess", "excess_key"]
+__all__ = ["AUTO_MAX_CELLS", "EXPLAIN_MAX_CELLS", "ExactExcess", "exact_excess", "excess_key", "skipped_bracket_text"]

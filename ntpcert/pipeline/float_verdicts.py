@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ntpcert.util.summary import short_str
 from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.exact.rank_witness import RankWitness
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
     DEFAULT_SEPARABILITY_ENGINE,
@@ -25,9 +26,11 @@ from ntpcert.pipeline.decide import (
 )
 from ntpcert.pipeline.decide import decide_separability as _decide_sep
 from ntpcert.pipeline.float_witness import settle_compatibility
+from ntpcert.pipeline.lemma1 import lemma1_json
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.rows.onehot import onehot_compatibility
 from ntpcert.rows.subspace import (CompatibilityResult, Subspace, check_compatibility, dense_preferred,
-                                   refuted_without_fit, unsettled_without_fit)
+                                   proved_without_fit, refuted_without_fit, unsettled_without_fit)
 from ntpcert.solve.separability_lp import SeparabilityResult
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
@@ -64,8 +67,9 @@ class Report:
         Wall seconds of each stage (``kesler``, ``rank``, ``compatibility``, ``separability``, ``svm``).
     compat_decision, sep_decision : CompatibilityDecision, SeparabilityDecision or None
         How each verdict was settled (:mod:`ntpcert.pipeline.decide`), with the exact witnesses.
-    lemma1_modulus : int or None
-        The prime certifying that H has full row rank with d >= m (Lemma 1), when it does.
+    lemma1_rank : RankWitness or None
+        The certified lower bound on rank H (:mod:`ntpcert.exact.rank_witness`); Lemma 1 decided when
+        it is full. None when Lemma 1 was not asked for.
     """
 
     __str__ = short_str  # print(report): a few lines; repr stays complete
@@ -80,7 +84,16 @@ class Report:
     stages: dict = dataclasses.field(default_factory=dict)
     compat_decision: CompatibilityDecision | None = None
     sep_decision: SeparabilityDecision | None = None
-    lemma1_modulus: int | None = None
+    lemma1_rank: RankWitness | None = None
+
+    @property
+    def lemma1_modulus(self) -> int | None:
+        """The prime of Lemma 1's rank certificate, when it holds and one was used."""
+        return self.lemma1_rank.modulus if self.lemma1_rank is not None and self.lemma1_rank.full else None
+
+    @property
+    def lemma1_holds(self) -> bool:
+        return self.lemma1_rank is not None and self.lemma1_rank.full
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
@@ -88,7 +101,7 @@ class Report:
 
     def to_json(self) -> dict:
         # Lemma 1's certificate is H's full row rank mod p, hence over Q: rank m, without an SVD
-        out = dict(self.instance.describe(embedding_rank=self.instance.m if self.lemma1_modulus is not None else None))
+        out = dict(self.instance.describe(embedding_rank=self.instance.m if self.lemma1_holds else None))
         comp = self.compatible.to_json()
         comp["witness"] = comp.pop("by")
         comp["by"] = self.compat_decision.engine if self.compat_decision is not None else None
@@ -99,9 +112,7 @@ class Report:
         if self.sep_decision is not None and self.sep_decision.parts:
             sep["parts"] = list(self.sep_decision.parts)
         out["separable"] = sep
-        out["lemma1"] = ({"holds": True, "modulus": self.lemma1_modulus} if self.lemma1_modulus is not None
-                         else {"holds": None, "why": "d < m" if self.instance.d < self.instance.m
-                               else "full row rank of H not shown mod p (or H too large to try)"})
+        out["lemma1"] = lemma1_json(self.lemma1_rank)
         out["entropy_bound_reachable"] = self.entropy_bound_reachable
         out["entropy_attained_at_finite_W"] = bool(self.instance.support_sizes.min() == self.instance.V) and bool(
             self.compatible.holds
@@ -120,11 +131,11 @@ class Report:
 
 
 def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
-                        time_limit: float | None = None, lemma1_modulus: int | None = None) -> SeparabilityResult:
+                        time_limit: float | None = None, lemma1_rank: RankWitness | None = None) -> SeparabilityResult:
     """Separability (6) with a witness (:func:`ntpcert.pipeline.decide.decide_separability`), as a
     :class:`~ntpcert.solve.separability_lp.SeparabilityResult` (``status`` holds the deciding engine)."""
     t0 = time.perf_counter()
-    dec = _decide_sep(system, engine=engine, lemma1_modulus=lemma1_modulus, time_limit=time_limit)
+    dec = _decide_sep(system, engine=engine, lemma1_rank=lemma1_rank, time_limit=time_limit)
     return _sep_result(dec, time.perf_counter() - t0)
 
 
@@ -195,14 +206,22 @@ def certify(
         with stages.stage("Kesler rows", key="kesler"):
             system = KeslerSystem.build(instance)
         with stages.stage("rank of H (Lemma 1)", key="rank"):
-            p = lemma1(instance) if use_lemma1 else None
+            rank = lemma1(instance) if use_lemma1 else None
+            p = rank if rank is not None and rank.full else None
         with stages.stage("subspace F and W*", key="compatibility"):
-            cdec = decide_compatibility(system, lemma1_modulus=p)
+            cdec = decide_compatibility(system, lemma1_rank=p)
             early = None  # an exact Farkas ray from pairs, found before a costly fit
-            if (cdec.holds is None and p is None
+            if (cdec.holds is not False and p is None
                     and separability_solver == DEFAULT_SEPARABILITY_ENGINE and not dense_preferred(system)):
                 early = pair_separability(instance)
-            if cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
+            closed = onehot_compatibility(system, cdec.witness) if cdec.engine == "lemma1" else None
+            if closed is not None:  # W* splits by context: no fit
+                subspace, comp = Subspace.unsolved(system), closed
+            elif cdec.holds is True and early is not None:  # proved exactly, but W* (which needs (6) too) is moot
+                subspace = Subspace.unsolved(system)
+                comp = proved_without_fit(subspace, cdec, "(6) refuted exactly first (" + early.engine + "): the "
+                                          "entropy bound is out of reach, so W* is not fitted")
+            elif cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
                 subspace = Subspace.unsolved(system)
                 comp = refuted_without_fit(subspace, cdec.witness)
             elif early is not None and not fit_when_refuted:
@@ -234,7 +253,7 @@ def certify(
         with stages.stage("separability", key="separability"):
             ts = time.perf_counter()
             sdec = early if early is not None else _decide_sep(
-                system, engine=separability_solver, lemma1_modulus=p, svm_solver=solver if svm else None,
+                system, engine=separability_solver, lemma1_rank=p, svm_solver=solver if svm else None,
                 time_limit=lp_time_limit, progress=progress, svm_options=svm_options)
             sep = _sep_result(sdec, time.perf_counter() - ts)
         sol: SVMSolution | None = sdec.svm
@@ -262,7 +281,7 @@ def certify(
     finally:
         stages.close()
     return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0, dict(stages.seconds),
-                  cdec, sdec, p)
+                  cdec, sdec, rank)
 
 
 def _budget_note(limit: float | None) -> str:

@@ -103,6 +103,20 @@ def is_exact_left_null(system: KeslerSystem, y: np.ndarray) -> bool:
         return False
 
 
+def exact_left_null(system: KeslerSystem, y: np.ndarray) -> bool:
+    r""":math:`A_{eq}^\top y = 0` exactly, for an integer vector y of shape (r,), touching only its rows:
+    for every token, the combination of the embeddings of the contexts whose rows name it vanishes
+    (one integer matrix product, :func:`ntpcert.exact.rational.combinations_vanish`)."""
+    from ntpcert.exact.rational import combinations_vanish
+
+    acc: dict[int, dict[int, int]] = {}  # token -> context -> coefficient
+    for i in np.flatnonzero(y):
+        j, z, a, e = int(system.eq_context[i]), int(system.eq_token[i]), int(system.eq_anchor[i]), int(y[i])
+        acc.setdefault(z, {})[j] = acc.setdefault(z, {}).get(j, 0) + e
+        acc.setdefault(a, {})[j] = acc.setdefault(a, {}).get(j, 0) - e
+    return combinations_vanish(system.instance.embeddings, acc)
+
+
 def log_odds_sign(system: KeslerSystem, y: np.ndarray) -> int | None:
     r"""The sign of :math:`y^\top b` (0 exactly when it vanishes), or None when undecided.
 
@@ -233,5 +247,5 @@ def settle_compatibility(subspace: Subspace, comp: CompatibilityResult) -> Compa
                            "run 'ntpcert certify DATA --exact' to decide it")
 
 
-__all__ = ["is_exact_left_null", "log_odds_product", "log_odds_sign", "rational_null_candidates",
+__all__ = ["exact_left_null", "is_exact_left_null", "log_odds_product", "log_odds_sign", "rational_null_candidates",
            "settle_compatibility"]

@@ -307,7 +307,8 @@ class _Exact:
         e = expo.astype(np.int64) - 53
         nz = M != 0
         aM = np.abs(M)
-        tz = np.where(nz, _bit_lengths(aM & -aM) - 1, 0)  # trailing zero bits
+        tz = np.zeros_like(M)  # trailing zero bits, of the non-zero entries only (one-hot H is mostly zero)
+        tz[nz] = _bit_lengths(aM[nz] & -aM[nz]) - 1
         M, e = M >> tz, e + tz
         s = max(0, int(-e[nz].min())) if nz.any() else 0
         self.hden = 1 << s
@@ -924,6 +925,12 @@ def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool | Non
     dim_F = sec["dim_F"]
     _need(dim_F + len(ys) == r, f"compatibility.dim_F: {cf.show(dim_F)} and {len(ys)} null-space basis vectors do "
           f"not add up to r = {r}")
+    if "embeddings_rank_witness" in sec:
+        _check_rank_witness(sec, "compatibility", ex)
+        _need(not ys, "compatibility.null_space_basis: A_eq has full row rank, its left null space is 0")
+        checks.append(f"compatible: H has rank m = {ex.m} (peeled triangular pivots and a core mod p, re-checked), "
+                      f"so A_eq has full row rank r = {r} and (4) is solvable (Lemma 1)")
+        return True
     if "embeddings_rank_modulus" in sec:
         p = sec["embeddings_rank_modulus"]
         _need(_is_prime(p), f"compatibility.embeddings_rank_modulus: {cf.show(p)} is not a prime")
@@ -936,6 +943,21 @@ def _check_compatibility(sec: dict, ex: _Exact, checks: list[str]) -> bool | Non
     for k, y in enumerate(ys):
         _need(ex.left_null(y), f"compatibility.null_space_basis[{k}]: not in the left null space of A_eq")
         _need(not yE(y), f"compatibility.null_space_basis[{k}]: y^T E != 0, contradicting the claim")
+    if "frequent_tokens_modulus" in sec:  # the reduced system rebuilt here: an upper bound on dim null(A_eq^T)
+        from ntpcert.pipeline.frequent_tokens import left_null_dimension_bound
+
+        p = sec["frequent_tokens_modulus"]
+        _need(_is_prime(p) and p < 2**62, f"compatibility.frequent_tokens_modulus: {cf.show(p)} is not a prime below 2^62")
+        bound = left_null_dimension_bound(ex.inst, p)
+        _need(bound is not None, "compatibility.frequent_tokens_modulus: the reduced system is too large to rebuild")
+        _need(len(ys) >= bound, f"compatibility.frequent_tokens_modulus: the reduced system mod {p} leaves {bound} "
+              f"null directions, the basis has {len(ys)} vectors")
+        if ys:
+            _need(ex.rank_vectors_mod(ys, p) == len(ys), "compatibility.null_space_basis: the vectors are dependent "
+                  f"mod {p}")
+        checks.append(f"compatible: the frequent-token reduction mod {p} bounds dim null(A_eq^T) by {bound}, the "
+                      f"{len(ys)} exact null vectors reach it and Y^T E = 0")
+        return True
     if "rank_modulus" in sec:
         p = sec["rank_modulus"]
         _need(_is_prime(p), f"compatibility.rank_modulus: {cf.show(p)} is not a prime")
@@ -1003,6 +1025,14 @@ def _check_particular(sec: dict, ex: _Exact, primes: list[int], Erows: dict, che
     checks.append(f"compatible: {how} (rank A_eq = {rank} on the {len(cols)} columns its rows use)")
 
 
+def _check_rank_witness(sec: dict, section: str, ex: _Exact) -> None:
+    """Lemma 1's rank witness, re-checked on the instance's own H (:func:`check_rank_witness`)."""
+    from ntpcert.exact.rank_witness import check_rank_witness
+
+    why = check_rank_witness(ex.inst.embeddings, sec["embeddings_rank_witness"], ex.m)
+    _need(not why, f"{section}.embeddings_rank_witness: {why}")
+
+
 def _is_prime(p: int) -> bool:
     return p >= 2 and bool(flint.fmpz(p).is_prime())
 
@@ -1036,7 +1066,11 @@ def _check_w_star(ws: dict, ex: _Exact, G: flint.fmpz_mat, primes: list[int], Er
 
 def _check_separability(sec: dict, ex: _Exact, checks: list[str]) -> bool | None:
     claim = sec["claim"]  # True, False or None: the schema chose this section's variant by it
-    if claim is True and "embeddings_rank_modulus" in sec:
+    if claim is True and "embeddings_rank_witness" in sec:
+        _check_rank_witness(sec, "separability", ex)
+        checks.append(f"separable: H has rank m = {ex.m} (peeled triangular pivots and a core mod p, re-checked), "
+                      "so every logit matrix is reachable (Lemma 1)")
+    elif claim is True and "embeddings_rank_modulus" in sec:
         p = sec["embeddings_rank_modulus"]
         _need(_is_prime(p), f"separability.embeddings_rank_modulus: {cf.show(p)} is not a prime")
         _need(ex.m <= ex.d and ex.rank_H_mod(p) == ex.m,

@@ -35,6 +35,14 @@ _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 _HOLD = "\x00"
 
 
+def _rank_text(verdict) -> str:
+    """Lemma 1's rank certificate of an exact verdict in words."""
+    rw = getattr(verdict, "rank_witness", None)
+    if rw is not None:
+        return rw.describe()
+    return f"d >= m and rank H = m mod {verdict.modulus}"
+
+
 def fmt(v: Any) -> str:
     """A verdict or value for people: ``undetermined`` for None, ``yes``/``no`` for booleans."""
     if v is None:
@@ -87,8 +95,7 @@ def exact_report_lines(r: Any) -> list[str]:
     if c.holds is None:
         w(f"  NTP-compatible (4)         : undetermined  ({c.reason})")
     elif c.holds and c.embeddings_modulus:
-        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: d >= m and rank H = m mod {c.modulus}; "
-          "Lemma 1)")
+        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: {_rank_text(c)}; Lemma 1)")
     elif c.holds and c.particular is not None:
         w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: {c.particular_text()}; dim F = {c.rank}, "
           "exact rank)")
@@ -107,8 +114,7 @@ def exact_report_lines(r: Any) -> list[str]:
     elif c.holds:
         w(f"  W* closed form             : {r.w_star_note}")
     if s.holds is True and s.point is None:
-        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact: d >= m and rank H = m mod {s.modulus}; "
-          "Lemma 1)")
+        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact: {_rank_text(s)}; Lemma 1)")
     elif s.holds is True:
         w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact feasible point, margins >= 1)")
     elif s.holds is False:

@@ -479,6 +479,13 @@ def unsettled_without_fit(subspace: Subspace, by: str, why: str) -> Compatibilit
                                solver={"method": "none", "why": why})
 
 
+def proved_without_fit(subspace: Subspace, decision: Any, why: str) -> CompatibilityResult:
+    """(4) proved by an exact witness (``decision.witness``, with ``decision.rank`` = dim F when known),
+    with no fit because ``why``: ``W_star`` None, residuals NaN (null in JSON)."""
+    return CompatibilityResult(True, float("nan"), float("nan"), None, decision.rank, decision.witness,
+                               solver={"method": "none", "why": why})
+
+
 def refuted_without_fit(subspace: Subspace, by: str) -> CompatibilityResult:
     """"Not compatible" settled by an exact witness (``by``), with no least-squares fit: W* does
     not exist, so ``W_star`` is None and the residuals NaN (null in JSON)."""

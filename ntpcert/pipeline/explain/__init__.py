@@ -143,11 +143,12 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
         v = _exact_verdicts(instance, engine)
         ts = lap("certify_exact", ts)
     else:
-        p = lemma1(instance)
+        rank = lemma1(instance)
+        p = rank if rank.full else None
         ts = lap("rows_and_lemma1", ts)
-        cdec = decide_compatibility(system, lemma1_modulus=p)
+        cdec = decide_compatibility(system, lemma1_rank=p)
         ts = lap("compatibility", ts)
-        sdec = decide_separability(system, engine=engine, lemma1_modulus=p, time_limit=time_limit)
+        sdec = decide_separability(system, engine=engine, lemma1_rank=p, time_limit=time_limit)
         ts = lap("separability", ts)
         v = (cdec.holds, cdec.engine, cdec.witness, cdec.violating, sdec.holds, sdec.engine, sdec.witness, sdec.ray)
     compatible, cby, cwit, violating, separable, sby, swit, ray = v
