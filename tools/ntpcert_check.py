@@ -348,7 +348,8 @@ def check_compatibility(cert, inst, notes):
         notes.append("compatible: false (A_eq^T y = 0 and y^T b != 0)")
         return False
     keys(sec, "compatibility", ("claim", "n_eq", "dim_F", "primes", "null_space_basis"),
-         ("W_star", "rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness", "particular_solutions"))
+         ("W_star", "rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness", "particular_solutions",
+          "frequent_tokens_modulus"))
     if "W_star" in sec:
         notes.append("not checked: compatibility.W_star")
     basis = sec["null_space_basis"]
@@ -382,7 +383,7 @@ def check_compatibility(cert, inst, notes):
         for p in sec["primes"]:
             refuse(sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)),
                    f"compatibility.null_space_basis[{k}]: y^T E != 0 at the prime {p}")
-    p = sec.get("rank_modulus", DEFAULT_PRIME)
+    p = sec.get("rank_modulus", sec.get("frequent_tokens_modulus", DEFAULT_PRIME))  # completeness by rank G mod p
     refuse(not is_prime(p), f"compatibility.rank_modulus: {p!r} is not a prime")
     pos = {row: n for n, row in enumerate(inst.rows)}
     dense_Y = [[y.get(row, flint.fmpq(0)) for row in pos] for y in Y]
