@@ -73,8 +73,8 @@ def _standalone_beside_verify():
 
     def both(cert, instance=None, **kwargs):
         verdict = original(cert, instance, **kwargs)
-        try:
-            text = json.dumps(cert)
+        try:  # the text verify was told is the file's, where it was told one
+            text = kwargs.get("sealed_text") or json.dumps(cert)
         except (TypeError, ValueError):  # not encodable: nothing for a file reader to read
             return verdict
         ok, line = standalone(text)
