@@ -74,13 +74,14 @@ def _standalone_beside_verify():
     def both(cert, instance=None, **kwargs):
         verdict = original(cert, instance, **kwargs)
         try:  # the text verify was told is the file's, where it was told one
-            text = kwargs.get("sealed_text") or json.dumps(cert)
+            sealed = kwargs.get("sealed_text")
+            text = sealed if sealed is not None else json.dumps(cert)
         except (TypeError, ValueError):  # not encodable: nothing for a file reader to read
             return verdict
         ok, line = standalone(text)
         if verdict.valid:
             assert ok, f"verify accepts, the standalone checker refuses: {line}"
-        elif instance is None and not kwargs.get("sealed_text"):  # a sealed text may be another certificate
+        elif instance is None and sealed is None:  # a refused sealed text may be another valid certificate
             assert not ok or unchecked(verdict.reason), f"verify refuses ({verdict.reason}), the standalone accepts"
         return verdict
 
