@@ -311,3 +311,22 @@ def test_large_certificates_are_written_compact_and_read_the_same(monkeypatch):
     assert cf.loads(compact) == cf.loads(pretty) == cf.seal(cert)
     assert verify_text(compact).valid
     assert cf.dumps(cert, reseal=False) == compact  # a sealed certificate keeps its checksum
+
+
+def test_a_certificate_its_checker_refuses_is_not_written(tmp_path, monkeypatch):
+    import dataclasses
+
+    from ntpcert.pipeline import exact_verdicts
+    from ntpcert.report.text import exact_report_lines
+
+    real = exact_verdicts.verify_certificate
+
+    def refusing(cert, instance=None, **kwargs):
+        return dataclasses.replace(real(cert, instance, **kwargs), valid=False, reason="refused for the test")
+
+    monkeypatch.setattr(exact_verdicts, "verify_certificate", refusing)
+    out = tmp_path / "c.json"
+    rep = exact_verdicts.exact_certify(_separable(), certificate_out=str(out))
+    assert not out.exists() and rep.path is None and not rep.verdict.valid
+    assert rep.entropy_bound_reachable is None
+    assert any("INVALID (refused for the test)" in line and "not written" in line for line in exact_report_lines(rep))

@@ -302,7 +302,8 @@ def exact_certify(
     solver : str
         NTP-SVM backend of the float stage.
     certificate_out : str, optional
-        Write the certificate here (atomically).
+        Write the certificate here (atomically), once the independent check accepts it; a certificate it
+        refuses is not written (the report says INVALID and why, and ``path`` is None).
     w_star : {"auto", "always", "never"}
         Closed form of W* (``auto``: small systems only, see ``W_STAR_MAX_ROWS``).
     separability_solver : {"structured", "highs"}
@@ -368,11 +369,12 @@ def exact_certify(
             check_produced(cert)  # the table verify reads: a field it would refuse is never written
             # the checksum over the text to be written, not a second encoding of cert
             verdict = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
-            if certificate_out is not None:  # its checksum checked just now
+            if certificate_out is not None and verdict.valid:  # its checksum checked just now
                 cf.save(cert, certificate_out, reseal=False, canonical=text)
+            written = certificate_out if verdict.valid else None  # a certificate its checker refuses is not written
     finally:
         stages.close()
-    return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, certificate_out, time.perf_counter() - t0,
+    return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, written, time.perf_counter() - t0,
                        dict(stages.seconds), ex_key, why_keys)
 
 

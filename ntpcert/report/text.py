@@ -137,7 +137,8 @@ def exact_report_lines(r: Any) -> list[str]:
         w("  certificate                : checked independently, VALID"
           + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))
     else:
-        w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined")
+        w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined; "
+          "not written")
     return wrap_lines(out)
 
 
