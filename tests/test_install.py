@@ -83,15 +83,19 @@ def test_every_command_runs_once(venv, tmp_path):
         "reproduce": ["ntpcert", "reproduce", "paper", "--steps", "30", "--no-extras", "--out", "repro", "--json"],
         "sweep": ["ntpcert", "sweep", "tiny.toml", "--serial", "--store", "tiny.sqlite", "--json"],
         "sweep-plot": ["ntpcert", "sweep-plot", "tiny.sqlite", "--out", "phase.png", "--json"],
+        "explain": ["ntpcert", "explain", "paper", "--json"],
+        "geometry": ["ntpcert", "geometry", "dyck", "--out", "geo", "--json"],
+        "compare": ["ntpcert", "compare", "paper", "--W", "W.npy", "--json"],
     }
     assert set(calls) == set(_commands(venv, tmp_path)), "a command without a call here"
     (tmp_path / "tiny.toml").write_text(SPEC)
     for name in ("info", "certify", "verify", "svm", "limits", "bench", "trajectory", "reproduce", "sweep",
-                 "sweep-plot"):
+                 "sweep-plot", "explain", "geometry", "compare"):  # compare reads svm's W.npy
         out = json.loads(_run(venv, *calls[name], cwd=tmp_path).stdout)
         assert isinstance(out, dict), name
     assert json.loads(_run(venv, *calls["verify"], cwd=tmp_path).stdout)["valid"] is True
-    for f in ("cert.json", "W.npy", "limits/W_star.npy", "traj/metrics.csv", "repro/summary.md", "phase.png"):
+    for f in ("cert.json", "W.npy", "limits/W_star.npy", "traj/metrics.csv", "repro/summary.md", "phase.png",
+              "geo/summary.json"):
         assert (tmp_path / f).is_file(), f
 
 
