@@ -10,7 +10,7 @@ from ntpcert import NTPInstance
 from ntpcert.exact.compatibility import check_compatibility_exact
 from ntpcert.exact.modular import PRIMES
 from ntpcert.pipeline import decide as dm
-from ntpcert.pipeline.float_witness import log_odds_sign
+from ntpcert.exact.left_null import log_odds_sign
 from ntpcert.pipeline.frequent_tokens import left_null_dimension_bound, reduce_compatibility
 from ntpcert.rows.kesler import KeslerSystem
 

@@ -75,7 +75,7 @@ def _run_exact(args: argparse.Namespace) -> int:
         use_lemma1=not args.no_lemma1,
         excess=args.excess,
         # negative verdicts explained by irreducible culprits, written into the certificate and checked
-        why_not=partial(why_not_with_sections, engine=args.separability_solver),
+        why_not=partial(why_not_with_sections, separability_solver=args.separability_solver),
         source=source,  # the model files, by SHA-256, when DATA was read through --model
     )
     if args.json:
@@ -98,4 +98,4 @@ def _load_with_source(args: argparse.Namespace) -> tuple[Any, dict | None]:
 def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:
     from ntpcert.pipeline.certify_json import certify_json
 
-    return certify_json(rep, excess=args.excess, engine=args.separability_solver)
+    return certify_json(rep, excess=args.excess, separability_solver=args.separability_solver)

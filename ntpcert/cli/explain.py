@@ -23,8 +23,10 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--exact", action="store_true",
                    help="take the verdicts from 'certify --exact' (a certificate checked by the independent checker)")
-    p.add_argument("--separability-solver", choices=("structured", "highs"), default="structured",
-                   help="engine for separability and for every sub-problem of the shrinking (default structured)")
+    from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER, SEPARABILITY_SOLVERS
+
+    p.add_argument("--separability-solver", choices=SEPARABILITY_SOLVERS, default=DEFAULT_SEPARABILITY_SOLVER,
+                   help="solver for separability and for every sub-problem of the shrinking (default auto)")
     p.add_argument("--time-budget", type=float_in(0.0, 86_400.0), default=None, metavar="S",
                    help="seconds for each shrinking (default 60); when spent the culprit is reported unshrunk")
     p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.report.explain import explanation_lines
 
     inst = load_data(args)
-    exp = explain(inst, engine=args.separability_solver, exact=args.exact,
+    exp = explain(inst, separability_solver=args.separability_solver, exact=args.exact,
                   time_budget=EXPLAIN_BUDGET if args.time_budget is None else args.time_budget)
     if args.json:
         emit_json(exp.to_json())

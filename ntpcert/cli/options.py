@@ -147,10 +147,13 @@ def solver_options(p: argparse.ArgumentParser) -> None:
 
 
 def separability_option(p: argparse.ArgumentParser) -> None:
-    """``--separability-solver``: the engine that decides separability."""
-    p.add_argument("--separability-solver", choices=("structured", "highs"), default="structured",
-                   help="engine that decides separability (default structured: Lemma 1, then Farkas rays on growing "
-                   "parts of the data, then the structured NTP-SVM solver; highs: the HiGHS LP)")
+    """``--separability-solver``: the solver that decides separability (library default)."""
+    from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER, SEPARABILITY_SOLVERS
+
+    p.add_argument("--separability-solver", choices=SEPARABILITY_SOLVERS, default=DEFAULT_SEPARABILITY_SOLVER,
+                   help="solver that decides separability after Lemma 1 (default auto: the HiGHS LP on small "
+                   "instances, else Farkas rays on growing parts of the data, then the structured NTP-SVM solver; "
+                   "structured: the latter alone; highs: the HiGHS LP alone)")
     p.add_argument("--no-lemma1", action="store_true",
                    help="do not decide by Lemma 1 (d >= m, H of full row rank); the verdicts then carry explicit "
                    "witnesses, e.g. a feasible W in the certificate")

@@ -52,7 +52,8 @@ from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.instance import NTPInstance, ce
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.dynamics.optimizers import MAX_STEPS, CEKernel, Optimizer
-from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.pipeline.float_witness import float_compatibility
+from ntpcert.rows.subspace import Subspace, least_squares_fit
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.numbers import cosine
 from ntpcert.util.progress import progress_bar
@@ -176,7 +177,7 @@ class Limits:
                 raise InputError(f"norms: unknown value {n!r} (expected some of {', '.join(OTHER_NORMS)})")
         system = KeslerSystem.build(instance)
         sub = Subspace.build(system)
-        comp = check_compatibility(sub)
+        fit, comp = least_squares_fit(sub), float_compatibility(sub)
         svm: SVMSolution | None = None
         err: str | None = None
         others: dict[str, NormSVMSolution] = {}
@@ -191,7 +192,7 @@ class Limits:
                                                progress=progress)
         else:
             err = "no margin constraints (every k_j = V): W^mm is not defined"
-        return cls(instance, system, sub, instance.entropy(), comp.W_star, comp.holds, svm, others, err)
+        return cls(instance, system, sub, instance.entropy(), fit.W_star, comp.holds, svm, others, err)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

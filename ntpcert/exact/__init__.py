@@ -9,12 +9,12 @@ import importlib
 #: Public name -> submodule. The submodules load on first use (PEP 562): the structured solver
 #: needs only ``svm_gap``, and importing the rest with it would cost start-up time.
 _WHERE = {
-    "ExactCompatibility": "compatibility",
+    "ExactNullSpace": "compatibility",
     "WStarClosedForm": "compatibility",
-    "check_compatibility_exact": "compatibility",
+    "exact_null_space": "compatibility",
     "w_star_closed_form": "compatibility",
-    "ExactSeparability": "separability",
-    "check_separability_exact": "separability",
+    "ExactPoint": "separability",
+    "farkas_ray_lp": "separability",
     "ExactSVMBounder": "svm_gap",
     "SVMBound": "svm_gap",
     "exact_svm_bound": "svm_gap",
@@ -34,13 +34,13 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "ExactCompatibility",
+    "ExactNullSpace",
+    "ExactPoint",
     "ExactSVMBounder",
-    "ExactSeparability",
     "SVMBound",
     "WStarClosedForm",
-    "check_compatibility_exact",
-    "check_separability_exact",
+    "exact_null_space",
+    "farkas_ray_lp",
     "exact_svm_bound",
     "w_star_closed_form",
 ]

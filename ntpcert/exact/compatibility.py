@@ -36,7 +36,7 @@ import numpy as np
 from ntpcert.errors import ExactArithmeticError, InputError
 from ntpcert.instance import NTPInstance
 from ntpcert.exact.dyadic import exact_matmul
-from ntpcert.exact.rational import frac, fraction_str
+from ntpcert.exact.rational import frac
 from ntpcert.util.numbers import factorise as util_factorise
 
 
@@ -136,12 +136,11 @@ class GramBlocks:
 
 
 @dataclass(frozen=True, eq=False)
-class ExactCompatibility:
-    r"""Exact verdict on (4).
+class ExactNullSpace:
+    r"""The left null space of :math:`A_{eq}`, exactly, with what it says about the log-odds.
 
     Attributes
     ----------
-    holds : bool
     n_eq : int
         r, the number of equality rows.
     rank : int
@@ -152,17 +151,18 @@ class ExactCompatibility:
         A basis of :math:`\mathrm{null}(G)` (the left null space of :math:`A_{eq}`), each vector as
         ``{(j, z): Fraction}`` over the equality rows (integer entries).
     violating : dict or None
-        When ``holds`` is False: a null vector y with :math:`y^\top E \ne 0`.
+        A basis vector y with :math:`y^\top E \ne 0`, when there is one ((4) then fails).
     violating_exponents : dict or None
         :math:`y^\top E` (nonzero) as ``{p: Fraction}``, so :math:`y^\top b = \sum_p \log p\,(y^\top E)_p \ne 0`.
     probabilities_from_floats : bool
         The instance's probabilities were floats, taken as the exact dyadic rationals they are.
     seconds : float
+    gram, E
+        The blocks of G and the prime-exponent matrix, for :func:`w_star_closed_form`.
     """
 
-    holds: bool | None
     n_eq: int
-    rank: int | None
+    rank: int
     primes: tuple[int, ...]
     null_basis: tuple[dict, ...]
     violating: dict | None
@@ -171,50 +171,14 @@ class ExactCompatibility:
     seconds: float
     gram: GramBlocks | None = field(default=None, repr=False)
     E: np.ndarray | None = field(default=None, repr=False)
-    modulus: int | None = None
-    method: str = "null-space"
-    reason: str = ""
-    embeddings_modulus: bool = False
-    #: Lemma 1's rank certificate (:class:`~ntpcert.exact.rank_witness.RankWitness`) when it decided.
-    rank_witness: object = field(default=None, repr=False)
-    #: ``{p: {(v, i): Fraction}}``: exact :math:`R_p` with :math:`A_{eq}\,\mathrm{vec}(R_p) = E_{:,p}`
-    #: (:func:`check_compatibility_by_columns`); then ``null_basis`` is empty.
-    particular: dict | None = field(default=None, repr=False)
-
-    def particular_text(self) -> str:
-        """What ``particular`` proves, in words (empty when there is none)."""
-        if self.particular is None:
-            return ""
-        k = sum(1 for R in self.particular.values() if R)
-        if k == 0:
-            return "every count ratio is 1 (b = 0), so W = 0 solves (4)"
-        return (f"R_p with A_eq vec(R_p) = E_p for the {k} prime{'s' if k != 1 else ''} whose exponents move, "
-                "so W = sum_p log(p) R_p solves (4)")
 
     @property
-    def null_dim(self) -> int | None:
-        return None if self.rank is None else self.n_eq - self.rank
-
-    def to_json(self) -> dict:
-        out = {
-            "holds": self.holds,
-            "method": self.method,
-            "n_eq": self.n_eq,
-            "dim_F": self.rank,
-            "rank_modulus": self.modulus,
-            "reason": self.reason,
-            "null_space_dim": self.null_dim,
-            "primes": list(self.primes),
-            "probabilities_exact_from_floats": self.probabilities_from_floats,
-            "seconds": self.seconds,
-        }
-        if self.violating_exponents is not None:
-            out["violation"] = " + ".join(f"({fraction_str(v)})*log({p})" for p, v in self.violating_exponents.items())
-        return out
+    def null_dim(self) -> int:
+        return self.n_eq - self.rank
 
 
-def check_compatibility_exact(instance: NTPInstance, gram: GramBlocks | None = None) -> ExactCompatibility:
-    """Decide (4) exactly (see the module doc)."""
+def exact_null_space(instance: NTPInstance, gram: GramBlocks | None = None) -> ExactNullSpace:
+    """The left null space of :math:`A_{eq}` and, when (4) fails, a basis vector that shows it (module doc)."""
     t0 = time.perf_counter()
     rows = eq_rows(instance)
     primes, E = prime_exponents(instance)
@@ -238,8 +202,7 @@ def check_compatibility_exact(instance: NTPInstance, gram: GramBlocks | None = N
                 yE = _times_E(col, comp, E, primes)
                 if yE:
                     violating, viol_exp = y, yE
-    return ExactCompatibility(
-        holds=violating is None,
+    return ExactNullSpace(
         n_eq=len(rows),
         rank=rank,
         primes=primes,
@@ -286,7 +249,7 @@ def used_columns(instance: NTPInstance) -> np.ndarray:
     return np.asarray(S.T @ nz) > 0
 
 
-def check_compatibility_by_columns(instance: NTPInstance) -> ExactCompatibility | None:
+def check_compatibility_by_columns(instance: NTPInstance) -> tuple[int, dict] | None:
     r"""Prove (4) for a tall system by one exact particular solution per prime.
 
     With :math:`b = E\log\mathbf p`, any rational :math:`R_p` with :math:`A_{eq}\,\mathrm{vec}(R_p) =
@@ -299,11 +262,11 @@ def check_compatibility_by_columns(instance: NTPInstance) -> ExactCompatibility 
     \mathrm{rank}\,A^\top A` comes from the same reduction. With no primes (every in-support ratio
     1, b = 0) W = 0 solves (4) and only the rank is computed.
 
-    Returns None when it does not apply (not tall, too large) or when some :math:`E_{:,p}` is not in
-    the column space, i.e. (4) fails: a violating null vector is then found by
-    :func:`check_compatibility_exact`.
+    Returns ``(rank, particular)``: rank :math:`A_{eq}` and ``{p: {(v, i): Fraction}}``, the nonzero
+    entries of every :math:`R_p`; None when it does not apply (not tall, too large) or when some
+    :math:`E_{:,p}` is not in the column space, i.e. (4) fails: a violating null vector is then found by
+    :func:`exact_null_space`.
     """
-    t0 = time.perf_counter()
     mask = instance.support_mask()
     r = int(np.maximum(mask.sum(axis=1) - 1, 0).sum())
     used = used_columns(instance)
@@ -358,10 +321,7 @@ def check_compatibility_by_columns(instance: NTPInstance) -> ExactCompatibility 
             return None
         # A_int x = d E  with A_int = 2^shift A  =>  A (2^shift x / d) = E
         particular[p] = {cols[k]: Fraction(int(xs[k, 0]) << shift, d) for k in range(n) if xs[k, 0] != 0}
-    return ExactCompatibility(holds=True, n_eq=r, rank=rank, primes=primes, null_basis=(), violating=None,
-                              violating_exponents=None, probabilities_from_floats=bool(instance.probs_exact_from_floats),
-                              seconds=time.perf_counter() - t0, E=E, method="particular-solutions",
-                              particular=particular)
+    return rank, particular
 
 
 def _column_solves(A: flint.fmpz_mat, xs: flint.fmpz_mat, Em: flint.fmpz_mat, q: int, d: int) -> bool:
@@ -446,7 +406,7 @@ class WStarClosedForm:
             return mpmath.sqrt(mpmath.fsum(x * x for x in W.ravel()))
 
 
-def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None = None) -> WStarClosedForm:
+def w_star_closed_form(instance: NTPInstance, null_space: ExactNullSpace | None = None) -> WStarClosedForm:
     """Solve :math:`G g_p = E_{:,p}` exactly for every prime (instance must be compatible).
 
     Raises
@@ -454,11 +414,11 @@ def w_star_closed_form(instance: NTPInstance, compat: ExactCompatibility | None 
     InputError
         When the instance is not compatible.
     """
-    compat = check_compatibility_exact(instance) if compat is None else compat
-    if not compat.holds:
+    ns = exact_null_space(instance) if null_space is None or null_space.gram is None else null_space
+    if ns.violating is not None:
         raise InputError("W* has no closed form: the instance is not NTP-compatible")
     rows = eq_rows(instance)
-    gram, E, primes = compat.gram, compat.E, compat.primes
+    gram, E, primes = ns.gram, ns.E, ns.primes
     coeffs: dict[int, dict] = {p: {} for p in primes}
     scale = 1 << -gram.exp if gram.exp < 0 else None
     post = 1 << gram.exp if gram.exp > 0 else 1  # G_true = G 2^exp, exp > 0: g = (G^-1 E) / 2^exp

@@ -19,7 +19,6 @@ Neither found or neither exact: the verdict is ``None`` (undetermined), never a 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -67,49 +66,6 @@ class ExactPoint:
         for v, i, dl in self.delta:
             W[v, i] += float(dl)
         return W * float(self.scale)
-
-
-@dataclass(frozen=True, eq=False)
-class ExactSeparability:
-    """Exact verdict on (6).
-
-    Attributes
-    ----------
-    holds : bool or None
-        True with a feasible point, False with a Farkas ray, None when neither was made exact.
-    point : ExactPoint or None
-    ray : dict or None
-        ``{(v, j): Fraction}``, the nonzero entries of the ray ``a`` (shape (V, m)).
-    min_margin_lower : float or None
-        Margin lower bound :math:`\\ell` of the repaired point before rescaling.
-    reason : str
-        What was tried and why it failed, when ``holds`` is None.
-    seconds : float
-    modulus : int or None
-        With ``holds`` True and no point: the prime showing rank H = m with d >= m (Lemma 1).
-    rank_witness : RankWitness or None
-        With ``holds`` True and no point: Lemma 1's rank certificate (:mod:`ntpcert.exact.rank_witness`).
-    """
-
-    holds: bool | None
-    point: ExactPoint | None
-    ray: dict | None
-    min_margin_lower: float | None
-    reason: str
-    seconds: float
-    modulus: int | None = None
-    rank_witness: object = None
-
-    def to_json(self) -> dict:
-        witness = (("feasible point" if self.point is not None else "Lemma 1: rank H = m")
-                   if self.holds else ("Farkas ray" if self.holds is False else None))
-        return {
-            "holds": self.holds,
-            "witness": witness,
-            "ray_support": None if self.ray is None else len(self.ray),
-            "reason": self.reason,
-            "seconds": self.seconds,
-        }
 
 
 def exact_feasible_point(instance: NTPInstance, W: np.ndarray, *, bits: int = DEFAULT_BITS,
@@ -280,48 +236,17 @@ def check_ray(instance: NTPInstance, ray: dict) -> str:
     return ""
 
 
-def check_separability_exact(
-    instance: NTPInstance,
-    candidate: np.ndarray | None,
-    *,
-    try_ray: bool = True,
-    bits: int = DEFAULT_BITS,
-    time_limit: float | None = None,
-    bounder: ExactSVMBounder | None = None,
-) -> ExactSeparability:
-    """Settle (6) with an exact witness.
-
-    Parameters
-    ----------
-    instance : NTPInstance
-    candidate : ndarray of shape (V, d), or None
-        A float point believed feasible (LP or NTP-SVM solution), or None.
-    try_ray : bool
-        Look for a Farkas ray when no feasible point could be made exact.
-    bounder : ExactSVMBounder, optional
-        The instance's exact precomputation, shared with other calls (default: built here).
-    """
-    t0 = time.perf_counter()
-    notes = []
-    ell = None
-    if candidate is not None:
-        point, ell, reason = exact_feasible_point(instance, candidate, bits=bits, bounder=bounder)
-        if point is not None:
-            return ExactSeparability(True, point, None, ell, "", time.perf_counter() - t0)
-        notes.append(f"feasible point not exact: {reason}")
-    if try_ray:
-        balanced, shifts = balanced_instance(instance)
-        a = float_farkas_ray(balanced, time_limit=time_limit)
-        if a is None:
-            notes.append("no Farkas ray found by the LP")
-        else:
-            ray = exact_ray(balanced, a)
-            if ray is None:
-                notes.append("the float ray is inconsistent on its support in exact arithmetic")
-            else:
-                ray = unbalance_ray(ray, shifts)
-                why = check_ray(instance, ray)
-                if not why:
-                    return ExactSeparability(False, None, ray, None, "", time.perf_counter() - t0)
-                notes.append(f"exact ray fails: {why}")
-    return ExactSeparability(None, None, None, ell, "; ".join(notes) or "nothing to check", time.perf_counter() - t0)
+def farkas_ray_lp(instance: NTPInstance, *, time_limit: float | None = None) -> tuple[dict | None, str]:
+    """A Farkas ray found as a vertex of the normalised Farkas system with HiGHS (on the instance with
+    its embeddings rebalanced by powers of two, :func:`balanced_instance`), made exact on its support,
+    mapped back and checked exactly (:func:`check_ray`): ``(ray, "")``, or ``(None, why not)``."""
+    balanced, shifts = balanced_instance(instance)
+    a = float_farkas_ray(balanced, time_limit=time_limit)
+    if a is None:
+        return None, "no Farkas ray found by the LP"
+    ray = exact_ray(balanced, a)
+    if ray is None:
+        return None, "the float ray is inconsistent on its support in exact arithmetic"
+    ray = unbalance_ray(ray, shifts)
+    why = check_ray(instance, ray)
+    return (None, f"exact ray fails: {why}") if why else (ray, "")

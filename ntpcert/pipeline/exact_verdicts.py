@@ -13,6 +13,7 @@ field ``certificate`` is null; with it, the file is written atomically (nothing 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -20,30 +21,29 @@ from typing import Any
 
 import numpy as np
 
-from ntpcert.util.summary import short_str
 from ntpcert.exact.compatibility import (
-    ExactCompatibility,
     WStarClosedForm,
     check_compatibility_by_columns,
-    check_compatibility_exact,
+    exact_null_space,
+    prime_exponents,
     w_star_closed_form,
 )
 from ntpcert.exact.rational import fraction_str
-from ntpcert.exact.separability import (
-    ExactSeparability,
-    check_separability_exact,
-)
 from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.cert_schema import check_produced
-from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_ENGINE
+from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER
 from ntpcert.pipeline.float_verdicts import Report, certify
-from ntpcert.pipeline.verify import Verdict, verify_certificate
+from ntpcert.pipeline.verify import Verdict as CheckResult
+from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.solve.svm import DEFAULT_SOLVER
 from ntpcert.util.files import check_output_file
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
+from ntpcert.util.summary import short_str
+from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, FeasiblePoint, FullRowRank, NoEquations, NullSpaceBasis,
+                             ParticularSolutions, Verdict, ViolatingNullVector)
 
 #: W* is put in closed form automatically only when the equality system is this small (rows) and
 #: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.
@@ -65,16 +65,19 @@ class ExactReport:
     ----------
     float_report : Report
         The float pipeline's report (its verdicts are not the ones reported).
-    compatibility : ExactCompatibility
+    compatibility, separability : Verdict
+        The exact verdicts as made, each with an exact witness (:mod:`ntpcert.verdict`), before the
+        independent check; :attr:`compatible` and :attr:`separable` are the reported ones.
+    primes : tuple of int
+        The primes of the count ratios; ``E`` their exponent matrix (one row per equality row).
     w_star : WStarClosedForm or None
     w_star_note : str
         Why W* is not in closed form, when it is not.
-    separability : ExactSeparability
     svm : SVMBound or None
     certificate : dict
         The certificate (sealed).
-    verdict : Verdict
-        The independent checker's verdict on it.
+    check : CheckResult
+        The independent checker's result on it.
     path : str or None
         Where it was written.
     seconds : float
@@ -85,13 +88,15 @@ class ExactReport:
     __str__ = short_str  # print(report): a few lines; repr stays complete
 
     float_report: Report
-    compatibility: ExactCompatibility
+    compatibility: Verdict
+    separability: Verdict
+    primes: tuple
+    E: np.ndarray | None
     w_star: WStarClosedForm | None
     w_star_note: str
-    separability: ExactSeparability
     svm: SVMBound | None
     certificate: dict
-    verdict: Verdict
+    check: CheckResult
     path: str | None
     seconds: float
     stages: dict = field(default_factory=dict)
@@ -100,28 +105,35 @@ class ExactReport:
     #: The keys ``why_not_separable`` / ``why_not_compatible`` made by the ``why_not`` hook, or None.
     why_not: dict | None = None
 
-    @property
-    def compatible(self) -> bool | None:
-        return self.compatibility.holds if self.verdict.valid else None
+    def _checked(self, verdict: Verdict) -> Verdict:
+        if self.check.valid:
+            return verdict
+        return Verdict.undetermined(f"the independent check refused the certificate ({self.check.reason})")
 
     @property
-    def separable(self) -> bool | None:
-        return self.separability.holds if self.verdict.valid else None
+    def compatible(self) -> Verdict:
+        """The verdict on (4) the independently checked certificate holds (undetermined when it was refused)."""
+        return self._checked(self.compatibility)
+
+    @property
+    def separable(self) -> Verdict:
+        """The verdict on (6) the independently checked certificate holds (undetermined when it was refused)."""
+        return self._checked(self.separability)
 
     @property
     def svm_certified(self) -> bool:
-        return self.verdict.valid and self.svm is not None and self.svm.primal_feasible
+        return self.check.valid and self.svm is not None and self.svm.primal_feasible
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
-        return and3(self.compatible, self.separable)
+        return and3(self.compatible.holds, self.separable.holds)
 
     def to_json(self) -> dict:
         out = self.float_report.to_json()
         comp = dict(out["compatible"])
         comp["float_holds"] = comp["holds"]
-        comp["holds"] = self.compatible
-        comp["exact"] = self.compatibility.to_json()
+        comp.update(self.compatible.to_json())
+        comp["exact"] = self._compat_json()
         if self.w_star is not None:
             comp["W_star_closed_form"] = {
                 "expression": " + ".join(f"log({p})*R_{p}" for p in self.w_star.terms) or "0",
@@ -134,100 +146,144 @@ class ExactReport:
         out["compatible"] = comp
         sep = dict(out["separable"])
         sep["float_holds"] = sep["holds"]
-        sep["holds"] = self.separable
+        sep.update(self.separable.to_json())
         sep["exact"] = self.separability.to_json()
         out["separable"] = sep
         out["entropy_bound_reachable"] = self.entropy_bound_reachable
         if out.get("svm"):
             svm = dict(out["svm"])
-            svm["exact"] = self.svm.to_json() if (self.svm is not None and self.verdict.valid) else None
+            svm["exact"] = self.svm.to_json() if (self.svm is not None and self.check.valid) else None
             out["svm"] = svm
         out["exact"] = True
         out["certificate"] = self.path
-        out["certificate_valid"] = self.verdict.valid
-        out["certificate_reason"] = self.verdict.reason
-        out["certificate_checks"] = list(self.verdict.checks)
+        out["certificate_valid"] = self.check.valid
+        out["certificate_reason"] = self.check.reason
+        out["certificate_checks"] = list(self.check.checks)
         out["probabilities_exact_from_floats"] = bool(self.float_report.instance.probs_exact_from_floats)
         out["seconds"] = self.seconds
         out["stages"] = {**out.get("stages", {}), **self.stages}
         if self.excess is not None:
-            out["excess_loss"] = dict(self.excess, certificate_checked=self.verdict.valid and "q_nonzeros" in self.excess)
+            out["excess_loss"] = dict(self.excess, certificate_checked=self.check.valid and "q_nonzeros" in self.excess)
         if self.why_not is not None:
             out.update(self.why_not)
         return out
 
+    def _compat_json(self) -> dict:
+        """The exact verdict on (4) with the system's size, rank and primes, and y^T E of a violation."""
+        v = self.compatibility
+        rank = getattr(v.witness, "rank", None)
+        n_eq = self.float_report.subspace.system.n_eq
+        out = {**v.to_json(), "n_eq": n_eq, "dim_F": rank, "null_space_dim": None if rank is None else n_eq - rank,
+               "primes": list(self.primes),
+               "probabilities_exact_from_floats": bool(self.float_report.instance.probs_exact_from_floats)}
+        if isinstance(v.witness, ViolatingNullVector) and self.E is not None:
+            yE = violation_exponents(self.float_report.subspace.system, v.witness.y, self.primes, self.E)
+            out["violation"] = " + ".join(f"({fraction_str(x)})*log({p})" for p, x in yE.items())
+        return out
 
-def _w_star(instance: NTPInstance, compat: ExactCompatibility, mode: str) -> tuple[WStarClosedForm | None, str]:
-    if not compat.holds:
+
+def violation_exponents(system, y: dict, primes: tuple, E: np.ndarray) -> dict:
+    r""":math:`y^\top E` as ``{p: Fraction}`` (its nonzero entries): :math:`y^\top b = \sum_p \log p\,(y^\top E)_p`."""
+    from fractions import Fraction
+
+    rows = {(int(j), int(z)): i for i, (j, z) in enumerate(zip(system.eq_context, system.eq_token))}
+    yE: dict[int, Fraction] = {}
+    for key, val in y.items():
+        for pi, p in enumerate(primes):
+            e = int(E[rows[key], pi])
+            if e:
+                yE[p] = yE.get(p, Fraction(0)) + Fraction(val) * e
+    return {p: x for p, x in yE.items() if x}
+
+
+def _w_star(instance: NTPInstance, compat: Verdict, primes: tuple, E: np.ndarray,
+            mode: str) -> tuple[WStarClosedForm | None, str]:
+    if compat.holds is not True:
         return None, "not compatible: W* does not exist"
-    if compat.E is not None and not any(compat.E.ravel()):  # b = 0: W* = 0, whatever the size
-        return WStarClosedForm(instance, compat.primes, {p: {} for p in compat.primes}), ""
-    work = compat.n_eq * max(1, len(compat.primes))
+    n_eq = len(E)
+    if not any(E.ravel()):  # b = 0: W* = 0, whatever the size
+        return WStarClosedForm(instance, primes, {p: {} for p in primes}), ""
+    work = n_eq * max(1, len(primes))
     if mode == "never":
         return None, "not requested"
-    if mode == "auto" and (compat.n_eq > W_STAR_MAX_ROWS or work > W_STAR_MAX_WORK):
-        return None, (f"skipped: r = {compat.n_eq} equality rows and {len(compat.primes)} primes exceed the automatic "
+    if mode == "auto" and (n_eq > W_STAR_MAX_ROWS or work > W_STAR_MAX_WORK):
+        return None, (f"skipped: r = {n_eq} equality rows and {len(primes)} primes exceed the automatic "
                       f"limit (r <= {W_STAR_MAX_ROWS}, r * primes <= {W_STAR_MAX_WORK}); call "
                       "ntpcert.exact.compatibility.w_star_closed_form(instance)")
-    return w_star_closed_form(instance, compat if compat.gram is not None else None), ""
+    return w_star_closed_form(instance), ""
 
 
 def build_certificate(
     instance: NTPInstance,
-    compat: ExactCompatibility,
-    sep: ExactSeparability,
+    compat: Verdict,
+    sep: Verdict,
     svm: SVMBound | None,
     w_star: WStarClosedForm | None = None,
+    primes: tuple | None = None,
+    E: np.ndarray | None = None,
 ) -> dict:
     """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`; every section is
     written against the table the checker reads (:func:`ntpcert.pipeline.cert_schema.check_produced`)."""
-    cert = cf.seal(_certificate_body(instance, compat, sep, svm, w_star))
+    if primes is None or E is None:
+        primes, E = prime_exponents(instance)
+    cert = cf.seal(_certificate_body(instance, compat, sep, svm, w_star, primes, E))
     check_produced(cert)
     return cert
 
 
+def _compatibility_section(compat: Verdict, n_eq: int, primes: tuple, E: np.ndarray,
+                           w_star: WStarClosedForm | None) -> dict:
+    """The ``compatibility`` section: the claim and its exact witness (:mod:`ntpcert.verdict`)."""
+    w = compat.witness
+    comp: dict[str, Any] = {"claim": compat.holds, "n_eq": n_eq}
+    if compat.holds is None:
+        comp["primes"] = list(primes)
+        comp["reason"] = compat.reason or "undetermined"
+        return comp
+    comp["dim_F"] = getattr(w, "rank", None)
+    comp["primes"] = list(primes)
+    if isinstance(w, ViolatingNullVector):
+        comp["violating_null_vector"] = cf.sparse_list(w.y)
+        return comp
+    comp["null_space_basis"] = [cf.sparse_list(y) for y in w.basis] if isinstance(w, NullSpaceBasis) else []
+    if isinstance(w, ParticularSolutions):  # R_p with A_eq vec(R_p) = E_p: the primes whose exponents move
+        comp["particular_solutions"] = {str(p): cf.sparse_list(w.particular[p])
+                                        for q, p in enumerate(primes) if any(E[:, q])}
+    elif isinstance(w, NullSpaceBasis) and w.engine == "frequent-tokens":  # the checker rebuilds the bound
+        comp["frequent_tokens_modulus"] = w.modulus
+    elif isinstance(w, EmbeddingsFullRank):
+        key, value = w.rank_witness.certificate_entry
+        comp[key] = value
+    elif isinstance(w, (FullRowRank, NullSpaceBasis)) and w.modulus is not None:
+        comp["rank_modulus"] = w.modulus
+    if w_star is not None and not isinstance(w, ParticularSolutions):  # the R_p already give a solution of (4)
+        comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
+    return comp
+
+
+def _separability_section(sep: Verdict) -> dict:
+    """The ``separability`` section: the claim and its exact witness."""
+    w = sep.witness
+    if isinstance(w, EmbeddingsFullRank):
+        key, value = w.rank_witness.certificate_entry
+        return {"claim": True, key: value}
+    if isinstance(w, FeasiblePoint):
+        return {"claim": True, "W": cf.matrix_strings(w.point.fractions())}
+    if isinstance(w, FarkasRay):
+        return {"claim": False, "ray": cf.sparse_list(w.ray)}
+    return {"claim": None, "reason": sep.reason}
+
+
 def _certificate_body(
     instance: NTPInstance,
-    compat: ExactCompatibility,
-    sep: ExactSeparability,
+    compat: Verdict,
+    sep: Verdict,
     svm: SVMBound | None,
-    w_star: WStarClosedForm | None = None,
+    w_star: WStarClosedForm | None,
+    primes: tuple,
+    E: np.ndarray,
 ) -> dict:
     """The certificate before its checksum."""
-    comp: dict[str, Any] = {"claim": compat.holds, "n_eq": compat.n_eq}
-    if compat.holds is None:
-        comp["primes"] = list(compat.primes)
-        comp["reason"] = compat.reason or "undetermined"
-    elif compat.holds:
-        comp["dim_F"] = compat.rank
-        comp["primes"] = list(compat.primes)
-        comp["null_space_basis"] = [cf.sparse_list(y) for y in compat.null_basis]
-        if compat.particular is not None:  # R_p with A_eq vec(R_p) = E_p: the primes whose exponents move
-            comp["particular_solutions"] = {str(p): cf.sparse_list(compat.particular[p])
-                                            for q, p in enumerate(compat.primes) if any(compat.E[:, q])}
-        if compat.method == "frequent-tokens":  # ntpcert.pipeline.frequent_tokens: the checker rebuilds the bound
-            comp["frequent_tokens_modulus"] = compat.modulus
-        elif compat.embeddings_modulus and compat.rank_witness is not None:
-            key, value = compat.rank_witness.certificate_entry
-            comp[key] = value
-        elif compat.modulus is not None:
-            comp["embeddings_rank_modulus" if compat.embeddings_modulus else "rank_modulus"] = compat.modulus
-        if w_star is not None and compat.particular is None:  # the R_p already give a solution of (4)
-            comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
-    else:
-        comp["dim_F"] = compat.rank
-        comp["primes"] = list(compat.primes)
-        comp["violating_null_vector"] = cf.sparse_list(compat.violating)
-    if sep.holds is True and sep.point is None:
-        key, value = (sep.rank_witness.certificate_entry if sep.rank_witness is not None
-                      else ("embeddings_rank_modulus", sep.modulus))
-        sepsec: dict[str, Any] = {"claim": True, key: value}
-    elif sep.holds is True:
-        sepsec = {"claim": True, "W": cf.matrix_strings(sep.point.fractions())}
-    elif sep.holds is False:
-        sepsec = {"claim": False, "ray": cf.sparse_list(sep.ray)}
-    else:
-        sepsec = {"claim": None, "reason": sep.reason}
     svmsec = None
     claims_svm = None
     if svm is not None and svm.primal_feasible and sep.holds is True:
@@ -239,7 +295,7 @@ def _certificate_body(
             "norm_upper": svm.norm_upper,
         }
         claims_svm = {k: svmsec[k] for k in ("gap", "distance_bound", "norm_lower", "norm_upper")}
-    cert = {
+    return {
         "format": cf.FORMAT,
         "version": cf.VERSION,
         "instance": {
@@ -256,11 +312,10 @@ def _certificate_body(
             "entropy_bound_reachable": and3(compat.holds, sep.holds),
             "svm": claims_svm,
         },
-        "compatibility": comp,
-        "separability": sepsec,
+        "compatibility": _compatibility_section(compat, len(E), primes, E, w_star),
+        "separability": _separability_section(sep),
         "svm": svmsec,
     }
-    return cert
 
 
 def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
@@ -286,7 +341,7 @@ def exact_certify(
     progress: bool | None = None,
     certificate_out: str | None = None,
     w_star: str = "auto",
-    separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
+    separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
     excess: bool = True,
     why_not: Callable[..., tuple[dict, dict]] | None = None,
@@ -306,8 +361,8 @@ def exact_certify(
         refuses is not written (the report says INVALID and why, and ``path`` is None).
     w_star : {"auto", "always", "never"}
         Closed form of W* (``auto``: small systems only, see ``W_STAR_MAX_ROWS``).
-    separability_solver : {"structured", "highs"}
-        The engine that decides separability in the float stage (:mod:`ntpcert.pipeline.decide`).
+    separability_solver : {"auto", "structured", "highs"}
+        The solver that decides separability in the float stage (:mod:`ntpcert.pipeline.decide`).
     use_lemma1 : bool
         Decide by Lemma 1 when it applies (default); false: explicit witnesses (a feasible W, null vectors).
     excess : bool
@@ -330,10 +385,11 @@ def exact_certify(
     rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
                   use_lemma1=use_lemma1, fit_when_refuted=False, svm_time_limit=None)
     stages = Stages(4, progress, desc="exact")
+    primes, E = prime_exponents(instance)
     try:
         with stages.stage("exact compatibility", key="exact_compatibility"):
             compat = _compatibility(instance, rep)
-            wstar, note = _w_star(instance, compat, w_star)
+            wstar, note = _w_star(instance, compat, primes, E, w_star)
         bounder = None
         with stages.stage("exact separability", key="exact_separability"):
             sep, bounder = _separability(instance, rep)
@@ -354,12 +410,15 @@ def exact_certify(
         why_keys, why_sections = None, {}
         if why_not is not None and (compat.holds is False or sep.holds is False):
             tw = time.perf_counter()
-            why_keys, why_sections = why_not(instance, compatible=compat.holds, violating=compat.violating,
-                                             separable=sep.holds, ray=sep.ray, system=rep.subspace.system)
+            why_keys, why_sections = why_not(
+                instance, compatible=compat.holds,
+                violating=compat.witness.y if isinstance(compat.witness, ViolatingNullVector) else None,
+                separable=sep.holds, ray=sep.witness.ray if isinstance(sep.witness, FarkasRay) else None,
+                system=rep.subspace.system)
             stages.seconds["why_not"] = time.perf_counter() - tw
         with stages.stage("independent check", key="independent_check"):
             # one encoding of the (large) certificate serves its checksum and the file
-            body = _certificate_body(instance, compat, sep, bound, wstar)
+            body = _certificate_body(instance, compat, sep, bound, wstar, primes, E)
             if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
             body.update(why_sections)
@@ -368,114 +427,78 @@ def exact_certify(
             cert, text = cf.seal_canonical(body)
             check_produced(cert)  # the table verify reads: a field it would refuse is never written
             # the checksum over the text to be written, not a second encoding of cert
-            verdict = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
-            if certificate_out is not None and verdict.valid:  # its checksum checked just now
+            check = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
+            if certificate_out is not None and check.valid:  # its checksum checked just now
                 cf.save(cert, certificate_out, reseal=False, canonical=text)
-            written = certificate_out if verdict.valid else None  # a certificate its checker refuses is not written
+            written = certificate_out if check.valid else None  # a certificate its checker refuses is not written
     finally:
         stages.close()
-    return ExactReport(rep, compat, wstar, note, sep, bound, cert, verdict, written, time.perf_counter() - t0,
-                       dict(stages.seconds), ex_key, why_keys)
+    return ExactReport(rep, compat, sep, primes, E, wstar, note, bound, cert, check, written,
+                       time.perf_counter() - t0, dict(stages.seconds), ex_key, why_keys)
 
 
 #: The whole-system exact test (fraction-free null space of G) is run only up to this many rows.
 EXACT_FULL_MAX_ROWS = 2500
 
 
-def _compatibility(instance: NTPInstance, rep: Report) -> ExactCompatibility:
-    """The float stage's exact witness (:mod:`ntpcert.pipeline.decide`) as an exact verdict, or the
-    whole-system exact test when the float stage had none and the system is small enough."""
-    from fractions import Fraction
-
-    from ntpcert.exact.compatibility import prime_exponents
-
-    t0 = time.perf_counter()
-    dec = rep.compat_decision
+def _compatibility(instance: NTPInstance, rep: Report) -> Verdict:
+    """The float stage's verdict on (4) with an exact witness, or, when it had none, a tall system's
+    particular solutions or the whole-system exact test (when the system is small enough)."""
+    dec = rep.compatible
     r = rep.subspace.system.n_eq
-    if dec is not None and dec.engine == "particular-solutions" and dec.exact is not None:
-        return dec.exact  # the decision engine's own exact verdict (checked with the certificate)
-    if dec is None or (dec.holds is not False and dec.engine not in ("no-equations", "lemma1")):
+    if dec.is_exact and dec.holds is not None and isinstance(dec.witness, (ParticularSolutions, ViolatingNullVector,
+                                                                           NoEquations, EmbeddingsFullRank)):
+        return dec
+    if dec.holds is not False:
         # a tall system: one solve per prime in the column space, instead of a null-space basis of
         # about r vectors that the certificate would list and the checker re-check
         tall = check_compatibility_by_columns(instance)
         if tall is not None:
-            return tall
-    if dec is not None and dec.engine in ("no-equations", "lemma1", "gram-rank-mod-p", "null-space", "null-vector",
-                                          "part-null-vector", "pair-null-vector",
-                                          "frequent-tokens-null-vector", "frequent-tokens"):
-        primes, E = prime_exponents(instance)
-        common = {"n_eq": r, "primes": primes, "probabilities_from_floats": bool(instance.probs_exact_from_floats),
-                      "method": dec.engine, "E": E}
-        if dec.holds is False:
-            rows = {(int(j), int(z)): i for i, (j, z) in
-                    enumerate(zip(rep.subspace.system.eq_context, rep.subspace.system.eq_token))}
-            yE: dict[int, Fraction] = {}
-            for key, v in dec.violating.items():
-                for pi, p in enumerate(primes):
-                    e = int(E[rows[key], pi])
-                    if e:
-                        yE[p] = yE.get(p, Fraction(0)) + v * e
-            yE = {p: v for p, v in yE.items() if v}
-            return ExactCompatibility(holds=False, rank=dec.rank, null_basis=(),
-                                      violating={k: Fraction(v) for k, v in dec.violating.items()},
-                                      violating_exponents=yE, seconds=time.perf_counter() - t0, **common)
-        basis = tuple({k: Fraction(v) for k, v in y.items()} for y in (dec.null_basis or []))
-        return ExactCompatibility(holds=True, rank=dec.rank, null_basis=basis, violating=None,
-                                  violating_exponents=None, seconds=time.perf_counter() - t0,
-                                  modulus=dec.modulus if dec.engine != "no-equations" else None,
-                                  embeddings_modulus=dec.engine == "lemma1",
-                                  rank_witness=dec.rank_witness if dec.engine == "lemma1" else None, **common)
+            rank, particular = tall
+            w = ParticularSolutions(particular, rank)
+            return Verdict(True, dataclasses.replace(w, text=f"exact: {w.describe()}"))
+    if dec.is_exact and dec.holds is not None:
+        return dec
     if r <= EXACT_FULL_MAX_ROWS:
-        return check_compatibility_exact(instance)
-    primes, _ = prime_exponents(instance)
-    why = (dec.witness if dec is not None else "") + f"; the whole-system exact test is limited to r <= " \
-        f"{EXACT_FULL_MAX_ROWS} equality rows (r = {r})"
-    return ExactCompatibility(holds=None, n_eq=r, rank=None, primes=primes, null_basis=(), violating=None,
-                              violating_exponents=None, probabilities_from_floats=bool(instance.probs_exact_from_floats),
-                              seconds=time.perf_counter() - t0, method="undetermined", reason=why)
+        ns = exact_null_space(instance)
+        if ns.violating is not None:
+            return Verdict(False, ViolatingNullVector({k: int(v) for k, v in ns.violating.items()}, "exact-null-space",
+                                                      f"exact: null vector y with y^T b != 0 (rank A_eq = {ns.rank})",
+                                                      rank=ns.rank))
+        return Verdict(True, NullSpaceBasis(tuple({k: int(v) for k, v in y.items()} for y in ns.null_basis), ns.rank,
+                                            None, "exact-null-space", f"exact: null(A_eq^T) has dimension "
+                                            f"{ns.null_dim}, every y^T E = 0"))
+    return Verdict.undetermined(f"{dec.reason}; the whole-system exact test is limited to r <= {EXACT_FULL_MAX_ROWS} "
+                                f"equality rows (r = {r})")
 
 
-def _separability(instance: NTPInstance, rep: Report) -> tuple[ExactSeparability, ExactSVMBounder | None]:
-    """Lemma 1's rank certificate, the float stage's Farkas ray (checked again here), a feasible point
-    from the NTP-SVM or the float stage made exact, else the HiGHS ray LP on small instances."""
-    from ntpcert.pipeline.decide import check_ray_sparse
+def _separability(instance: NTPInstance, rep: Report) -> tuple[Verdict, ExactSVMBounder | None]:
+    """Lemma 1's rank certificate or the float stage's Farkas ray (both exact as found; the checker checks
+    them again), a feasible point from the NTP-SVM or the float stage made exact, else the HiGHS ray LP
+    on small instances."""
+    from ntpcert.exact.separability import farkas_ray_lp
 
-    t0 = time.perf_counter()
-    dec = rep.sep_decision
-    if dec is not None and dec.engine == "lemma1":
-        return ExactSeparability(True, None, None, None, "", time.perf_counter() - t0, modulus=dec.modulus,
-                                 rank_witness=dec.rank_witness), None
-    if dec is not None and dec.engine == "vacuous":
-        return check_separability_exact(instance, np.zeros((instance.V, instance.d)), try_ray=False), None
-    if rep.separable.ray:
-        # pair and part rays were checked exactly on the whole instance by check_ray_sparse when found
-        # (ntpcert.pipeline.decide); other rays are checked here
-        checked = dec is not None and dec.engine in RAYS_CHECKED_BY_DECIDE and dec.ray is rep.separable.ray
-        why = "" if checked else check_ray_sparse(instance, rep.separable.ray)
-        if not why:
-            return ExactSeparability(False, None, rep.separable.ray, None, "", time.perf_counter() - t0), None
-    candidates = [W for W in ((rep.svm.W if rep.svm is not None else None), rep.separable.W) if W is not None]
+    dec = rep.separable
+    if dec.is_exact and dec.holds is not None:
+        return dec, None
+    candidates = [(W, eng) for W, eng in ((rep.svm.W if rep.svm is not None else None, "the NTP-SVM"),
+                                          (getattr(dec.witness, "W", None), dec.engine)) if W is not None]
     notes = []
     bounder = ExactSVMBounder(instance) if candidates else None
-    for W in candidates:
-        sep = check_separability_exact(instance, W, try_ray=False, bounder=bounder)
-        if sep.holds:
-            return sep, bounder
-        notes.append(sep.reason)
+    for W, eng in candidates:
+        made = Verdict(True, FeasiblePoint(W, "structured-point", f"a point of {eng}")).exact(instance, bounder=bounder)
+        if made.holds:
+            return made, bounder
+        notes.append(made.reason)
     if instance.V * instance.m <= RAY_LP_MAX_ENTRIES:
-        ray = check_separability_exact(instance, None, try_ray=True)
-        if ray.holds is False or not notes:
-            return ray, bounder
-        notes.append(ray.reason)
+        ray, why = farkas_ray_lp(instance)
+        if ray is not None:
+            return Verdict(False, FarkasRay(ray, "highs-farkas", f"exact Farkas ray with {len(ray)} nonzeros")), bounder
+        notes.append(why)
     else:
-        notes.append(f"{rep.separable.by}; the HiGHS ray LP is not tried on V * m > {RAY_LP_MAX_ENTRIES}")
-    return ExactSeparability(None, None, None, None, "; ".join(notes), time.perf_counter() - t0), bounder
+        notes.append(f"{dec.reason}; the HiGHS ray LP is not tried on V * m > {RAY_LP_MAX_ENTRIES}")
+    return Verdict.undetermined("; ".join(notes)), bounder
 
-
-#: Deciding engines whose Farkas ray :func:`ntpcert.pipeline.decide.check_ray_sparse` has already
-#: checked exactly on the whole instance (not checked a second time here; the certificate checker
-#: checks it again independently).
-RAYS_CHECKED_BY_DECIDE = ("pair-farkas", "part-farkas")
 
 #: The HiGHS Farkas-ray LP has V * m variables; it is tried only up to this many.
 RAY_LP_MAX_ENTRIES = 200_000

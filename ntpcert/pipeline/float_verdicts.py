@@ -12,29 +12,27 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from ntpcert.util.summary import short_str
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.exact.rank_witness import RankWitness
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
-    DEFAULT_SEPARABILITY_ENGINE,
-    CompatibilityDecision,
-    SeparabilityDecision,
+    DEFAULT_SEPARABILITY_SOLVER,
+    SeparabilitySolve,
     decide_compatibility,
+    decide_separability,
     lemma1,
     pair_separability,
 )
-from ntpcert.pipeline.decide import decide_separability as _decide_sep
-from ntpcert.pipeline.float_witness import settle_compatibility
+from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.pipeline.lemma1 import lemma1_json
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.rows.onehot import onehot_compatibility
-from ntpcert.rows.subspace import (CompatibilityResult, Subspace, check_compatibility, dense_preferred,
-                                   proved_without_fit, refuted_without_fit, unsettled_without_fit)
-from ntpcert.solve.separability_lp import SeparabilityResult
+from ntpcert.rows.onehot import onehot_fit
+from ntpcert.rows.subspace import LeastSquaresFit, Subspace, dense_preferred, least_squares_fit
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
+from ntpcert.util.summary import short_str
+from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict
 
 
 #: Seconds the NTP-SVM of :func:`certify` may take (the verdicts do not depend on it): past them it is
@@ -56,8 +54,10 @@ class Report:
     ----------
     instance : NTPInstance
     subspace : Subspace
-    compatible : CompatibilityResult
-    separable : SeparabilityResult
+    compatible, separable : Verdict
+        Whether (4) and (6) hold, each with the witness that shows it (:mod:`ntpcert.verdict`).
+    fit : LeastSquaresFit
+        The least-squares solution of (4) in F: W* when (4) and (6) hold.
     svm : SVMSolution or None
         The NTP-SVM solution when separable and requested.
     svm_error : str or None
@@ -65,8 +65,8 @@ class Report:
     seconds : float
     stages : dict
         Wall seconds of each stage (``kesler``, ``rank``, ``compatibility``, ``separability``, ``svm``).
-    compat_decision, sep_decision : CompatibilityDecision, SeparabilityDecision or None
-        How each verdict was settled (:mod:`ntpcert.pipeline.decide`), with the exact witnesses.
+    separability_parts : tuple of dict
+        What each part of the instance gave (:func:`ntpcert.pipeline.parts.separability_on_parts`).
     lemma1_rank : RankWitness or None
         The certified lower bound on rank H (:mod:`ntpcert.exact.rank_witness`); Lemma 1 decided when
         it is full. None when Lemma 1 was not asked for.
@@ -76,24 +76,24 @@ class Report:
 
     instance: NTPInstance
     subspace: Subspace
-    compatible: CompatibilityResult
-    separable: SeparabilityResult
+    compatible: Verdict
+    separable: Verdict
+    fit: LeastSquaresFit
     svm: SVMSolution | None
     svm_error: str | None
     seconds: float
     stages: dict = dataclasses.field(default_factory=dict)
-    compat_decision: CompatibilityDecision | None = None
-    sep_decision: SeparabilityDecision | None = None
+    separability_parts: tuple = ()
     lemma1_rank: RankWitness | None = None
-
-    @property
-    def lemma1_modulus(self) -> int | None:
-        """The prime of Lemma 1's rank certificate, when it holds and one was used."""
-        return self.lemma1_rank.modulus if self.lemma1_rank is not None and self.lemma1_rank.full else None
 
     @property
     def lemma1_holds(self) -> bool:
         return self.lemma1_rank is not None and self.lemma1_rank.full
+
+    @property
+    def W_star(self):
+        """W* (shape (V, d)) when (4) holds and it was fitted, else None."""
+        return self.fit.W_star if self.compatible.holds is True else None
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
@@ -102,21 +102,15 @@ class Report:
     def to_json(self) -> dict:
         # Lemma 1's certificate is H's full row rank mod p, hence over Q: rank m, without an SVD
         out = dict(self.instance.describe(embedding_rank=self.instance.m if self.lemma1_holds else None))
-        comp = self.compatible.to_json()
-        comp["witness"] = comp.pop("by")
-        comp["by"] = self.compat_decision.engine if self.compat_decision is not None else None
-        out["compatible"] = comp
+        out["compatible"] = {**self.compatible.to_json(), **self.fit.to_json(self.compatible.holds)}
         sep = self.separable.to_json()
-        sep["witness"] = sep.pop("by")
-        sep["by"] = self.separable.status if self.separable.holds is not None else None
-        if self.sep_decision is not None and self.sep_decision.parts:
-            sep["parts"] = list(self.sep_decision.parts)
+        if self.separability_parts:
+            sep["parts"] = list(self.separability_parts)
         out["separable"] = sep
         out["lemma1"] = lemma1_json(self.lemma1_rank)
         out["entropy_bound_reachable"] = self.entropy_bound_reachable
-        out["entropy_attained_at_finite_W"] = bool(self.instance.support_sizes.min() == self.instance.V) and bool(
-            self.compatible.holds
-        )
+        out["entropy_attained_at_finite_W"] = (bool(self.instance.support_sizes.min() == self.instance.V)
+                                               and self.compatible.holds is True)
         if self.svm is not None:
             out["svm"] = self.svm.to_json()
             out["W_mm_norm"] = self.svm.norm
@@ -130,39 +124,61 @@ class Report:
         return out
 
 
-def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
-                        time_limit: float | None = None, lemma1_rank: RankWitness | None = None) -> SeparabilityResult:
-    """Separability (6) with a witness (:func:`ntpcert.pipeline.decide.decide_separability`), as a
-    :class:`~ntpcert.solve.separability_lp.SeparabilityResult` (``status`` holds the deciding engine)."""
-    t0 = time.perf_counter()
-    dec = _decide_sep(system, engine=engine, lemma1_rank=lemma1_rank, time_limit=time_limit)
-    return _sep_result(dec, time.perf_counter() - t0)
-
-
-def _sep_result(dec: SeparabilityDecision, seconds: float) -> SeparabilityResult:
-    return SeparabilityResult(dec.holds, dec.W, dec.min_margin, dec.eq_violation, dec.engine or "undetermined",
-                              seconds, by=dec.witness, ray=dec.ray)
-
-
-def _from_infeasible(sep: SeparabilityResult, err: InfeasibleError) -> SeparabilityResult:
-    """False with an exactly checked Farkas ray carried by ``err``; otherwise undetermined."""
+def _from_infeasible(sep: Verdict, err: InfeasibleError) -> Verdict:
+    """False with an exactly checked Farkas ray carried by ``err``; otherwise ``sep``, saying why not."""
     cert = getattr(err, "certificate", None)
     if cert is not None and getattr(cert, "exact", False):
-        return dataclasses.replace(sep, holds=False, W=None, ray=cert.entries, status="structured-farkas",
-                                   by=f"Farkas ray with {cert.support} non-zero entries, verified exactly")
-    return dataclasses.replace(sep, holds=None, by=f"a solver reports infeasibility ({err}), but no Farkas ray was "
-                                                   "checked; run 'ntpcert certify DATA --exact'")
+        return Verdict(False, FarkasRay(dict(cert.entries), "structured-farkas",
+                                        f"Farkas ray with {cert.support} non-zero entries, verified exactly"))
+    return Verdict.undetermined(f"a solver reports infeasibility ({err}), but no Farkas ray was checked; run "
+                                "'ntpcert certify DATA --exact'")
 
 
-def _from_svm_point(sep: SeparabilityResult, sol: SVMSolution, system: KeslerSystem) -> SeparabilityResult:
+def _from_svm_point(sep: Verdict, sol: SVMSolution, system: KeslerSystem) -> Verdict:
     """True when the NTP-SVM point passes the re-check (:func:`ntpcert.solve.point_check.check_point`)."""
     from ntpcert.solve.point_check import check_point
 
     chk = check_point(system, sol.W)
     if chk.ok:
-        return dataclasses.replace(sep, holds=True, W=sol.W, min_margin=chk.min_margin, eq_violation=chk.eq_violation,
-                                   status=f"svm-point:{sol.solver}", by=f"the NTP-SVM point ({sol.solver}): {chk.text}")
+        return Verdict(True, FeasiblePoint(sol.W, f"svm-point:{sol.solver}", f"the NTP-SVM point ({sol.solver}): "
+                                           f"{chk.text}", min_margin=chk.min_margin, eq_violation=chk.eq_violation))
     return sep
+
+
+def _compatibility(system: KeslerSystem, cdec: Verdict, early: Verdict | None,
+                   fit_when_refuted: bool) -> tuple[Subspace, LeastSquaresFit, Verdict]:
+    """F, the least-squares fit of (4) and the verdict on (4), from the exact decision ``cdec`` and an
+    exact refutation of (6) found ``early`` (then W*, which needs both, is not fitted)."""
+    rank = getattr(cdec.witness, "rank", None)
+    closed = onehot_fit(system) if cdec.engine == "lemma1" else None
+    if closed is not None:  # W* splits by context: no fit
+        return Subspace.unsolved(system), closed, cdec
+    if cdec.holds is True and early is not None:  # proved exactly, but W* (which needs (6) too) is moot
+        return Subspace.unsolved(system), LeastSquaresFit.none(rank, "(6) refuted exactly first (" + early.engine +
+                                                              "): the entropy bound is out of reach, so W* is not "
+                                                              "fitted"), cdec
+    if cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
+        sub = Subspace.unsolved(system)
+        return sub, LeastSquaresFit.none(sub.dim, "(4) refuted exactly: W* does not exist, no least-squares point "
+                                         "was computed"), cdec
+    if early is not None and not fit_when_refuted:
+        sub = Subspace.unsolved(system)
+        return sub, LeastSquaresFit.none(sub.dim, "(6) refuted exactly first (" + early.engine + "): the entropy bound "
+                                         "is out of reach and W* (which needs (4) and (6)) is not fitted"), cdec
+    if early is not None:
+        # the least-squares point is only reported (W* needs (4) and (6)): LSMR is cut short, and its
+        # residual decides nothing (a fit stopped early says nothing about (4))
+        sub = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER)
+        return sub, least_squares_fit(sub), Verdict.undetermined(
+            f"{cdec.reason}; (6) refuted exactly first ({early.engine}): the least-squares point of (4) is reported "
+            f"after at most {REFUTED_LSMR_ITER} LSMR iterations and decides nothing")
+    # refuted exactly: W* does not exist, the least-squares point is only reported, so LSMR is cut short
+    sub = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
+    fit = least_squares_fit(sub)
+    if cdec.holds is not None:  # dim F from the engine's exact rank when the float one is open
+        return sub, dataclasses.replace(fit, dim_F=fit.dim_F if fit.dim_F is not None else rank), cdec
+    fl = float_compatibility(sub)
+    return sub, fit, (fl if fl.holds is not None else Verdict.undetermined(f"{fl.reason}; {cdec.reason}"))
 
 
 def certify(
@@ -171,8 +187,8 @@ def certify(
     svm: bool = True,
     solver: str = DEFAULT_SOLVER,
     progress: bool | None = None,
-    lp_time_limit: float | None = None,
-    separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
+    time_limit: float | None = None,
+    separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
     fit_when_refuted: bool = True,
     svm_certificate: str = "exact",
@@ -184,18 +200,20 @@ def certify(
 
     Every definite verdict carries its witness (see :mod:`ntpcert.pipeline.decide`): compatibility
     from a rank certified mod a prime or exact left null vectors, separability from Lemma 1, a
-    re-checked feasible point or an exactly checked Farkas ray. The structured solver decides
-    separability (``separability_solver="highs"`` for the HiGHS LP); when it also solves the
+    re-checked feasible point or an exactly checked Farkas ray. ``separability_solver``: ``auto``
+    (HiGHS on small instances, else the structured solver), ``structured`` or ``highs``
+    (:data:`~ntpcert.pipeline.decide.SEPARABILITY_SOLVERS`); when the structured solver also solves the
     NTP-SVM (``solver`` auto, structured or structured-float) that one solve serves both. With
     ``use_lemma1`` false, Lemma 1 is not used, so the verdicts carry explicit witnesses. An NTP-SVM
     that fails or cannot be certified is reported in ``svm_error``; the verdicts stand. With
     ``fit_when_refuted`` false, no least-squares point of (4) is computed once an exact witness has
-    refuted (4) (W* does not exist; ``compatible.W_star`` is then None and ``subspace`` holds the
+    refuted (4) (W* does not exist; ``fit.W_star`` is then None and ``subspace`` holds the
     rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`). ``svm_certificate="float"`` lets the
     structured solver (``auto``, ``structured``) report the float gap recomputed from its primal/dual
     pair instead of building its exact gap bound (about 40 % of the solve at V = 2000, d = 1024); the
     exact pipeline keeps the default and reuses that bound. ``svm_time_limit`` bounds the NTP-SVM's
-    seconds (default :data:`SVM_TIME_LIMIT`; None: no bound); the separability decision has its own.
+    seconds (default :data:`SVM_TIME_LIMIT`; None: no bound); ``time_limit`` bounds the separability
+    decision's (default :data:`~ntpcert.pipeline.decide.SEPARABILITY_TIME_LIMIT` for the structured solver).
     """
     t0 = time.perf_counter()
     svm_options = _svm_options(solver, svm_certificate)
@@ -212,61 +230,28 @@ def certify(
             cdec = decide_compatibility(system, lemma1_rank=p)
             early = None  # an exact Farkas ray from pairs, found before a costly fit
             if (cdec.holds is not False and p is None
-                    and separability_solver == DEFAULT_SEPARABILITY_ENGINE and not dense_preferred(system)):
+                    and separability_solver != "highs" and not dense_preferred(system)):
                 early = pair_separability(instance)
-            closed = onehot_compatibility(system, cdec.witness) if cdec.engine == "lemma1" else None
-            if closed is not None:  # W* splits by context: no fit
-                subspace, comp = Subspace.unsolved(system), closed
-            elif cdec.holds is True and early is not None:  # proved exactly, but W* (which needs (6) too) is moot
-                subspace = Subspace.unsolved(system)
-                comp = proved_without_fit(subspace, cdec, "(6) refuted exactly first (" + early.engine + "): the "
-                                          "entropy bound is out of reach, so W* is not fitted")
-            elif cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
-                subspace = Subspace.unsolved(system)
-                comp = refuted_without_fit(subspace, cdec.witness)
-            elif early is not None and not fit_when_refuted:
-                subspace = Subspace.unsolved(system)
-                comp = unsettled_without_fit(subspace, cdec.witness,
-                                             "(6) refuted exactly first (" + early.engine + "): the entropy bound is "
-                                             "out of reach and W* (which needs (4) and (6)) is not fitted")
-            elif early is not None:
-                # the least-squares point is only reported (W* needs (4) and (6)): LSMR is cut short, and
-                # its residual decides nothing (a fit stopped early says nothing about (4))
-                subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER)
-                comp = dataclasses.replace(
-                    check_compatibility(subspace), holds=None,
-                    by=f"{cdec.witness}; (6) refuted exactly first ({early.engine}): the least-squares point of (4) "
-                       f"is reported after at most {REFUTED_LSMR_ITER} LSMR iterations and decides nothing")
-            else:
-                # refuted exactly: W* does not exist, the least-squares point is only reported, so LSMR is cut short
-                subspace = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
-                comp = check_compatibility(subspace)
-                if cdec.holds is not None:  # dim F from the engine's exact rank when the float one is open
-                    comp = dataclasses.replace(comp, holds=cdec.holds, by=cdec.witness,
-                                               dim_F=comp.dim_F if comp.dim_F is not None else cdec.rank)
-                elif comp.holds is None:
-                    comp = settle_compatibility(subspace, dataclasses.replace(comp, by=comp.by + "; " + cdec.witness))
-                    if comp.holds is not None:
-                        cdec = CompatibilityDecision(comp.holds, "float-null-vectors", comp.by)
-                else:
-                    cdec = CompatibilityDecision(comp.holds, "float-rank", comp.by)
+            subspace, fit, comp = _compatibility(system, cdec, early, fit_when_refuted)
         with stages.stage("separability", key="separability"):
-            ts = time.perf_counter()
-            sdec = early if early is not None else _decide_sep(
-                system, engine=separability_solver, lemma1_rank=p, svm_solver=solver if svm else None,
-                time_limit=lp_time_limit, progress=progress, svm_options=svm_options)
-            sep = _sep_result(sdec, time.perf_counter() - ts)
-        sol: SVMSolution | None = sdec.svm
-        err: str | None = sdec.svm_error if sol is None else None
+            if early is not None:
+                sep, run = early, SeparabilitySolve()
+            else:
+                sep, run = decide_separability(
+                    system, separability_solver=separability_solver, lemma1_rank=p,
+                    svm_solver=solver if svm else None, time_limit=time_limit, progress=progress,
+                    svm_options=svm_options)
+        sol: SVMSolution | None = run.svm
+        err: str | None = run.svm_error if sol is None else None
         if svm:
             with stages.stage("NTP-SVM", key="svm"):
                 if sep.holds is False:
                     err = "not separable: the NTP-SVM has no feasible point"
-                elif sep.holds is None and sdec.svm_error:
+                elif sep.holds is None and run.svm_error:
                     err = (f"not attempted: the structured solver gave no answer on the separability question "
-                           f"({sdec.svm_error}), and the NTP-SVM is the same solve run longer")
-                elif sol is None and sdec.svm_error and sep.holds:
-                    err = sdec.svm_error + _budget_note(svm_time_limit)  # tried with the deciding solve: not again
+                           f"({run.svm_error}), and the NTP-SVM is the same solve run longer")
+                elif sol is None and run.svm_error and sep.holds:
+                    err = run.svm_error + _budget_note(svm_time_limit)  # tried with the deciding solve: not again
                 elif sol is None:
                     try:
                         sol = solve_svm(system, solver=solver, **svm_options)
@@ -280,8 +265,8 @@ def certify(
                         sep = _from_svm_point(sep, sol, system)
     finally:
         stages.close()
-    return Report(instance, subspace, comp, sep, sol, err, time.perf_counter() - t0, dict(stages.seconds),
-                  cdec, sdec, rank)
+    return Report(instance, subspace, comp, sep, fit, sol, err, time.perf_counter() - t0, dict(stages.seconds),
+                  run.parts, rank)
 
 
 def _budget_note(limit: float | None) -> str:

@@ -166,7 +166,7 @@ def left_null_dimension_bound(instance, p: int) -> int | None:
 def reduce_compatibility(system: KeslerSystem, *, p: int = PRIMES[0],
                          max_cells: int = MAX_REDUCED_CELLS) -> Reduction:
     """Decide (4) through the dependent tokens (module doc); every definite answer is checked exactly."""
-    from ntpcert.pipeline.float_witness import exact_left_null, log_odds_sign
+    from ntpcert.exact.left_null import exact_left_null, log_odds_sign
 
     t0 = time.perf_counter()
     inst = system.instance

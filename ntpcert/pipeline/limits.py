@@ -39,7 +39,7 @@ def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BAS
     summary says why."""
     inst = report.instance
     summary = report.to_json()
-    arrays: dict[str, np.ndarray] = {"W_star.npy": report.compatible.W_star}
+    arrays: dict[str, np.ndarray] = {"W_star.npy": report.fit.W_star}
     if report.svm is not None:
         arrays["W_mm.npy"] = report.svm.W
     if not basis:

@@ -190,24 +190,24 @@ def explanation_lines(exp: Any) -> list[str]:
     lines = [
         f"instance {inst.name}: m={inst.m} contexts, d={inst.d}, V={inst.V}; entropy lower bound H = "
         f"{inst.entropy():.10g} nats",
-        f"  NTP-compatible (4)      : {fmt(exp.compatible)}  [{exp.compatible_by or 'undetermined'}]",
-        f"  NTP-separable (6)       : {fmt(exp.separable)}  [{exp.separable_by or 'undetermined'}]",
+        f"  NTP-compatible (4)      : {fmt(exp.compatible.holds)}  [{exp.compatible.engine or 'undetermined'}]",
+        f"  NTP-separable (6)       : {fmt(exp.separable.holds)}  [{exp.separable.engine or 'undetermined'}]",
         f"  entropy bound reachable : {fmt(exp.entropy_bound_reachable)}",
     ]
     if exp.entropy_bound_reachable:
         lines.append("Nothing to explain: the entropy bound is reachable.")
-    if exp.separable is False:
+    if exp.separable.holds is False:
         lines.append("")
         lines += (separability_lines(exp.why_not_separable) if exp.why_not_separable is not None
                   else [f"Why not separable: not explained ({exp.notes.get('why_not_separable', '')})"])
-    elif exp.separable is None:
-        lines += ["", f"Separability undetermined: {exp.separable_witness}"]
-    if exp.compatible is False:
+    elif exp.separable.holds is None:
+        lines += ["", f"Separability undetermined: {exp.separable.reason}"]
+    if exp.compatible.holds is False:
         lines.append("")
         lines += (compatibility_lines(exp.why_not_compatible) if exp.why_not_compatible is not None
                   else [f"Why not compatible: not explained ({exp.notes.get('why_not_compatible', '')})"])
-    elif exp.compatible is None:
-        lines += ["", f"Compatibility undetermined: {exp.compatible_witness}"]
+    elif exp.compatible.holds is None:
+        lines += ["", f"Compatibility undetermined: {exp.compatible.reason}"]
     if getattr(exp, "excess_loss", None) is not None:
         lines += [""] + excess_lines(exp.excess_loss, inst)
     lines += ["", f"({exp.seconds:.2f} s)"]

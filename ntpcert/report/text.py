@@ -35,14 +35,6 @@ _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 _HOLD = "\x00"
 
 
-def _rank_text(verdict) -> str:
-    """Lemma 1's rank certificate of an exact verdict in words."""
-    rw = getattr(verdict, "rank_witness", None)
-    if rw is not None:
-        return rw.describe()
-    return f"d >= m and rank H = m mod {verdict.modulus}"
-
-
 def fmt(v: Any) -> str:
     """A verdict or value for people: ``undetermined`` for None, ``yes``/``no`` for booleans."""
     if v is None:
@@ -64,9 +56,10 @@ def float_report_lines(rep: Any) -> list[str]:
     ]
     c, s = j["compatible"], j["separable"]
     dim = "unknown" if c["dim_F"] is None else c["dim_F"]
-    lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  [{c['by'] or 'undetermined'}] ({c['witness']}; "
-                 f"least-squares residual {c['relative_residual']:.3e} relative; dim F = {dim})")
-    lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  [{s['by'] or 'undetermined'}] ({s['witness']})")
+    resid = "none" if c["relative_residual"] is None else f"{c['relative_residual']:.3e} relative"
+    lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  [{c['engine'] or 'undetermined'}] ({c['reason']}; "
+                 f"least-squares residual {resid}; dim F = {dim})")
+    lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  [{s['engine'] or 'undetermined'}] ({s['reason']})")
     lines.append(f"  entropy bound reachable    : {fmt(j['entropy_bound_reachable'])}")
     if j["svm"]:
         v = j["svm"]
@@ -85,27 +78,15 @@ def exact_report_lines(r: Any) -> list[str]:
     """The report of ``ntpcert certify --exact`` (an
     :class:`~ntpcert.pipeline.exact_verdicts.ExactReport`)."""
     inst = r.float_report.instance
-    c, s = r.compatibility, r.separability
+    c = r.compatibility
     out: list[str] = []
     w = out.append
     w(f"instance {inst.name}: m={inst.m} contexts, d={inst.d}, V={inst.V}, n={inst.n if inst.n is not None else '-'}")
     w(f"  entropy lower bound H      = {inst.entropy() + 0.0:.10g} nats")
     if inst.probs_exact_from_floats:
         w("  note: probabilities were given as floats; they are taken as the exact (dyadic) rationals they are")
-    if c.holds is None:
-        w(f"  NTP-compatible (4)         : undetermined  ({c.reason})")
-    elif c.holds and c.embeddings_modulus:
-        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: {_rank_text(c)}; Lemma 1)")
-    elif c.holds and c.particular is not None:
-        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: {c.particular_text()}; dim F = {c.rank}, "
-          "exact rank)")
-    elif c.holds:
-        how = f"rank mod {c.modulus}" if c.modulus is not None else "exact rank"
-        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null(A_eq^T) has dimension {c.null_dim}, "
-          f"Y^T E = 0 over {len(c.primes)} primes; dim F = {c.rank}, {how})")
-    else:
-        viol = " + ".join(f"{v}*log({p})" for p, v in (c.violating_exponents or {}).items())
-        w(f"  NTP-compatible (4)         : {fmt(r.compatible)}  (exact: null vector y with y^T b = {viol} != 0)")
+    comp = r.compatible
+    w(f"  NTP-compatible (4)         : {fmt(comp.holds)}  ({_exact_compat_text(r) if comp.holds is not None else comp.reason})")
     if r.w_star is not None and not r.w_star.terms:
         w("  W* = 0  (every in-support ratio is 1)")
     elif r.w_star is not None:
@@ -113,33 +94,61 @@ def exact_report_lines(r: Any) -> list[str]:
           f"||W*||_F = {r.w_star.norm(20)}")
     elif c.holds:
         w(f"  W* closed form             : {r.w_star_note}")
-    if s.holds is True and s.point is None:
-        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact: {_rank_text(s)}; Lemma 1)")
-    elif s.holds is True:
-        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact feasible point, margins >= 1)")
-    elif s.holds is False:
-        w(f"  NTP-separable (6)          : {fmt(r.separable)}  (exact Farkas ray with {len(s.ray)} nonzeros)")
-    else:
-        w(f"  NTP-separable (6)          : undetermined  ({s.reason})")
+    sep = r.separable
+    w(f"  NTP-separable (6)          : {fmt(sep.holds)}  ({_exact_sep_text(sep) if sep.holds is not None else sep.reason})")
     w(f"  entropy bound reachable    : {fmt(r.entropy_bound_reachable)}")
-    out += _why_not_lines(getattr(r, "why_not", None), r.verdict.valid)
+    out += _why_not_lines(getattr(r, "why_not", None), r.check.valid)
     if r.svm is not None and r.svm_certified:
         b = r.svm
         w(f"  NTP-SVM ||W^mm||_F in [{b.norm_lower:.12g}, {b.norm_upper:.12g}]; exact gap {b.gap_float:.3e} "
           f"(relative {b.relative_gap:.1e}) => ||W - W^mm||_F <= {b.distance_bound:.3e}")
     elif r.svm is not None:
         w(f"  NTP-SVM                    : not certified ({r.svm.reason})")
-    elif r.float_report.svm_error and r.separable is not None:
+    elif r.float_report.svm_error and r.separable.holds is not None:
         w(f"  NTP-SVM                    : {r.float_report.svm_error}")
     elif r.float_report.svm_error:
         w("  NTP-SVM                    : not solved (separability is undetermined)")
-    if r.verdict.valid:
+    if r.check.valid:
         w("  certificate                : checked independently, VALID"
           + (f"; written to {r.path}" if r.path else " (not written; use --certificate-out PATH)"))
     else:
-        w(f"  certificate                : INVALID ({r.verdict.reason}); all verdicts reported as undetermined; "
+        w(f"  certificate                : INVALID ({r.check.reason}); all verdicts reported as undetermined; "
           "not written")
     return wrap_lines(out)
+
+
+def _exact_compat_text(r: Any) -> str:
+    """The exact witness of (4) in words (:mod:`ntpcert.verdict`)."""
+    from ntpcert.verdict import EmbeddingsFullRank, ParticularSolutions, ViolatingNullVector
+
+    w = r.compatible.witness
+    if isinstance(w, EmbeddingsFullRank):
+        return f"exact: {w.rank_witness.describe()}; Lemma 1"
+    if isinstance(w, ParticularSolutions):
+        return f"exact: {w.describe()}; dim F = {w.rank}, exact rank"
+    if isinstance(w, ViolatingNullVector):
+        from ntpcert.pipeline.exact_verdicts import violation_exponents
+
+        yE = violation_exponents(r.float_report.subspace.system, w.y, r.primes, r.E)
+        viol = " + ".join(f"{v}*log({p})" for p, v in yE.items())
+        return f"exact: null vector y with y^T b = {viol} != 0"
+    rank = getattr(w, "rank", None)
+    modulus = getattr(w, "modulus", None)
+    how = f"rank mod {modulus}" if modulus is not None else "exact rank"
+    null_dim = None if rank is None else r.float_report.subspace.system.n_eq - rank
+    return f"exact: null(A_eq^T) has dimension {null_dim}, Y^T E = 0 over {len(r.primes)} primes; dim F = {rank}, {how}"
+
+
+def _exact_sep_text(v: Any) -> str:
+    """The exact witness of (6) in words."""
+    from ntpcert.verdict import EmbeddingsFullRank, FarkasRay
+
+    w = v.witness
+    if isinstance(w, EmbeddingsFullRank):
+        return f"exact: {w.rank_witness.describe()}; Lemma 1"
+    if isinstance(w, FarkasRay):
+        return f"exact Farkas ray with {len(w.ray)} nonzeros"
+    return "exact feasible point, margins >= 1"
 
 
 def _why_not_lines(keys: dict | None, valid: bool) -> list[str]:

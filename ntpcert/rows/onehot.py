@@ -69,11 +69,11 @@ def onehot_w_star(system: KeslerSystem, columns: np.ndarray, scales: np.ndarray)
 CLOSED_FORM_MIN_VARS = 1_000_000
 
 
-def onehot_compatibility(system: KeslerSystem, by: str):
-    """The float compatibility result with W* in closed form (module doc), for a system whose (4) is
-    already proved (``by``, e.g. Lemma 1) and whose H has one non-zero per row in distinct columns with
-    at least :data:`CLOSED_FORM_MIN_VARS` unknowns; None otherwise (the general fit applies)."""
-    from ntpcert.rows.subspace import CompatibilityResult
+def onehot_fit(system: KeslerSystem):
+    """W* in closed form (module doc), as a :class:`~ntpcert.rows.subspace.LeastSquaresFit`, for a system
+    whose (4) is already proved (e.g. by Lemma 1) and whose H has one non-zero per row in distinct
+    columns with at least :data:`CLOSED_FORM_MIN_VARS` unknowns; None otherwise (the general fit applies)."""
+    from ntpcert.rows.subspace import LeastSquaresFit
 
     inst = system.instance
     if inst.V * inst.d < CLOSED_FORM_MIN_VARS:
@@ -84,10 +84,9 @@ def onehot_compatibility(system: KeslerSystem, by: str):
     W, res = onehot_w_star(system, *found)
     b = system.log_odds()
     residual = float(np.linalg.norm(res))
-    return CompatibilityResult(True, residual, residual / max(1.0, float(np.linalg.norm(b))), W, system.n_eq, by,
-                               solver={"method": "closed-form", "why": "one non-zero per row of H in distinct "
-                                       "columns: W* splits by context (ntpcert.rows.onehot)",
-                                       "residual": residual})
+    return LeastSquaresFit(residual, residual / max(1.0, float(np.linalg.norm(b))), W, system.n_eq,
+                           solver={"method": "closed-form", "why": "one non-zero per row of H in distinct "
+                                   "columns: W* splits by context (ntpcert.rows.onehot)", "residual": residual})
 
 
-__all__ = ["CLOSED_FORM_MIN_VARS", "onehot_columns", "onehot_compatibility", "onehot_w_star"]
+__all__ = ["CLOSED_FORM_MIN_VARS", "onehot_columns", "onehot_fit", "onehot_w_star"]

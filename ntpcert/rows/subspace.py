@@ -20,8 +20,8 @@ above :math:`\delta` (``certified_rank``), and all of them count when :math:`\la
 **Compatibility verdict (float).** A definite answer needs a witness: when :math:`A_{eq}` has
 certified full row rank, (4) is solvable for every right-hand side, so the data are compatible
 whatever the log-odds. Otherwise the answer hangs on :math:`y^\top b = 0` for the left null vectors
-y of :math:`A_{eq}`, which floats cannot settle; :func:`check_compatibility` says undetermined and
-hands the near-null directions to :mod:`ntpcert.pipeline.float_witness`, which turns them into exact
+y of :math:`A_{eq}`, which floats cannot settle: :func:`ntpcert.pipeline.float_witness.float_compatibility`
+says undetermined and turns the near-null directions into exact
 rational null vectors where it can. The relative residual
 :math:`\rho = \|A_{eq}\mathrm{vec}(W^*) - b\|_2 / \max(1, \|b\|_2)` is reported alongside.
 ``ntpcert certify --exact`` decides compatibility exactly in every case.
@@ -38,7 +38,7 @@ LSMR stops when :math:`\|r\| \le \texttt{btol}\,\|b\| + \texttt{atol}\,\|A\|\,\|
 system) or :math:`\|A^\top r\| \le \texttt{atol}\,\|A\|\,\|r\|` (least squares), with
 ``atol = btol =`` :data:`LSMR_TOL`; a solve that hits the iteration limit raises
 :class:`~ntpcert.errors.SolverError`. The sparse path knows neither dim F nor a certified rank, so
-``dim`` is None, ``full_row_rank`` is False and :func:`check_compatibility` answers undetermined:
+``dim`` is None, ``full_row_rank`` is False and the float verdict is undetermined:
 the rank of :math:`A_{eq}` is not certified there, and exact witnesses have to settle it.
 """
 
@@ -380,63 +380,61 @@ class Subspace:
 
 
 @dataclass(frozen=True)
-class CompatibilityResult:
-    """Float verdict on NTP-compatibility (4).
+class LeastSquaresFit:
+    """The least-squares solution of (4) within F (not a verdict: :mod:`ntpcert.pipeline` makes one).
 
     Attributes
     ----------
-    holds : bool or None
-        True (compatible), False (not), None (undetermined); see ``by``.
     residual : float
         :math:`\\|A_{eq}\\mathrm{vec}(W^*) - b\\|_2`.
     relative_residual : float
-        ``residual / max(1, ||b||_2)``, the number compared with the tolerances.
+        ``residual / max(1, ||b||_2)``.
     W_star : ndarray of shape (V, d), or None
-        The minimum-norm least-squares solution of (4). It is W* only when ``holds`` is True;
-        otherwise it depends on the choice of anchors and carries no meaning of its own. None when
-        no least-squares fit was made (:func:`refuted_without_fit`); the residuals are then NaN.
+        The minimum-norm least-squares solution of (4). It is W* only when (4) holds; otherwise it
+        depends on the choice of anchors and carries no meaning of its own. None when no fit was made
+        (:meth:`none`); the residuals are then NaN.
     dim_F : int or None
         None when the lsmr path built F (dim F not computed).
-    by : str
-        The witness that decided ``holds``, or why it is undetermined.
     tol, incompat_tol : float
-        Orientation marks for the residual (not the verdict).
+        Orientation marks for the residual (not a verdict).
     solver : dict or None
-        How W* was computed: ``method`` ("eigh" or "lsmr"), ``residual`` and ``normal_residual``
-        :math:`\\|A_{eq}^\\top(A_{eq}\\mathrm{vec}(W^*) - b)\\|_2`, and for lsmr the LSMR record
-        (``iterations``, ``istop``, ...; see :func:`lsmr_solve`). In JSON under ``least_squares``.
+        How W* was computed: ``method`` ("eigh", "lsmr", "closed-form" or "none"), ``residual`` and
+        ``normal_residual`` :math:`\\|A_{eq}^\\top(A_{eq}\\mathrm{vec}(W^*) - b)\\|_2`, and for lsmr the
+        LSMR record (``iterations``, ``istop``, ...; see :func:`lsmr_solve`); for "none", ``why``. In JSON
+        under ``least_squares``.
     """
 
-    holds: bool | None
     residual: float
     relative_residual: float
     W_star: np.ndarray | None
     dim_F: int | None
-    by: str = ""
     tol: float = COMPAT_TOL
     incompat_tol: float = INCOMPAT_TOL
     solver: dict | None = None
 
-    def to_json(self) -> dict:
+    @classmethod
+    def none(cls, dim_F: int | None, why: str) -> "LeastSquaresFit":
+        """No fit, because ``why`` (e.g. (4) is refuted exactly, so W* does not exist): ``W_star`` None,
+        residuals NaN (null in JSON)."""
+        return cls(float("nan"), float("nan"), None, dim_F, solver={"method": "none", "why": why})
+
+    def to_json(self, holds: bool | None = None) -> dict:
+        """The fit's keys; ``holds`` is the verdict on (4), which says whether the point is W*."""
         fitted = self.W_star is not None
         return {
-            "holds": self.holds,
             "residual": self.residual if fitted else None,
             "relative_residual": self.relative_residual if fitted else None,
             "tolerance": self.tol,
             "incompatible_above": self.incompat_tol,
             "dim_F": self.dim_F,
-            "by": self.by,
             "W_star_norm": float(np.linalg.norm(self.W_star)) if fitted else None,
-            "W_star_is_least_squares_only": self.holds is not True,
+            "W_star_is_least_squares_only": holds is not True,
             "least_squares": None if self.solver is None else dict(self.solver),
         }
 
 
-def check_compatibility(subspace: Subspace) -> CompatibilityResult:
-    """Solve (4) in the least-squares sense within F; compatible when :math:`A_{eq}` has certified
-    full row rank, undetermined otherwise, and always undetermined in the lsmr path, which certifies
-    no rank (see the module doc; the pipeline's witnesses may settle it)."""
+def least_squares_fit(subspace: Subspace) -> LeastSquaresFit:
+    """Solve (4) in the least-squares sense within F (minimum norm), with its residuals."""
     system = subspace.system
     b = system.log_odds()
     W = subspace.min_norm_solution(b)
@@ -448,48 +446,8 @@ def check_compatibility(subspace: Subspace) -> CompatibilityResult:
         res = float(np.linalg.norm(r_vec)) if b.size else 0.0
         solver.update(residual=res, normal_residual=float(np.linalg.norm(system.apply_eq_T(r_vec))) if b.size else 0.0)
     rel = res / max(1.0, float(np.linalg.norm(b)))
-    if system.n_eq == 0:
-        return CompatibilityResult(True, res, rel, W, subspace.dim, "no equations: every support has one token",
-                                   solver=solver)
-    if subspace.method == "lsmr":
-        why = (f"r = {system.n_eq} equality rows > DENSE_MAX_ROWS = {DENSE_MAX_ROWS}" if system.n_eq > DENSE_MAX_ROWS
-               else "the lsmr path was asked for")
-        return CompatibilityResult(None, res, rel, W, None,
-                                   f"A_eq's rank was not certified by the float path ({why}; W* by LSMR in "
-                                   f"{solver['iterations']} iterations, {solver['stop_reason']}); the log-odds along "
-                                   "its left null space, if any, decide", solver=solver)
-    if subspace.full_row_rank:
-        lam_min = float(subspace.eigvals.min())
-        return CompatibilityResult(True, res, rel, W, subspace.dim,
-                                   f"A_eq has full row rank (smallest Gram eigenvalue {lam_min:.3g} > rounding bound "
-                                   f"{subspace.rank_bound:.3g}): (4) is solvable for every right-hand side",
-                                   solver=solver)
-    k = system.n_eq - subspace.certified_rank
-    return CompatibilityResult(None, res, rel, W, subspace.dim,
-                               f"A_eq may be rank deficient ({k} Gram eigenvalues within the rounding bound "
-                               f"{subspace.rank_bound:.3g}); the log-odds along its left null space decide",
-                               solver=solver)
+    return LeastSquaresFit(res, rel, W, subspace.dim, solver=solver)
 
 
-def unsettled_without_fit(subspace: Subspace, by: str, why: str) -> CompatibilityResult:
-    """(4) left undetermined by the exact witnesses (``by``), with no least-squares fit because ``why``
-    (e.g. separability is already refuted exactly, so W* of the theorem, which needs both
-    conditions, is not asked for): ``W_star`` None, residuals NaN (null in JSON)."""
-    return CompatibilityResult(None, float("nan"), float("nan"), None, subspace.dim, by,
-                               solver={"method": "none", "why": why})
-
-
-def proved_without_fit(subspace: Subspace, decision: Any, why: str) -> CompatibilityResult:
-    """(4) proved by an exact witness (``decision.witness``, with ``decision.rank`` = dim F when known),
-    with no fit because ``why``: ``W_star`` None, residuals NaN (null in JSON)."""
-    return CompatibilityResult(True, float("nan"), float("nan"), None, decision.rank, decision.witness,
-                               solver={"method": "none", "why": why})
-
-
-def refuted_without_fit(subspace: Subspace, by: str) -> CompatibilityResult:
-    """"Not compatible" settled by an exact witness (``by``), with no least-squares fit: W* does
-    not exist, so ``W_star`` is None and the residuals NaN (null in JSON)."""
-    return CompatibilityResult(False, float("nan"), float("nan"), None, subspace.dim, by,
-                               solver={"method": "none", "why": "(4) refuted exactly: W* does not exist, no "
-                                       "least-squares point was computed"})
-
+__all__ = ["COMPAT_TOL", "DENSE_MAX_ROWS", "INCOMPAT_TOL", "LeastSquaresFit", "Subspace", "dense_preferred",
+           "least_squares_fit", "lsmr_solve"]

@@ -7,7 +7,7 @@ here (:func:`ntpcert.solve.point_check.check_point`): it counts only when its ma
 relative to its own context's scale, or when it is repaired exactly onto F-perp; otherwise the verdict
 is undetermined. HiGHS reporting
 infeasibility is **not** a verdict (ill-conditioned data fool it): the result is undetermined with
-``lp_infeasible`` set, and :func:`ntpcert.pipeline.float_verdicts.decide_separability` looks for an
+``lp_infeasible`` set, and :func:`ntpcert.pipeline.decide.decide_separability` looks for an
 exactly checked Farkas ray. ``ntpcert certify --exact`` turns the answer into a certificate checked
 in rational arithmetic. HiGHS runs through :func:`ntpcert.util.interrupt.interruptible` (in a
 forked child process on Linux when the LP is large), so that Ctrl-C stops it within a fraction of a
@@ -23,7 +23,7 @@ import numpy as np
 
 from ntpcert.errors import SolverError
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.point_check import SEP_TOL, check_point  # one tolerance for every float point
+from ntpcert.solve.point_check import check_point  # one tolerance for every float point
 from ntpcert.util.interrupt import interruptible
 
 #: HiGHS methods tried in turn until one answers "feasible" or "infeasible".
@@ -31,65 +31,48 @@ LP_METHODS = ("highs", "highs-ipm")
 
 
 @dataclass(frozen=True)
-class SeparabilityResult:
-    """Float verdict on NTP-separability.
+class LPResult:
+    """What the HiGHS separability LP gave (not a verdict: :mod:`ntpcert.pipeline.decide` makes one).
 
     Attributes
     ----------
-    holds : bool or None
-        True (a checked feasible point exists), False (an exactly checked Farkas ray exists; set
-        by the pipeline, never by the LP alone), None (undetermined).
+    feasible : bool
+        A point was found and passed the re-check (:func:`ntpcert.solve.point_check.check_point`).
     W : ndarray of shape (V, d) or None
-        The feasible point found, when there is one.
+        The point found, when there is one.
     min_margin : float or None
         :math:`\\min A_{mar}\\mathrm{vec}(W)` of that point.
     eq_violation : float or None
         :math:`\\|A_{eq}\\mathrm{vec}(W)\\|_\\infty` of that point.
     status : str
-        The LP solver's message.
+        HiGHS' message.
     seconds : float
     lp_infeasible : bool
         HiGHS reported the LP infeasible (a hint, not a witness).
-    by : str
-        The witness that decided ``holds``, or why it is undetermined.
-    ray : dict or None
-        The exactly checked Farkas ray ``{(v, j): Fraction}`` when ``holds`` is False.
+    text : str
+        The outcome in words.
     """
 
-    holds: bool | None
+    feasible: bool
     W: np.ndarray | None
     min_margin: float | None
     eq_violation: float | None
     status: str
     seconds: float
-    tol: float = SEP_TOL
     lp_infeasible: bool = False
-    by: str = ""
-    ray: dict | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "holds": self.holds,
-            "min_margin": self.min_margin,
-            "eq_violation": self.eq_violation,
-            "tolerance": self.tol,
-            "status": self.status,
-            "lp_infeasible": self.lp_infeasible,
-            "by": self.by,
-            "seconds": self.seconds,
-        }
+    text: str = ""
 
 
-def check_separability(system: KeslerSystem, *, time_limit: float | None = None) -> SeparabilityResult:
-    """Decide (6) in floating point with HiGHS (see the module doc for the acceptance test)."""
+def check_separability(system: KeslerSystem, *, time_limit: float | None = None) -> LPResult:
+    """The separability LP (6) in floating point with HiGHS (see the module doc for the acceptance test)."""
     from scipy.optimize import linprog
 
     inst = system.instance
     t0 = time.perf_counter()
     if system.n_margin == 0:
         W = np.zeros((inst.V, inst.d))
-        return SeparabilityResult(True, W, None, 0.0, "no off-support tokens: (6b) is vacuous", 0.0,
-                                  by="no off-support tokens: (6b) is vacuous")
+        return LPResult(True, W, None, 0.0, "no off-support tokens: (6b) is vacuous", 0.0,
+                        text="no off-support tokens: (6b) is vacuous")
     A_eq = system.eq_matrix()
     A_mar = system.margin_matrix()
     n = system.n_vars
@@ -118,13 +101,12 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
             break
     seconds = time.perf_counter() - t0
     if res.status == 2:
-        return SeparabilityResult(None, None, None, None, str(res.message), seconds, lp_infeasible=True,
-                                  by="HiGHS reports the LP infeasible; no Farkas ray checked yet")
+        return LPResult(False, None, None, None, str(res.message), seconds, lp_infeasible=True,
+                        text="HiGHS reports the LP infeasible; no Farkas ray checked yet")
     if res.status != 0 or res.x is None:
-        return SeparabilityResult(None, None, None, None, str(res.message), seconds,
-                                  by=f"HiGHS did not settle the LP ({res.message})")
+        return LPResult(False, None, None, None, str(res.message), seconds,
+                        text=f"HiGHS did not settle the LP ({res.message})")
     W = np.asarray(res.x, dtype=np.float64).reshape(inst.V, inst.d)
     chk = check_point(system, W)
-    by = (f"feasible LP point: {chk.text}" if chk.ok else f"the LP point fails the re-check: {chk.text}")
-    return SeparabilityResult(True if chk.ok else None, W, chk.min_margin, chk.eq_violation, str(res.message), seconds,
-                              by=by)
+    text = (f"feasible LP point: {chk.text}" if chk.ok else f"the LP point fails the re-check: {chk.text}")
+    return LPResult(chk.ok, W, chk.min_margin, chk.eq_violation, str(res.message), seconds, text=text)

@@ -33,9 +33,9 @@ import numpy as np
 
 from ntpcert.errors import InfeasibleError, NTPCertError
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.pipeline.float_verdicts import decide_separability
-from ntpcert.pipeline.float_witness import settle_compatibility
-from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.pipeline.decide import decide_separability
+from ntpcert.pipeline.float_witness import float_compatibility
+from ntpcert.rows.subspace import Subspace, least_squares_fit
 from ntpcert.solve.svm import SVM_TOL, solve_svm
 from ntpcert.experiments.sweep.generate import point_instance
 from ntpcert.experiments.sweep.spec import GridPoint
@@ -62,8 +62,8 @@ def _values(settings: dict, point: GridPoint) -> dict[str, Any]:
     q = settings["quantities"]
     system = KeslerSystem.build(inst)
     sub = Subspace.build(system)
-    comp = settle_compatibility(sub, check_compatibility(sub))
-    sep = decide_separability(system)
+    comp, fit = float_compatibility(sub), least_squares_fit(sub)
+    sep, _ = decide_separability(system)
     out: dict[str, Any] = {}
     if "verdicts" in q:
         out.update(
@@ -72,7 +72,7 @@ def _values(settings: dict, point: GridPoint) -> dict[str, Any]:
             reachable=and3(comp.holds, sep.holds),
             dim_F=sub.dim,
             rank_H=int(np.linalg.matrix_rank(inst.embeddings)),
-            compat_residual=_f(comp.relative_residual),
+            compat_residual=_f(fit.relative_residual),
         )
     W_mm = None
     if "svm" in q or "trajectory" in q:
@@ -89,7 +89,7 @@ def _values(settings: dict, point: GridPoint) -> dict[str, Any]:
                 w_mm_norm=None if sol is None else _f(sol.norm),
                 margin=None if sol is None or sol.norm == 0 else _f(1.0 / sol.norm),
                 svm_optimal=None if sol is None else bool(sol.is_optimal(SVM_TOL)),
-                w_star_norm=_f(float(np.linalg.norm(comp.W_star))) if comp.holds else None,
+                w_star_norm=_f(float(np.linalg.norm(fit.W_star))) if comp.holds else None,
             )
     if "trajectory" in q:
         t = settings["trajectory"]
@@ -99,7 +99,7 @@ def _values(settings: dict, point: GridPoint) -> dict[str, Any]:
             gd_excess=_f(inst.excess_loss(W)),
             gd_norm=_f(float(np.linalg.norm(W))),
             gd_cos_mm=None if W_mm is None or not np.any(W_mm) else _f(cosine(W, W_mm)),
-            gd_dist_w_star=_f(float(np.linalg.norm(sub.project(W) - comp.W_star))) if comp.holds else None,
+            gd_dist_w_star=_f(float(np.linalg.norm(sub.project(W) - fit.W_star))) if comp.holds else None,
         )
     if "geometry" in q:
         from ntpcert.geometry.analysis import sweep_values

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from ntpcert.util.summary import short_str
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
-    DEFAULT_SEPARABILITY_ENGINE,
+    DEFAULT_SEPARABILITY_SOLVER,
     decide_compatibility,
     decide_separability,
     lemma1,
@@ -31,6 +31,7 @@ from ntpcert.pipeline.explain.sections import compatibility_section, separabilit
 from ntpcert.pipeline.explain.separability import Deletion, WhyNotSeparable, why_not_separable
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.util.logic import and3
+from ntpcert.verdict import FarkasRay, Verdict, ViolatingNullVector
 
 #: ``certify --json`` explains a negative separability verdict only when its ray touches at most this
 #: many contexts, and a negative compatibility verdict only when its null vector has at most this many
@@ -49,10 +50,8 @@ class Explanation:
     Attributes
     ----------
     instance : NTPInstance
-    compatible, separable : bool or None
-    compatible_by, separable_by : str or None
-        The engine that decided (:mod:`ntpcert.pipeline.decide`).
-    compatible_witness, separable_witness : str
+    compatible, separable : Verdict
+        Whether (4) and (6) hold, with the witness that shows it (:mod:`ntpcert.verdict`).
     why_not_compatible : WhyNotCompatible or None
     why_not_separable : WhyNotSeparable or None
     notes : dict
@@ -65,12 +64,8 @@ class Explanation:
     __str__ = short_str  # print(report): a few lines; repr stays complete
 
     instance: NTPInstance
-    compatible: bool | None
-    compatible_by: str | None
-    compatible_witness: str
-    separable: bool | None
-    separable_by: str | None
-    separable_witness: str
+    compatible: Verdict
+    separable: Verdict
     why_not_compatible: WhyNotCompatible | None
     why_not_separable: WhyNotSeparable | None
     notes: dict = field(default_factory=dict)
@@ -81,17 +76,18 @@ class Explanation:
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
-        return and3(self.compatible, self.separable)
+        return and3(self.compatible.holds, self.separable.holds)
 
     def to_json(self) -> dict:
         inst = self.instance
         out = {
             "name": inst.name, "m": inst.m, "d": inst.d, "V": inst.V, "entropy": inst.entropy(),
-            "compatible": {"holds": self.compatible, "by": self.compatible_by, "witness": self.compatible_witness},
-            "separable": {"holds": self.separable, "by": self.separable_by, "witness": self.separable_witness},
+            "compatible": self.compatible.to_json(),
+            "separable": self.separable.to_json(),
             "entropy_bound_reachable": self.entropy_bound_reachable,
         }
-        out.update(_keys(self.compatible, self.why_not_compatible, self.separable, self.why_not_separable, self.notes))
+        out.update(_keys(self.compatible.holds, self.why_not_compatible, self.separable.holds, self.why_not_separable,
+                         self.notes))
         if self.excess_loss is not None:
             out["excess_loss"] = self.excess_loss
         out["seconds"] = self.seconds
@@ -108,7 +104,7 @@ def _keys(compatible, wnc, separable, wns, notes) -> dict:
     return out
 
 
-def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
             time_budget: float = EXPLAIN_BUDGET, time_limit: float | None = None,
             excess: bool = True) -> Explanation:
     """Decide (4) and (6) and explain each negative verdict by an irreducible culprit.
@@ -120,8 +116,8 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
         Take the verdicts and witnesses from :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`
         (a certificate checked by the independent checker) instead of the decision engine alone. The
         culprits are checked in exact arithmetic either way.
-    engine : {"structured", "highs"}
-        Separability engine, for the whole instance and for every sub-problem of the filter.
+    separability_solver : {"auto", "structured", "highs"}
+        Separability solver, for the whole instance and for every sub-problem of the filter.
     time_budget : float
         Seconds for each shrinking (the result says when it ran out).
     time_limit : float, optional
@@ -140,26 +136,27 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
     ts = time.perf_counter()
     system = KeslerSystem.build(instance)
     if exact:
-        v = _exact_verdicts(instance, engine)
+        compatible, separable = _exact_verdicts(instance, separability_solver)
         ts = lap("certify_exact", ts)
     else:
         rank = lemma1(instance)
         p = rank if rank.full else None
         ts = lap("rows_and_lemma1", ts)
-        cdec = decide_compatibility(system, lemma1_rank=p)
+        compatible = decide_compatibility(system, lemma1_rank=p)
         ts = lap("compatibility", ts)
-        sdec = decide_separability(system, engine=engine, lemma1_rank=p, time_limit=time_limit)
+        separable, _ = decide_separability(system, separability_solver=separability_solver, lemma1_rank=p,
+                                           time_limit=time_limit)
         ts = lap("separability", ts)
-        v = (cdec.holds, cdec.engine, cdec.witness, cdec.violating, sdec.holds, sdec.engine, sdec.witness, sdec.ray)
-    compatible, cby, cwit, violating, separable, sby, swit, ray = v
+    violating, ray = _violating(compatible), _ray(separable)
     notes: dict[str, str] = {}
     wns = wnc = None
-    if separable is False:
-        wns = why_not_separable(instance, ray, engine=engine, time_budget=time_budget) if ray else None
+    if separable.holds is False:
+        wns = (why_not_separable(instance, ray, separability_solver=separability_solver, time_budget=time_budget)
+               if ray else None)
         if wns is None:
             notes["why_not_separable"] = "no Farkas ray that passes its exact re-check"
     ts = lap("why_not_separable", ts)
-    if compatible is False:
+    if compatible.holds is False:
         wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget) if violating else None
         if wnc is None:
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
@@ -170,44 +167,45 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
 
         excess_loss = excess_key(instance, exact=exact, cap=EXPLAIN_MAX_CELLS)[0]
         lap("excess_loss", ts)
-    return Explanation(instance, compatible, cby, cwit, separable, sby, swit, wnc, wns, notes,
-                       time.perf_counter() - t0, stages, excess_loss)
+    return Explanation(instance, compatible, separable, wnc, wns, notes, time.perf_counter() - t0, stages, excess_loss)
 
 
-def _exact_verdicts(instance: NTPInstance, engine: str) -> tuple:
-    """The checked verdicts of ``certify --exact`` (no NTP-SVM) and their witnesses."""
+def _violating(v: Verdict) -> dict | None:
+    return v.witness.y if isinstance(v.witness, ViolatingNullVector) else None
+
+
+def _ray(v: Verdict) -> dict | None:
+    return v.witness.ray if isinstance(v.witness, FarkasRay) else None
+
+
+def _exact_verdicts(instance: NTPInstance, separability_solver: str) -> tuple[Verdict, Verdict]:
+    """The checked verdicts of ``certify --exact`` (no NTP-SVM), with their exact witnesses."""
     from ntpcert.pipeline.exact_verdicts import exact_certify
 
-    rep = exact_certify(instance, svm=False, separability_solver=engine, excess=False)
-    valid = "checked by the independent checker" if rep.verdict.valid else f"certificate invalid: {rep.verdict.reason}"
-    comp, sep = rep.compatibility, rep.separability
-    cwit = comp.reason or f"exact ({comp.method}); {valid}"
-    swit = sep.reason or f"exact ({sep.to_json()['witness']}); {valid}"
-    return (rep.compatible, f"exact:{comp.method}", cwit, comp.violating if rep.compatible is False else None,
-            rep.separable, "exact:" + str(rep.float_report.separable.status), swit,
-            sep.ray if rep.separable is False else None)
+    rep = exact_certify(instance, svm=False, separability_solver=separability_solver, excess=False)
+    return rep.compatible, rep.separable
 
 
 def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict | None, separable: bool | None,
-            ray: dict | None, system: KeslerSystem | None = None, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+            ray: dict | None, system: KeslerSystem | None = None, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
             max_contexts: int = CERTIFY_MAX_CONTEXTS, max_equations: int = CERTIFY_MAX_EQUATIONS,
             time_budget: float = CERTIFY_BUDGET) -> dict:
     """The keys ``why_not_separable`` / ``why_not_compatible`` for a report whose verdicts and exact
     witnesses are given: present only for a negative verdict; ``{"skipped": why}`` when the witness is
     larger than the caps (then ``ntpcert explain`` gives it)."""
-    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, engine, max_contexts,
-                                max_equations, time_budget)
+    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
+                                max_contexts, max_equations, time_budget)
     return _keys(compatible, wnc, separable, wns, notes)
 
 
 def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, violating: dict | None,
                           separable: bool | None, ray: dict | None, system: KeslerSystem | None = None,
-                          engine: str = DEFAULT_SEPARABILITY_ENGINE) -> tuple[dict, dict]:
+                          separability_solver: str = DEFAULT_SEPARABILITY_SOLVER) -> tuple[dict, dict]:
     """:func:`why_not`, and the irreducible culprits as certificate sections
     (:mod:`.sections`; the hook ``why_not`` of
     :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`). Each key says whether its culprit is in
     the certificate (``in_certificate``), and why not when it is not."""
-    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, engine,
+    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
                                 CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_BUDGET)
     keys = _keys(compatible, wnc, separable, wns, notes)
     sections = {}
@@ -223,8 +221,8 @@ def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, vio
     return keys, sections
 
 
-def _culprits(instance, compatible, violating, separable, ray, system, engine, max_contexts, max_equations,
-              time_budget) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
+def _culprits(instance, compatible, violating, separable, ray, system, separability_solver, max_contexts,
+              max_equations, time_budget) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
     notes: dict[str, str] = {}
     wns = wnc = None
     if separable is False:
@@ -235,7 +233,7 @@ def _culprits(instance, compatible, violating, separable, ray, system, engine, m
             notes["why_not_separable"] = (f"the Farkas ray touches {n} contexts, more than the {max_contexts} explained "
                                           "here; run 'ntpcert explain DATA'")
         else:
-            wns = why_not_separable(instance, ray, engine=engine, time_budget=time_budget)
+            wns = why_not_separable(instance, ray, separability_solver=separability_solver, time_budget=time_budget)
             if wns is None:
                 notes["why_not_separable"] = "the Farkas ray failed its exact re-check"
     if compatible is False:
@@ -252,18 +250,15 @@ def _culprits(instance, compatible, violating, separable, ray, system, engine, m
     return wnc, wns, notes
 
 
-def why_not_of_report(rep, *, engine: str = DEFAULT_SEPARABILITY_ENGINE) -> dict:
+def why_not_of_report(rep, *, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER) -> dict:
     """:func:`why_not` on the verdicts and exact witnesses of a ``certify`` report (a float
     :class:`~ntpcert.pipeline.float_verdicts.Report` or an
     :class:`~ntpcert.pipeline.exact_verdicts.ExactReport`, whose checked verdicts are used)."""
-    if hasattr(rep, "float_report"):
-        comp = rep.compatibility
-        return why_not(rep.float_report.instance, compatible=rep.compatible, violating=comp.violating,
-                       separable=rep.separable, ray=rep.separability.ray, system=rep.float_report.subspace.system,
-                       engine=engine)
-    dec = rep.compat_decision
-    return why_not(rep.instance, compatible=rep.compatible.holds, violating=None if dec is None else dec.violating,
-                   separable=rep.separable.holds, ray=rep.separable.ray, system=rep.subspace.system, engine=engine)
+    instance, system = ((rep.float_report.instance, rep.float_report.subspace.system) if hasattr(rep, "float_report")
+                        else (rep.instance, rep.subspace.system))
+    return why_not(instance, compatible=rep.compatible.holds, violating=_violating(rep.compatible),
+                   separable=rep.separable.holds, ray=_ray(rep.separable), system=system,
+                   separability_solver=separability_solver)
 
 
 __all__ = [

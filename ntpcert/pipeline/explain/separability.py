@@ -37,10 +37,10 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
-import numpy as np
 
 from ntpcert.instance import NTPInstance
-from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_ENGINE, check_ray_sparse, decide_separability
+from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER, decide_separability
+from ntpcert.verdict import FarkasRay, FeasiblePoint
 from ntpcert.pipeline.explain.subsets import ExactSeparatingPoint, exact_point, sub_instance
 from ntpcert.rows.kesler import KeslerSystem
 
@@ -183,38 +183,41 @@ class _Outcome:
     how: str = ""
 
 
-def _decide(instance: NTPInstance, contexts, engine: str, time_limit: float | None) -> _Outcome:
+def _decide(instance: NTPInstance, contexts, separability_solver: str, time_limit: float | None) -> _Outcome:
     """Separability of ``contexts`` on their own, with an exactly checked witness either way."""
     sub = sub_instance(instance, contexts)
-    dec = decide_separability(KeslerSystem.build(sub.instance), engine=engine, time_limit=time_limit)
-    if dec.holds is False and dec.ray:
-        ray = sub.ray_to_whole(dec.ray)
-        why = check_ray_sparse(instance, ray)
+    dec, _ = decide_separability(KeslerSystem.build(sub.instance), separability_solver=separability_solver,
+                                 time_limit=time_limit)
+    w = dec.witness
+    if isinstance(w, FarkasRay) and w.ray:
+        ray = sub.ray_to_whole(w.ray)
+        why = FarkasRay(ray, w.engine).check(instance)
         if why:
             return _Outcome(None, how=f"{dec.engine}: its ray fails on the whole instance ({why})")
         return _Outcome(False, ray=ray, how=dec.engine or "")
-    if dec.holds and dec.W is not None:
-        point, why = exact_point(sub, dec.W)
+    if isinstance(w, FeasiblePoint) and w.W is not None:
+        point, why = exact_point(sub, w.W)
         if point is None:
             return _Outcome(None, how=f"{dec.engine}: {why}")
         return _Outcome(True, point=point, how=dec.engine or "")
-    return _Outcome(None, how=dec.witness)
+    return _Outcome(None, how=dec.reason)
 
 
 def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, contexts=None,
-                      engine: str = DEFAULT_SEPARABILITY_ENGINE, time_budget: float = TIME_BUDGET) -> WhyNotSeparable | None:
+                      separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
+                      time_budget: float = TIME_BUDGET) -> WhyNotSeparable | None:
     r"""Shrink a verified Farkas ray's support to an irreducible non-separable set (module doc).
 
     Parameters
     ----------
     instance : NTPInstance
     ray : dict, optional
-        ``{(v, j): Fraction}``, a Farkas ray of the whole instance (e.g. the ``ray`` of
-        :class:`~ntpcert.pipeline.decide.SeparabilityDecision`); checked exactly here.
+        ``{(v, j): Fraction}``, a Farkas ray of the whole instance (e.g. the ``ray`` of a
+        :class:`~ntpcert.verdict.FarkasRay` witness); checked exactly here.
     contexts : sequence of int, optional
         Without ``ray``: start from these contexts, which must be non-separable on their own.
-    engine : {"structured", "highs"}
-        The decision engine of the sub-problems.
+    separability_solver : {"auto", "structured", "highs"}
+        The separability solver of the sub-problems.
     time_budget : float
         Seconds for the whole filter.
 
@@ -226,12 +229,12 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
     if ray is None:
         if contexts is None:
             raise ValueError("why_not_separable: give a ray or a set of contexts")
-        start = _decide(instance, sorted({int(j) for j in contexts}), engine, time_budget)
+        start = _decide(instance, sorted({int(j) for j in contexts}), separability_solver, time_budget)
         if start.holds is not False:
             return None
         ray = start.ray
         steps.append(f"the {len(set(contexts))} given contexts: not separable ({start.how})")
-    elif check_ray_sparse(instance, ray):
+    elif FarkasRay(ray, "structured-farkas").check(instance):
         return None
     ray = integer_ray(ray)
     C = list(ray_contexts(ray))
@@ -258,7 +261,7 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
             rest = [j for j in C if j not in set(block)]
             if not rest:
                 break
-            out = _decide(instance, rest, engine, left())
+            out = _decide(instance, rest, separability_solver, left())
             if out.holds is False:
                 shrink(out, f"{len(block)} context{'s' if len(block) != 1 else ''}")
                 pos = 0 if len(C) <= size else pos
@@ -276,7 +279,7 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
             i += 1
             continue
         rest = [c for c in C if c != j]
-        out = _decide(instance, rest, engine, left()) if rest else _Outcome(True, point=None, how="empty set")
+        out = _decide(instance, rest, separability_solver, left()) if rest else _Outcome(True, point=None, how="empty set")
         if out.holds is False:
             shrink(out, f"context {j}")
             i = 0
