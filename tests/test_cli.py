@@ -195,8 +195,9 @@ def test_certify_json_reports_stage_seconds_and_witnesses(capsys):
     j = json.loads(out)
     assert code == 0 and set(j["stages"]) == {"kesler", "rank", "compatibility", "separability", "svm"}
     assert all(v >= 0 for v in j["stages"].values())
-    assert j["compatible"]["by"] == "lemma1" and j["separable"]["by"] == "lemma1"
-    assert "full row rank" in j["compatible"]["witness"] and "Lemma 1" in j["separable"]["witness"]
+    assert j["compatible"]["engine"] == "lemma1" and j["separable"]["engine"] == "lemma1"
+    assert "full row rank" in j["compatible"]["reason"] and "Lemma 1" in j["separable"]["reason"]
+    assert j["compatible"]["witness"] == j["separable"]["witness"] == "embeddings-full-rank"
 
 
 def test_limits_basis_on_the_sparse_path_matches_the_dense_one(tmp_path, capsys, monkeypatch):

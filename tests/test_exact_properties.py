@@ -80,12 +80,12 @@ def test_exact_verdicts_agree_with_decisive_float_checks(inst):
     fc, fs = _float_compatible(A, b), _float_separable(A, M)
     assume(fc is not None or fs is not None)
     rep = exact_certify(inst, svm=False, progress=False)
-    event(f"exact compatible={rep.compatible} separable={rep.separable}")
-    assert rep.verdict.valid, rep.verdict.reason
+    event(f"exact compatible={rep.compatible.holds} separable={rep.separable.holds}")
+    assert rep.check.valid, rep.check.reason
     if fc is not None:
-        assert rep.compatible is fc
+        assert rep.compatible.holds is fc
     if fs is not None:
-        assert rep.separable is fs
+        assert rep.separable.holds is fs
 
 
 @given(inst=small_instances())
@@ -96,8 +96,8 @@ def test_separable_instances_get_a_checked_ntp_svm_gap(inst):
         rep = exact_certify(inst, svm=True, progress=False)
     except SolverError:
         assume(False)
-    assert rep.verdict.valid, rep.verdict.reason
-    if rep.separable and rep.float_report.svm is not None:
+    assert rep.check.valid, rep.check.reason
+    if rep.separable.holds and rep.float_report.svm is not None:
         event(f"svm certified={rep.svm_certified}")
         assert rep.svm_certified, rep.svm.reason if rep.svm is not None else "no bound"
         assert rep.svm.gap >= 0

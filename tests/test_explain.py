@@ -73,7 +73,7 @@ def two_context_toy() -> NTPInstance:
 def test_two_context_toy_explains_itself_as_those_two_contexts():
     inst = two_context_toy()
     exp = explain(inst)
-    assert exp.separable is False
+    assert exp.separable.holds is False
     assert exp.why_not_separable.contexts == (0, 1)
     assert_irreducible_non_separable(inst, exp.why_not_separable)
     assert set(exp.why_not_separable.clash_tokens()) == {0, 1}
@@ -125,7 +125,7 @@ def test_filter_on_gaussian_embeddings():
     C[np.arange(m), rng.integers(V, size=m)] += 1
     inst = NTPInstance.from_counts(H, C)
     exp = explain(inst)
-    assert exp.separable is False
+    assert exp.separable.holds is False
     assert_irreducible_non_separable(inst, exp.why_not_separable)
     assert len(exp.why_not_separable.contexts) >= 2
 
@@ -135,7 +135,7 @@ def test_pydoc_irreducible_set_is_verified_exactly_and_printed(capsys):
 
     inst = load_instance("pydoc", context_length=2)
     exp = explain(inst)
-    assert exp.separable is False
+    assert exp.separable.holds is False
     assert_irreducible_non_separable(inst, exp.why_not_separable)
     assert main(["explain", "pydoc", "-k", "2"]) == 0
     out = capsys.readouterr().out
@@ -160,7 +160,7 @@ def doubling_toy(extra: bool = False) -> NTPInstance:
 def test_doubling_toy_explains_itself_as_one_equation_with_its_mismatch():
     inst = doubling_toy()
     exp = explain(inst)
-    assert exp.compatible is False
+    assert exp.compatible.holds is False
     wnc = exp.why_not_compatible
     assert wnc.irreducible is True and len(wnc.rows) == 2
     assert {t.context for t in wnc.terms} == {0, 1}
@@ -193,7 +193,7 @@ def test_pydoc_cycle_is_irreducible_exactly():
     inst = load_instance("pydoc", context_length=2)
     exp = explain(inst)
     wnc = exp.why_not_compatible
-    assert exp.compatible is False and wnc.irreducible is True
+    assert exp.compatible.holds is False and wnc.irreducible is True
     A = rows_matrix(inst, wnc.rows)
     y = sympy.Matrix([list(wnc.y)])
     assert (y * A).is_zero_matrix

@@ -6,6 +6,8 @@ pipeline (F and W*, the separability LP, the NTP-SVM), never against stored answ
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -18,8 +20,9 @@ from ntpcert.experiments import strategies as nst
 from ntpcert.pipeline.float_verdicts import certify
 from ntpcert.util.numbers import cosine
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.pipeline.float_verdicts import decide_separability
-from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.pipeline.decide import decide_separability
+from ntpcert.pipeline.float_witness import float_compatibility
+from ntpcert.rows.subspace import Subspace, least_squares_fit
 from ntpcert.solve.svm import solve_svm
 
 from .conftest import TOL
@@ -39,8 +42,8 @@ def _limits(inst: NTPInstance):
     """(compatibility result, separability verdict, W^mm or None, subspace)."""
     system = KeslerSystem.build(inst)
     sub = Subspace.build(system)
-    comp = check_compatibility(sub)
-    sep = decide_separability(system).holds
+    comp = SimpleNamespace(holds=float_compatibility(sub).holds, W_star=least_squares_fit(sub).W_star)
+    sep = decide_separability(system)[0].holds
     W_mm = solve_svm(system).W if sep else None
     return comp, sep, W_mm, sub
 

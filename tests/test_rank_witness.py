@@ -17,7 +17,7 @@ from ntpcert.pipeline.float_verdicts import certify
 from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.onehot import onehot_columns, onehot_w_star
-from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.rows.subspace import Subspace, least_squares_fit
 
 from .conftest import TOL
 
@@ -128,7 +128,7 @@ def test_onehot_lemma1_certificate_is_sparse_and_verified_and_its_forgeries_fail
     m, V = 40, 5  # fill 1/40: the embeddings go into the certificate sparse
     inst = NTPInstance.from_counts(np.eye(m)[rng.permutation(m)], _counts(rng, m, V))
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     cert = rep.certificate
     assert "embeddings_sparse" in cert["instance"]["embedded"] and "embeddings" not in cert["instance"]["embedded"]
     wit = cert["separability"]["embeddings_rank_witness"]
@@ -174,7 +174,7 @@ def test_lemma1_decides_onehot_contexts_past_the_old_cap():
     m, V = 2100, 480
     inst = NTPInstance.from_counts(np.eye(m)[rng.permutation(m)], _counts(rng, m, V))
     out = certify(inst, svm=False).to_json()
-    assert out["compatible"]["by"] == "lemma1" and out["separable"]["by"] == "lemma1"
+    assert out["compatible"]["engine"] == "lemma1" and out["separable"]["engine"] == "lemma1"
     assert out["lemma1"]["route"] == "permutation" and out["lemma1"]["rank_lower_bound"] == m
     assert out["compatible"]["least_squares"]["method"] == "closed-form"
     assert out["compatible"]["relative_residual"] < TOL["linalg"]
@@ -187,7 +187,7 @@ def test_onehot_w_star_matches_the_min_norm_solution():
     inst = NTPInstance.from_counts(H, _counts(rng, m, V))
     system = KeslerSystem.build(inst)
     W, res = onehot_w_star(system, *onehot_columns(H))
-    ref = check_compatibility(Subspace.build(system)).W_star
+    ref = least_squares_fit(Subspace.build(system)).W_star
     assert np.abs(W - ref).max() < TOL["linalg"] * max(1.0, np.abs(ref).max())
     assert np.abs(res).max() < TOL["linalg"]
     assert onehot_columns(np.vstack([H[:-1], H[:1]])) is None  # a repeated column: not one coordinate each

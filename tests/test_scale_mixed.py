@@ -132,7 +132,7 @@ def test_scale_mixed_d1_never_wrong(data):
     truth = separable_d1(H, mask)
     inst = NTPInstance.from_counts(H, C)
     rep = certify(inst, svm=False)
-    assert rep.separable.holds in (truth, None), (H.ravel().tolist(), C.tolist(), rep.separable.by)
+    assert rep.separable.holds in (truth, None), (H.ravel().tolist(), C.tolist(), rep.separable.reason)
     ex = exact_certify(inst, svm=False)
     assert ex.separability.holds in (truth, None), (H.ravel().tolist(), C.tolist())
 

@@ -257,8 +257,8 @@ def test_no_definite_verdict_contradicts_the_exact_oracle(family, seed):
         TALLY["oracle undetermined (separability)"] += 1
     for name, got, truth in (("float compatible", rep.compatible.holds, truth_c),
                              ("float separable", rep.separable.holds, truth_s),
-                             ("exact compatible", ex.compatible, truth_c),
-                             ("exact separable", ex.separable, truth_s)):
+                             ("exact compatible", ex.compatible.holds, truth_c),
+                             ("exact separable", ex.separable.holds, truth_s)):
         TALLY[(name, "undetermined" if got is None else "definite")] += 1
         assert got is None or truth is None or got == truth, \
             f"{family} seed {seed}: {name} says {got}, the oracle {truth}"

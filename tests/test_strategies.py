@@ -14,7 +14,7 @@ from hypothesis.errors import InvalidArgument
 from ntpcert import NTPInstance
 from ntpcert.experiments import strategies as nst
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.pipeline.float_verdicts import decide_separability
+from ntpcert.pipeline.decide import decide_separability
 
 #: For find(): enough tries to hit a rare counterexample, no deadline, no example database.
 FIND = settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -180,7 +180,7 @@ def test_shrinks_to_the_smallest_instance():
 
 
 def _separable(inst: NTPInstance) -> bool | None:
-    return decide_separability(KeslerSystem.build(inst)).holds
+    return decide_separability(KeslerSystem.build(inst))[0].holds
 
 
 def test_false_conjecture_gets_a_minimal_counterexample(capsys):

@@ -333,5 +333,5 @@ def test_float_certify_passes_the_float_certificate_through_the_structured_decis
 
     inst = random_instance(np.random.default_rng(3), m=200, d=150, V=40, kmin=1, kmax=2)
     rep = certify(inst, svm_certificate="float")
-    assert rep.separable.holds is True and rep.separable.status == "structured-point"
+    assert rep.separable.holds is True and rep.separable.engine == "structured-point"
     assert rep.svm.info["certificate"]["kind"] == "float" and rep.svm.exact_bound is None

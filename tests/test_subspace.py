@@ -3,7 +3,8 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.pipeline.float_witness import float_compatibility
+from ntpcert.rows.subspace import Subspace, least_squares_fit
 
 from .conftest import TOL, random_instance
 
@@ -18,10 +19,9 @@ def test_w_star_solves_4_and_lies_in_F(seed):
     m, d, V = 6, 9, 5  # d > m: compatible (Lemma 1)
     inst = random_instance(rng, m, d, V, kmin=1, kmax=4)
     F = _sub(inst)
-    res = check_compatibility(F)
-    assert res.holds is True
+    assert float_compatibility(F).holds is True
     sy = F.system
-    W = res.W_star
+    W = least_squares_fit(F).W_star
     assert np.max(np.abs(sy.apply_eq(W) - sy.log_odds())) < TOL["linalg"] * 10
     assert np.max(np.abs(F.project(W) - W)) < TOL["linalg"]
     # for every pair z, z' in S_j, not only the anchored ones
@@ -37,7 +37,7 @@ def test_w_star_is_minimum_norm():
     rng = np.random.default_rng(3)
     inst = random_instance(rng, 4, 8, 5, kmin=2, kmax=4)
     F = _sub(inst)
-    W = check_compatibility(F).W_star
+    W = least_squares_fit(F).W_star
     # any other solution differs by an element of the null space of A_eq, which is F-perp
     for _ in range(5):
         other = W + F.project_perp(rng.standard_normal(W.shape))
@@ -60,20 +60,18 @@ def test_projections_and_basis():
 
 
 def _settled(inst):
-    from ntpcert.pipeline.float_witness import settle_compatibility
-
-    sub = _sub(inst)
-    return settle_compatibility(sub, check_compatibility(sub))
+    return float_compatibility(_sub(inst))
 
 
 def test_same_embedding_different_log_odds_is_incompatible():
     """The float pipeline says "no" only with an exact left null vector whose y^T b != 0."""
     h = np.array([[1.0, 2.0, -1.0]])
     inst = NTPInstance.from_counts(np.vstack([h, h]), [[1, 2, 0], [1, 3, 0]])
-    assert check_compatibility(_sub(inst)).holds is None  # rank deficient: floats alone cannot say
+    assert not _sub(inst).full_row_rank  # rank deficient: the float rank alone cannot say
     res = _settled(inst)
-    assert res.holds is False and "exact left null vector" in res.by
-    assert res.relative_residual > 1e-3
+    assert res.holds is False and "exact left null vector" in res.reason and res.engine == "float-null-vectors"
+    assert res.check(inst) == ""
+    assert least_squares_fit(_sub(inst)).relative_residual > 1e-3
 
 
 def test_scaled_embedding_with_doubled_log_odds_is_compatible():
@@ -81,15 +79,15 @@ def test_scaled_embedding_with_doubled_log_odds_is_compatible():
     # p1 = (1/3, 2/3), p2 = (1/5, 4/5): log-odds log 2 and log 4 = 2 log 2, h2 = 2 h1
     inst = NTPInstance.from_counts(np.vstack([h, 2 * h]), [[1, 2], [1, 4]])
     res = _settled(inst)
-    assert res.holds is True and "span its null space" in res.by
+    assert res.holds is True and "span its null space" in res.reason and res.check(inst) == ""
     changed = NTPInstance.from_counts(np.vstack([h, 2 * h]), [[1, 2], [1, 5]])
     assert _settled(changed).holds is False
 
 
 def test_full_row_rank_is_compatible_whatever_the_log_odds():
     inst = NTPInstance.from_counts(np.eye(3), [[1, 7, 0], [0, 2, 3], [5, 0, 11]])
-    res = check_compatibility(_sub(inst))
-    assert res.holds is True and "full row rank" in res.by
+    res = float_compatibility(_sub(inst))
+    assert res.holds is True and "full row rank" in res.reason and res.engine == "float-rank"
 
 
 def test_near_duplicate_embeddings_are_not_called_incompatible():
@@ -106,5 +104,4 @@ def test_one_hot_supports_give_trivial_F():
     inst = random_instance(rng, 5, 3, 4, kmin=1, kmax=1)
     F = _sub(inst)
     assert F.dim == 0
-    res = check_compatibility(F)
-    assert res.holds is True and np.all(res.W_star == 0)
+    assert float_compatibility(F).holds is True and np.all(least_squares_fit(F).W_star == 0)

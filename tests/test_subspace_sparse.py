@@ -8,7 +8,8 @@ from ntpcert.errors import InputError, SolverError
 from ntpcert.experiments.bench.families import gaussian_instance
 from ntpcert.rows import subspace as S
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.pipeline.float_witness import float_compatibility
+from ntpcert.rows.subspace import Subspace, least_squares_fit
 
 #: Relative agreement of the LSMR path with the eigh path (LSMR stops at atol = btol = 1e-12 relative
 #: to ||A|| ||x||, so a few orders above rounding); belongs with conftest's TOL table.
@@ -115,7 +116,7 @@ def test_auto_switches_at_dense_max_rows(monkeypatch):
     assert L.dim is None and L.full_row_rank is False and L.certified_rank == 0 and L.near_null is None
     with pytest.raises(InputError, match=rf"r = {r} .*DENSE_MAX_ROWS is {r - 1}.*method='eigh'"):
         L.basis()
-    assert f"DENSE_MAX_ROWS = {r - 1}" in check_compatibility(L).by
+    assert f"DENSE_MAX_ROWS = {r - 1}" in float_compatibility(L).reason
     # forcing a path overrides the switch both ways
     assert Subspace.build(sy, method="eigh").method == "eigh"
     monkeypatch.setattr(S, "DENSE_MAX_ROWS", 10 ** 9)
@@ -130,29 +131,27 @@ def test_eigh_path_unchanged_by_default():
 
 def test_check_compatibility_on_both_paths():
     E, L = _pair(CASES["gauss-full-rank"](1))
-    ce, cl = check_compatibility(E), check_compatibility(L)
-    assert ce.holds is True and ce.dim_F == E.dim
-    assert cl.holds is None and cl.dim_F is None and "not certified" in cl.by
+    ce, cl = least_squares_fit(E), least_squares_fit(L)
+    assert float_compatibility(E).holds is True and ce.dim_F == E.dim
+    vl = float_compatibility(L)
+    assert vl.holds is None and cl.dim_F is None and "not certified" in vl.reason
     assert _rel(cl.W_star, ce.W_star) < AGREE
     assert cl.solver["method"] == "lsmr" and cl.solver["iterations"] == L.solve_info["iterations"]
     assert cl.solver["residual"] == pytest.approx(cl.residual)
     b = L.system.log_odds()
     assert cl.residual == pytest.approx(float(np.linalg.norm(L.system.apply_eq(cl.W_star) - b)), rel=1e-6, abs=1e-12)
-    assert "asked for" in cl.by
+    assert "asked for" in vl.reason
     for c in (ce, cl):
         js = c.to_json()["least_squares"]
         assert js["method"] in ("eigh", "lsmr")
         assert js["residual"] < 1e-8 and js["normal_residual"] < 1e-8
-    # the pipeline's settling step leaves the lsmr verdict undetermined, without crashing
-    from ntpcert.pipeline.float_witness import settle_compatibility
-
-    settled = settle_compatibility(L, cl)
-    assert settled.holds is None and "--exact" in settled.by
+    # the float verdict on the lsmr path stays undetermined, without crashing, and says what settles it
+    assert "--exact" in vl.reason
 
 
 def test_inconsistent_least_squares_record():
     _, L = _pair(CASES["duplicates-inconsistent"](0))
-    c = check_compatibility(L)
+    c = least_squares_fit(L)
     assert c.solver["residual"] > 1e-3  # inconsistent: a true least-squares residual ...
     assert c.solver["normal_residual"] < AGREE * c.solver["residual"] * c.solver["norm_A_estimate"]  # ... at optimum
     assert c.solver["istop"] in (2, 5)
@@ -161,7 +160,7 @@ def test_inconsistent_least_squares_record():
 def test_no_equations_is_trivial_whatever_the_method():
     inst = NTPInstance.from_counts(np.eye(3), np.eye(3, dtype=np.int64) * 4)
     sub = Subspace.build(KeslerSystem.build(inst), method="lsmr")
-    assert sub.dim == 0 and check_compatibility(sub).holds is True
+    assert sub.dim == 0 and float_compatibility(sub).holds is True
     assert np.all(sub.project(np.ones((3, 3))) == 0)
 
 
@@ -181,7 +180,7 @@ def test_lsmr_that_does_not_converge_raises_or_reports_it(monkeypatch):
         S.lsmr_solve(S.eq_operator(sy, "csr"), sy.log_odds())
     sub = Subspace.build(sy, method="lsmr")  # W* is kept, flagged as not converged, with its residuals
     assert sub.solve_info["converged"] is False and sub.solve_info["iterations"] == 2
-    assert check_compatibility(sub).to_json()["least_squares"]["converged"] is False
+    assert least_squares_fit(sub).to_json()["least_squares"]["converged"] is False
 
 
 def test_auto_weighs_eigh_against_lsmr_iterations(monkeypatch):

@@ -6,7 +6,7 @@ import pytest
 
 from ntpcert import InfeasibleError, InputError, NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.pipeline.float_verdicts import decide_separability
+from ntpcert.pipeline.decide import decide_separability
 from ntpcert.solve.svm import solve_svm
 
 from .conftest import TOL, random_instance
@@ -87,7 +87,7 @@ def test_same_embedding_different_supports_not_separable():
     h = np.array([1.0, -2.0, 0.5])
     inst = NTPInstance.from_counts(np.vstack([h, h, [0.0, 1.0, 1.0]]), [[3, 0, 0], [0, 2, 0], [0, 0, 1]])
     sy = KeslerSystem.build(inst)
-    assert decide_separability(sy).holds is False
+    assert decide_separability(sy)[0].holds is False
     with pytest.raises(InfeasibleError):
         solve_svm(sy)
 

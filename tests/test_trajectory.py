@@ -15,7 +15,7 @@ from ntpcert import NTPInstance
 import ntpcert.dynamics.optimizers as O
 from ntpcert.errors import InputError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.pipeline.float_verdicts import decide_separability
+from ntpcert.pipeline.decide import decide_separability
 from ntpcert.dynamics.trajectory import BASE_METRICS, Limits, geometric_grid, metric_names, metrics, run
 
 from .conftest import TOL, random_instance
@@ -182,7 +182,7 @@ OPTIMIZERS = [
 
 def test_non_separable_norm_stays_bounded(rng):
     inst = paired_instance(rng)
-    assert decide_separability(KeslerSystem.build(inst)).holds is False
+    assert decide_separability(KeslerSystem.build(inst))[0].holds is False
     lim = Limits.compute(inst)
     assert lim.svm is None and "separable" in lim.svm_error
     gd_traj = run(inst, O.gd(), 5_000, limits=lim)

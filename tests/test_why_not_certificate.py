@@ -34,21 +34,21 @@ def _verdict(cert: dict):
 
 def test_two_context_toy_certificate_carries_the_pair_and_checks():
     rep = _certify(two_context_toy())
-    assert rep.verdict.valid and rep.separable is False
+    assert rep.check.valid and rep.separable.holds is False
     sec = rep.certificate["why_not_separable"]
     assert sec["contexts"] == [0, 1]
     assert [d["context"] for d in sec["deletions"]] == [0, 1]
     assert "why_not_compatible" not in rep.certificate  # compatible: nothing to explain
-    assert any(c.startswith("why_not_separable: 2 contexts") for c in rep.verdict.checks)
+    assert any(c.startswith("why_not_separable: 2 contexts") for c in rep.check.checks)
     assert rep.why_not["why_not_separable"]["in_certificate"] is True
 
 
 def test_doubling_toy_certificate_carries_one_cycle():
     rep = _certify(doubling_toy())
-    assert rep.verdict.valid and rep.compatible is False
+    assert rep.check.valid and rep.compatible.holds is False
     sec = rep.certificate["why_not_compatible"]
     assert len(sec["y"]) == 2 and {j for j, _, _ in sec["y"]} == {0, 1}
-    line = next(c for c in rep.verdict.checks if c.startswith("why_not_compatible"))
+    line = next(c for c in rep.check.checks if c.startswith("why_not_compatible"))
     assert "log(2)" in line and "0.693147" in line  # the mismatch log 2, recomputed by the checker
 
 
@@ -57,7 +57,7 @@ def test_a_lone_context_that_no_decoder_separates():
     # on its own, and deleting it leaves nothing to separate
     inst = NTPInstance.from_counts([[0.0], [1.0]], [[1, 0], [0, 1]])
     rep = _certify(inst)
-    assert rep.verdict.valid and rep.separable is False
+    assert rep.check.valid and rep.separable.holds is False
     sec = rep.certificate["why_not_separable"]
     assert sec["contexts"] == [0] and sec["deletions"] == [{"context": 0, "cols": [], "W": []}]
 
@@ -118,7 +118,7 @@ def test_a_culprit_beside_a_true_claim_is_refused():
     # the toy's shape, with embeddings that make it separable
     inst = NTPInstance.from_counts([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[3, 0, 0], [0, 2, 0], [1, 1, 0]])
     rep = _certify(inst)
-    assert rep.verdict.valid and rep.separable is True
+    assert rep.check.valid and rep.separable.holds is True
     cert = _unsealed(rep)
     cert["why_not_separable"] = sec
     v = _verdict(cert)

@@ -24,7 +24,6 @@ import numpy as np
 from ntpcert.exact.compatibility import (
     WStarClosedForm,
     check_compatibility_by_columns,
-    exact_null_space,
     prime_exponents,
     w_star_closed_form,
 )
@@ -34,6 +33,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.cert_schema import check_produced
 from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER
+from ntpcert.pipeline.exact_witness import compatibility_exact, separability_exact
 from ntpcert.pipeline.float_verdicts import Report, certify
 from ntpcert.pipeline.verify import Verdict as CheckResult
 from ntpcert.pipeline.verify import verify_certificate
@@ -460,14 +460,7 @@ def _compatibility(instance: NTPInstance, rep: Report) -> Verdict:
     if dec.is_exact and dec.holds is not None:
         return dec
     if r <= EXACT_FULL_MAX_ROWS:
-        ns = exact_null_space(instance)
-        if ns.violating is not None:
-            return Verdict(False, ViolatingNullVector({k: int(v) for k, v in ns.violating.items()}, "exact-null-space",
-                                                      f"exact: null vector y with y^T b != 0 (rank A_eq = {ns.rank})",
-                                                      rank=ns.rank))
-        return Verdict(True, NullSpaceBasis(tuple({k: int(v) for k, v in y.items()} for y in ns.null_basis), ns.rank,
-                                            None, "exact-null-space", f"exact: null(A_eq^T) has dimension "
-                                            f"{ns.null_dim}, every y^T E = 0"))
+        return compatibility_exact(instance)
     return Verdict.undetermined(f"{dec.reason}; the whole-system exact test is limited to r <= {EXACT_FULL_MAX_ROWS} "
                                 f"equality rows (r = {r})")
 
@@ -476,25 +469,23 @@ def _separability(instance: NTPInstance, rep: Report) -> tuple[Verdict, ExactSVM
     """Lemma 1's rank certificate or the float stage's Farkas ray (both exact as found; the checker checks
     them again), a feasible point from the NTP-SVM or the float stage made exact, else the HiGHS ray LP
     on small instances."""
-    from ntpcert.exact.separability import farkas_ray_lp
-
     dec = rep.separable
     if dec.is_exact and dec.holds is not None:
         return dec, None
-    candidates = [(W, eng) for W, eng in ((rep.svm.W if rep.svm is not None else None, "the NTP-SVM"),
-                                          (getattr(dec.witness, "W", None), dec.engine)) if W is not None]
+    candidates = [W for W in (rep.svm.W if rep.svm is not None else None, getattr(dec.witness, "W", None))
+                  if W is not None]
     notes = []
     bounder = ExactSVMBounder(instance) if candidates else None
-    for W, eng in candidates:
-        made = Verdict(True, FeasiblePoint(W, "structured-point", f"a point of {eng}")).exact(instance, bounder=bounder)
+    for W in candidates:
+        made = separability_exact(instance, W, try_ray=False, bounder=bounder)
         if made.holds:
             return made, bounder
         notes.append(made.reason)
     if instance.V * instance.m <= RAY_LP_MAX_ENTRIES:
-        ray, why = farkas_ray_lp(instance)
-        if ray is not None:
-            return Verdict(False, FarkasRay(ray, "highs-farkas", f"exact Farkas ray with {len(ray)} nonzeros")), bounder
-        notes.append(why)
+        made = separability_exact(instance, None)
+        if made.holds is False or not notes:
+            return made, bounder
+        notes.append(made.reason)
     else:
         notes.append(f"{dec.reason}; the HiGHS ray LP is not tried on V * m > {RAY_LP_MAX_ENTRIES}")
     return Verdict.undetermined("; ".join(notes)), bounder
