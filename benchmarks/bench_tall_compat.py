@@ -83,10 +83,10 @@ def main() -> int:
             new.append(t)
             t, rep_old = run(inst, False)
             old.append(t)
-        r = rep_new.compatibility.n_eq
-        verdicts = (f"{rep_new.compatible} ({rep_new.compatibility.method}, "
-                    f"{'VALID' if rep_new.verdict.valid else 'INVALID'}) / {rep_old.compatible} "
-                    f"({rep_old.compatibility.method}, {'VALID' if rep_old.verdict.valid else 'INVALID'})")
+        r = rep_new.float_report.subspace.system.n_eq
+        verdicts = (f"{rep_new.compatible.holds} ({rep_new.compatibility.engine}, "
+                    f"{'VALID' if rep_new.check.valid else 'INVALID'}) / {rep_old.compatible.holds} "
+                    f"({rep_old.compatibility.engine}, {'VALID' if rep_old.check.valid else 'INVALID'})")
         row = (f"| {inst.name} | {r} | {min(new):.2f} | {min(old):.2f} | {min(new) / min(old):.3f} | {verdicts} |")
         print(row, flush=True)
         lines.append(row)

@@ -8,6 +8,7 @@ enforces this with import-linter)::
     report         text/JSON renderings and figures
     dynamics       optimisers, trajectories, the regularisation path
     pipeline       float and exact verdicts, the certificate file and its checker
+    verdict        Verdict(holds, witness): the one verdict type, with its closed set of witnesses
     solve          the separability LP, NTP-SVM backends, the structured solver, other norms
     exact          rational arithmetic and exact checks
     rows           Kesler rows, F and W*, the NTP-SVM as a QP
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from ntpcert.pipeline.float_verdicts import certify as certify
     from ntpcert.pipeline.verify import verify as verify
     from ntpcert.solve.svm import solve_svm as solve_svm
+    from ntpcert.verdict import Verdict as Verdict
 
 __version__ = "0.1.0"
 
@@ -50,6 +52,7 @@ _LAZY = {
     "exact_certify": "ntpcert.pipeline.exact_verdicts",
     "verify": "ntpcert.pipeline.verify",
     "solve_svm": "ntpcert.solve.svm",
+    "Verdict": "ntpcert.verdict",
 }
 
 
@@ -72,6 +75,7 @@ __all__ = [
     "NTPCertError",
     "NTPInstance",
     "SolverError",
+    "Verdict",
     "certify",
     "exact_certify",
     "load_instance",

@@ -1,8 +1,8 @@
 r"""Which engine decides each verdict, and with which witness.
 
 Both pipelines (float and ``--exact``) decide compatibility (4) and separability (6) here, in this
-order of arguments, and record the one that settled each verdict as a short key (the ``by`` of the
-JSON report):
+order of arguments, and record the one that settled each verdict as a short key (the ``engine`` of its
+:class:`~ntpcert.verdict.Verdict`, and of the JSON report):
 
 **Lemma 1** (``lemma1``). When the embeddings have rank m, every logit matrix :math:`Z = WH^\top` is
 reachable (:math:`W = Z(HH^\top)^{-1}H`), so both (4) and (6) hold. The paper states it with

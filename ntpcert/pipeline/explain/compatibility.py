@@ -251,7 +251,7 @@ def why_not_compatible(instance: NTPInstance, violating: dict, *, system: Kesler
     instance : NTPInstance
     violating : dict
         ``{(j, z): int}``, a left null vector of the equality rows with :math:`y^\top b \ne 0` (e.g. the
-        ``violating`` of :class:`~ntpcert.pipeline.decide.CompatibilityDecision`).
+        ``y`` of a :class:`~ntpcert.verdict.ViolatingNullVector` witness).
     system : KeslerSystem, optional
         The instance's rows (built here when not given), for the exact re-check of the result.
     time_budget : float
