@@ -99,7 +99,7 @@ def verdicts(r: dict) -> str:
     c, s = j.get("compatible"), j.get("separable")
     if not isinstance(c, dict) or not isinstance(s, dict):  # ntpcert svm
         return f"separable {j.get('separable')}, norm {j.get('norm', float('nan')):.6g}"
-    bits = [f"compatible {c.get('holds')} [{c.get('by')}]", f"separable {s.get('holds')} [{s.get('by')}]"]
+    bits = [f"compatible {c.get('holds')} [{c.get('engine')}]", f"separable {s.get('holds')} [{s.get('engine')}]"]
     if "certificate_valid" in j:
         bits.append("certificate " + ("VALID" if j["certificate_valid"] else "INVALID"))
     return ", ".join(bits)

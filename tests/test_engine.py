@@ -8,7 +8,7 @@
   exactly feasible. Tiny instances go to HiGHS first, so the structured solver and the parts are
   forced on subsets (``SMALL_LP_VARS = 0``; ``PART_MIN_CONTEXTS`` and ``PART_START`` lowered).
 * **Compatibility.** :func:`~ntpcert.pipeline.decide.decide_compatibility` never contradicts
-  :func:`ntpcert.exact.compatibility.check_compatibility_exact`.
+  :func:`ntpcert.pipeline.exact_witness.compatibility_exact`.
 * **Lemma 1** decides both verdicts with no LP and no solver, and only when H has full row rank.
 * **Certificates** of the new variants (rank mod p, Lemma 1) verify, and their forgeries do not.
 * **Parts** map their witnesses back onto the whole instance correctly.
@@ -28,16 +28,19 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.exact.compatibility import (
-    check_compatibility_exact,
     eq_rows,
+    exact_null_space,
     prime_exponents,
 )
-from ntpcert.exact.separability import check_ray, check_separability_exact
+from ntpcert.exact.separability import check_ray
 from ntpcert.pipeline import decide as dm
+from ntpcert.pipeline import parts
 from ntpcert.pipeline.certificate import seal
 from ntpcert.pipeline.exact_verdicts import exact_certify
+from ntpcert.pipeline.exact_witness import compatibility_exact, separability_exact
 from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.verdict import FarkasRay, FeasiblePoint, NullSpaceBasis, Verdict
 
 #: Engine keys counted over the whole module, printed at its end (``-s``).
 TALLY: dict[str, Counter] = {}
@@ -104,11 +107,12 @@ def engine_instance(family: str, seed: int, *, m_range: tuple[int, int] = (2, 12
 
 
 # ---------------------------------------------------------------------------- separability agreement
-def _compare(inst: NTPInstance, tally: Counter, where: str) -> dm.SeparabilityDecision:
-    """Both engines on ``inst``: no contradiction, every witness checked exactly. Returns the default one."""
+def _compare(inst: NTPInstance, tally: Counter, where: str) -> tuple[Verdict, dm.SeparabilitySolve]:
+    """Both engines on ``inst``: no contradiction, every witness checked exactly. Returns the default
+    one, ``(verdict, solve)``."""
     system = KeslerSystem.build(inst)
-    new = dm.decide_separability(system)
-    old = dm.decide_separability(system, engine="highs")
+    new, new_solve = dm.decide_separability(system)
+    old, _ = dm.decide_separability(system, separability_solver="highs")
     tally[new.engine or "undetermined"] += 1
     tally["highs: " + (old.engine or "undetermined")] += 1
     if new.holds is None:
@@ -118,14 +122,18 @@ def _compare(inst: NTPInstance, tally: Counter, where: str) -> dm.SeparabilityDe
         assert new.holds == old.holds, f"{where}: {new.engine} says {new.holds}, {old.engine} says {old.holds}"
     for dec in (new, old):
         if dec.holds is False:
-            assert dec.ray, where
-            assert check_ray(inst, dec.ray) == "", f"{where}: the {dec.engine} ray fails: {check_ray(inst, dec.ray)}"
-            assert dm.check_ray_sparse(inst, dec.ray) == "", where
+            assert isinstance(dec.witness, FarkasRay) and dec.witness.ray, where
+            ray = dec.witness.ray
+            assert check_ray(inst, ray) == "", f"{where}: the {dec.engine} ray fails: {check_ray(inst, ray)}"
+            assert FarkasRay(ray, "structured-farkas").check(inst) == "", where
+            assert dec.check(inst) == "", where
         elif dec.holds is True:
-            assert dec.W is not None and dec.W.shape == (inst.V, inst.d), where
-            ex = check_separability_exact(inst, dec.W, try_ray=False)
+            assert isinstance(dec.witness, FeasiblePoint), where
+            W = dec.witness.W
+            assert W is not None and W.shape == (inst.V, inst.d), where
+            ex = separability_exact(inst, W, try_ray=False)
             assert ex.holds is True, f"{where}: the {dec.engine} point is not made exact: {ex.reason}"
-    return new
+    return new, new_solve
 
 
 def _agreement(family: str, seeds, tally: Counter) -> None:
@@ -174,39 +182,39 @@ def test_parts_decide_and_agree(monkeypatch):
 
     monkeypatch.setattr(pairs, "applies", lambda inst: False)  # pairs come first; this test is about parts
     monkeypatch.setattr(dm, "SMALL_LP_VARS", 0)
-    monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 8)
-    monkeypatch.setattr(dm, "PART_START", (4, 3))
-    monkeypatch.setattr(dm, "PART_TIME_LIMIT", 3.0)
+    monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 8)
+    monkeypatch.setattr(parts, "PART_START", (4, 3))
+    monkeypatch.setattr(parts, "PART_TIME_LIMIT", 3.0)
     tally = _tally("parts forced (PART_MIN_CONTEXTS = 8, PART_START = (4, 3))")
     for family in FAMILIES:
         for seed in range(2000, 2006):
             inst = engine_instance(family, seed, m_range=(9, 14))
-            assert dm.part_schedule(inst), "the parts must be tried"
-            dec = _compare(inst, tally, f"{family} seed {seed} (parts)")
+            assert parts.part_schedule(inst), "the parts must be tried"
+            dec, solve = _compare(inst, tally, f"{family} seed {seed} (parts)")
             if dec.engine == "part-farkas":
-                assert dec.parts and dec.parts[-1]["result"] == "farkas"
-                assert dec.parts[-1]["contexts"] < inst.m
+                assert solve.parts and solve.parts[-1]["result"] == "farkas"
+                assert solve.parts[-1]["contexts"] < inst.m
     und, n = _undetermined(tally)
     assert tally["part-farkas"] >= 3, dict(tally)
     assert und <= 0.15 * n, f"undetermined on {und} of {n}: {dict(tally)}"
 
 
 def test_float_wrapper_reports_the_engine_key():
-    """float_verdicts.decide_separability: ``status`` is the deciding engine's key, ``holds`` its verdict."""
-    from ntpcert.pipeline.float_verdicts import decide_separability
-
+    """decide_separability (the float wrapper is gone): ``verdict.engine`` is the deciding engine's key
+    (None when undetermined), ``verdict.holds`` its verdict; ``auto`` is the default (the old "structured")."""
     seen = set()
     for seed in range(8):
         system = KeslerSystem.build(engine_instance("gauss-threshold", seed))
-        dec = dm.decide_separability(system)
-        for engine in ("structured", "highs"):
-            res = decide_separability(system, engine=engine)
-            assert res.status == (dm.decide_separability(system, engine=engine).engine or "undetermined")
-            if engine == "structured":
-                assert res.holds is dec.holds and res.status == (dec.engine or "undetermined")
+        dec, _ = dm.decide_separability(system)
+        for solver in ("auto", "highs"):
+            res, _ = dm.decide_separability(system, separability_solver=solver)
+            assert res.engine == dm.decide_separability(system, separability_solver=solver)[0].engine
+            assert (res.holds is None) == (res.engine is None)
+            if solver == "auto":
+                assert res.holds is dec.holds and res.engine == dec.engine
             if res.holds is False:
-                assert check_ray(system.instance, res.ray) == ""
-            seen.add(res.status)
+                assert check_ray(system.instance, res.witness.ray) == ""
+            seen.add(res.engine)
     assert {"highs-point", "highs-farkas"} <= seen, seen
 
 
@@ -235,9 +243,9 @@ def test_structured_solver_on_a_small_integer_instance(monkeypatch):
          [-4.0, 0.0, -1.0, -1.0, -2.0], [0.0, 2.0, 1.0, 0.0, 2.0]]
     inst = NTPInstance.from_counts(np.array(H), [[1, 1, 0], [0, 1, 1], [0, 0, 1], [0, 0, 1], [1, 1, 0]])
     system = KeslerSystem.build(inst)
-    assert not dm.lemma1(inst).full and dm.decide_separability(system, engine="highs").holds is True
+    assert not dm.lemma1(inst).full and dm.decide_separability(system, separability_solver="highs")[0].holds is True
     monkeypatch.setattr(dm, "SMALL_LP_VARS", 0)
-    dec = dm.decide_separability(system)
+    dec, _ = dm.decide_separability(system)
     assert dec.holds is not False
 
 
@@ -299,20 +307,21 @@ def _as_vector(system: KeslerSystem, y: dict) -> np.ndarray:
     return out
 
 
-def _check_compat(inst: NTPInstance, tally: Counter, where: str) -> dm.CompatibilityDecision:
+def _check_compat(inst: NTPInstance, tally: Counter, where: str) -> Verdict:
     system = KeslerSystem.build(inst)
     dec = dm.decide_compatibility(system)
-    ex = check_compatibility_exact(inst)
+    ex = compatibility_exact(inst)
     tally[(dec.engine or "undetermined", "exact: " + str(ex.holds))] += 1
     if dec.holds is not None:
         assert dec.holds == ex.holds, f"{where}: {dec.engine} says {dec.holds}, the exact test {ex.holds}"
     if dec.holds is False:
-        y = _as_vector(system, dec.violating)
+        y = _as_vector(system, dec.witness.y)
         assert dm.exact_left_null(system, y), where
-        assert _yE(inst, dec.violating), f"{where}: y^T b = 0 for the violating vector"
+        assert _yE(inst, dec.witness.y), f"{where}: y^T b = 0 for the violating vector"
     elif dec.engine in ("gram-rank-mod-p", "null-space"):
-        assert dec.rank == ex.rank, f"{where}: rank {dec.rank} mod p, exact rank {ex.rank}"
-        for y in dec.null_basis or ():
+        rank, ex_rank = dec.witness.rank, ex.witness.rank
+        assert rank == ex_rank, f"{where}: rank {rank} mod p, exact rank {ex_rank}"
+        for y in (dec.witness.basis if isinstance(dec.witness, NullSpaceBasis) else ()):
             assert dm.exact_left_null(system, _as_vector(system, y)) and not _yE(inst, y), where
     return dec
 
@@ -352,6 +361,7 @@ def no_solvers(monkeypatch):
 
     import ntpcert.exact.separability as es
     import ntpcert.pipeline.exact_verdicts as ev
+    import ntpcert.pipeline.exact_witness as ew
     import ntpcert.pipeline.float_verdicts as fv
     import ntpcert.solve.separability_lp as lp
     import ntpcert.solve.structured.solver as ss
@@ -361,7 +371,8 @@ def no_solvers(monkeypatch):
         raise AssertionError("a solver was called")
 
     for mod, name in ((lp, "check_separability"), (ss, "solve"), (es, "float_farkas_ray"),
-                      (es, "check_separability_exact"), (ev, "check_separability_exact"), (svm, "solve_svm"),
+                      (es, "farkas_ray_lp"), (ew, "separability_exact"), (ev, "separability_exact"),
+                      (svm, "solve_svm"),
                       (fv, "solve_svm"), (scipy.optimize, "linprog")):
         monkeypatch.setattr(mod, name, tripwire)
 
@@ -388,17 +399,17 @@ def test_lemma1_decides_both_verdicts_without_a_solver(no_solvers):
         p = rank.modulus
         assert rank.full and (p in PRIMES or rank.route in ("permutation", "triangular"))
         system = KeslerSystem.build(inst)
-        sep = dm.decide_separability(system, lemma1_rank=rank)
+        sep, _ = dm.decide_separability(system, lemma1_rank=rank)
         comp = dm.decide_compatibility(system, lemma1_rank=rank)
-        assert (sep.holds, sep.engine, sep.modulus) == (True, "lemma1", p)
-        assert (comp.holds, comp.engine, comp.modulus, comp.rank) == (True, "lemma1", p, system.n_eq)
+        assert (sep.holds, sep.engine, sep.witness.rank_witness.modulus) == (True, "lemma1", p)
+        assert (comp.holds, comp.engine, comp.witness.modulus, comp.witness.rank) == (True, "lemma1", p, system.n_eq)
         out = certify(inst, svm=False).to_json()
-        assert out["separable"]["by"] == "lemma1" and out["separable"]["holds"] is True
-        assert out["compatible"]["by"] == "lemma1" and out["compatible"]["holds"] is True
+        assert out["separable"]["engine"] == "lemma1" and out["separable"]["holds"] is True
+        assert out["compatible"]["engine"] == "lemma1" and out["compatible"]["holds"] is True
         assert out["lemma1"]["holds"] is True and out["lemma1"]["modulus"] == p
         assert out["lemma1"]["rank_lower_bound"] == inst.m
         rep = exact_certify(inst, svm=False)
-        assert rep.verdict.valid, rep.verdict.reason
+        assert rep.check.valid, rep.check.reason
         key, value = rank.certificate_entry
         assert rep.certificate["separability"] == {"claim": True, key: value}
         assert (key == "embeddings_rank_modulus") == (rank.route == "dense-mod-p")
@@ -418,14 +429,14 @@ def test_lemma1_needs_full_row_rank():
     assert not dm.lemma1(inst).full and dm.lemma1(inst).bound == 3
     out = certify(inst, svm=False).to_json()
     assert out["lemma1"]["holds"] is None and out["lemma1"]["rank_lower_bound"] == 3
-    assert out["separable"]["by"] not in (None, "lemma1") and out["compatible"]["by"] not in (None, "lemma1")
+    assert out["separable"]["engine"] not in (None, "lemma1") and out["compatible"]["engine"] not in (None, "lemma1")
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     assert "embeddings_rank_modulus" not in rep.certificate["separability"]
     assert "embeddings_rank_modulus" not in rep.certificate["compatibility"]
     # a + b = row 2 exactly: contexts 0, 1 and 2 reach the logits W(a + b) = Wa + Wb, so with token 0
     # winning in contexts 0 and 1 (alone in 1) it cannot lose to tokens 1 and 2 in context 2
-    assert out["separable"]["holds"] is False and rep.separable is False
+    assert out["separable"]["holds"] is False and rep.separable.holds is False
 
 
 # ---------------------------------------------------------------------------- certificates of the new variants
@@ -454,7 +465,7 @@ def test_lemma1_certificate_verifies_and_its_forgeries_fail():
     # rank 2 over Q (and mod the large primes), but det [[1, 1], [1, 4]] = 3: rank 1 mod 3
     inst = NTPInstance.from_counts([[1.0, 1.0, 0.0], [1.0, 4.0, 0.0]], [[1, 2, 0], [0, 3, 1]])
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     cert = rep.certificate
     p = cert["separability"]["embeddings_rank_modulus"]
     assert p in PRIMES and cert["compatibility"]["embeddings_rank_modulus"] == p
@@ -484,7 +495,7 @@ def test_lemma1_claims_fail_when_d_is_below_m():
     # d = 2 < m = 3, separable and compatible, certified with a W and a rank mod p
     inst = NTPInstance.from_counts([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]], [[1, 0, 0], [0, 2, 0], [0, 0, 3]])
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     cert = rep.certificate
     assert cert["claims"]["separable"] is True and "W" in cert["separability"]
     _invalid(_forged(cert, lambda c: c.__setitem__("separability", {"claim": True, "embeddings_rank_modulus": PRIMES[0]})),
@@ -492,7 +503,7 @@ def test_lemma1_claims_fail_when_d_is_below_m():
 
     inst2 = NTPInstance.from_counts([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1, 2, 0], [0, 1, 3], [1, 0, 0]])
     rep2 = exact_certify(inst2, svm=False)
-    assert rep2.verdict.valid, rep2.verdict.reason
+    assert rep2.check.valid, rep2.check.reason
     comp = rep2.certificate["compatibility"]
     assert comp["claim"] is True and comp["null_space_basis"] == [] and "rank_modulus" in comp
 
@@ -508,11 +519,11 @@ def test_rank_modulus_certificate_verifies_and_its_forgeries_fail(monkeypatch):
     dec = dm.decide_compatibility(system)
     assert (dec.holds, dec.engine) == (True, "null-space")
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     cert = rep.certificate
     comp = cert["compatibility"]
     r, dim_F, p = comp["n_eq"], comp["dim_F"], comp["rank_modulus"]
-    assert (r, dim_F, len(comp["null_space_basis"])) == (3, 2, 1) and p == dec.modulus
+    assert (r, dim_F, len(comp["null_space_basis"])) == (3, 2, 1) and p == dec.witness.modulus
 
     _invalid(_forged(cert, _set("compatibility", "rank_modulus", 2147483646)),
              "compatibility.rank_modulus: 2147483646 is not a prime")
@@ -531,7 +542,7 @@ def test_rank_modulus_certificate_verifies_and_its_forgeries_fail(monkeypatch):
     # a prime dividing a minor of G: the L1 instance without Lemma 1 has rank G = 2 over Q, 1 mod 3
     l1 = NTPInstance.from_counts([[1.0, 1.0, 0.0], [1.0, 4.0, 0.0]], [[1, 2, 0], [0, 3, 1]])
     rep = exact_certify(l1, svm=False, use_lemma1=False)
-    assert rep.verdict.valid and rep.certificate["compatibility"]["rank_modulus"] == dm.lemma1(l1).modulus
+    assert rep.check.valid and rep.certificate["compatibility"]["rank_modulus"] == dm.lemma1(l1).modulus
     _invalid(_forged(rep.certificate, _set("compatibility", "rank_modulus", 3)),
              "compatibility.rank_modulus: rank of G mod 3 is 1, not dim_F = 2")
     assert verify_certificate(_forged(rep.certificate, _set("compatibility", "rank_modulus", 5))).valid
@@ -544,13 +555,13 @@ def test_incompatible_certificate_and_its_forgeries():
     dec = dm.decide_compatibility(KeslerSystem.build(inst))
     assert (dec.holds, dec.engine) == (False, "null-vector")
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     cert = rep.certificate
     comp = cert["compatibility"]
     assert comp["claim"] is False and cert["claims"]["compatible"] is False
     y = comp["violating_null_vector"]
     assert len(y) >= 2
-    rank = check_compatibility_exact(inst).rank
+    rank = exact_null_space(inst).rank
     # dim_F is optional on a false claim, and checked when given
     assert comp["dim_F"] in (None, rank)
     assert verify_certificate(_forged(cert, _set("compatibility", "dim_F", None))).valid
@@ -584,7 +595,7 @@ def test_undetermined_compatibility_certificate(monkeypatch):
     rep = exact_certify(inst, svm=False)
     cert = rep.certificate
     assert cert["compatibility"]["claim"] is None and cert["compatibility"]["reason"]
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     assert cert["claims"]["compatible"] is None and cert["claims"]["entropy_bound_reachable"] in (None, False)
     _invalid(_forged(cert, lambda c: c["claims"].__setitem__("compatible", True)), "claims.compatible")
     _invalid(_forged(cert, _set("compatibility", "n_eq", cert["compatibility"]["n_eq"] + 1)), "compatibility.n_eq")
@@ -595,8 +606,8 @@ def _parts_sizes(monkeypatch, start=(4, 3)):
     from ntpcert.pipeline import pairs
 
     monkeypatch.setattr(pairs, "applies", lambda inst: False)  # pairs come before parts
-    monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 8)
-    monkeypatch.setattr(dm, "PART_START", start)
+    monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 8)
+    monkeypatch.setattr(parts, "PART_START", start)
 
 
 def test_make_part_with_permuted_tokens_maps_rays_back():
@@ -607,7 +618,7 @@ def test_make_part_with_permuted_tokens_maps_rays_back():
                   [1, 1, 1, 1, 0], [0, 0, 0, 2, 5], [0, 1, 0, 1, 0], [3, 0, 0, 0, 2]])
     inst = NTPInstance.from_counts(H, C)
     contexts, tokens = np.array([7, 2, 5, 0, 3]), np.array([4, 1, 3])
-    part = dm.make_part(inst, contexts, tokens)
+    part = parts.make_part(inst, contexts, tokens)
     assert part is not None
     # context 0 (support {0, 2}) misses the tokens and is dropped; the order of both is kept
     assert part.contexts.tolist() == [7, 2, 5, 3] and part.tokens.tolist() == [4, 1, 3]
@@ -615,20 +626,20 @@ def test_make_part_with_permuted_tokens_maps_rays_back():
     assert np.array_equal(sub.embeddings, H[part.contexts])
     assert np.array_equal(sub.counts, C[np.ix_(part.contexts, tokens)])
     assert np.array_equal(sub.support_mask(), inst.support_mask()[np.ix_(part.contexts, tokens)])
-    res = check_separability_exact(sub, None)
-    assert res.holds is False and check_ray(sub, res.ray) == ""
-    full = {(int(part.tokens[v]), int(part.contexts[j])): x for (v, j), x in res.ray.items()}
-    assert check_ray(inst, full) == "" and dm.check_ray_sparse(inst, full) == ""
-    assert check_ray(inst, res.ray) != ""  # read with the part's own indices, it is no ray of the whole
+    res = separability_exact(sub, None)
+    assert res.holds is False and check_ray(sub, res.witness.ray) == "" and res.check(sub) == ""
+    full = {(int(part.tokens[v]), int(part.contexts[j])): x for (v, j), x in res.witness.ray.items()}
+    assert check_ray(inst, full) == "" and FarkasRay(full, "structured-farkas").check(inst) == ""
+    assert check_ray(inst, res.witness.ray) != ""  # read with the part's own indices, it is no ray of the whole
     # probabilities instead of counts: the part's rows are renormalised on the tokens kept
     probs = [[Fraction(int(c), int(row.sum())) for c in row] for row in C]
     pinst = NTPInstance.from_probs(H, [[str(x) for x in row] for row in probs])
-    ppart = dm.make_part(pinst, contexts, tokens)
+    ppart = parts.make_part(pinst, contexts, tokens)
     assert ppart.contexts.tolist() == part.contexts.tolist()
     for j, J in enumerate(ppart.contexts):
         row = [probs[int(J)][int(t)] for t in tokens]
         assert list(ppart.instance.exact_row(j)) == [x / sum(row) for x in row]
-    assert dm.make_part(inst, contexts, tokens[:1]) is None and dm.make_part(inst, np.array([0]), tokens) is None
+    assert parts.make_part(inst, contexts, tokens[:1]) is None and parts.make_part(inst, np.array([0]), tokens) is None
 
 
 def _part_instance(rng: np.random.Generator, m: int = 12) -> NTPInstance:
@@ -649,19 +660,20 @@ def test_separability_on_parts_maps_the_ray_back(monkeypatch):
     inst = _part_instance(np.random.default_rng(3))
     order = np.argsort(-inst.support_mask().sum(axis=0), kind="stable")
     assert set(order[:2].tolist()) == {3, 5}
-    ray, log = dm.separability_on_parts(inst)
+    ray, log = parts.separability_on_parts(inst)
     assert ray is not None and log[-1]["result"] == "farkas", log
     assert log[0]["contexts"] <= 4 and log[-1]["contexts"] < inst.m
     assert check_ray(inst, ray) == ""
     assert {j for _, j in ray} <= set(range(4)) and {v for v, _ in ray} <= set(order[:3].tolist())
     assert max(v for v, _ in ray) >= 3  # whole-instance token indices, not the part's 0..2
     monkeypatch.setattr(dm, "SMALL_LP_VARS", 0)
-    dec = dm.decide_separability(KeslerSystem.build(inst))
-    assert (dec.holds, dec.engine) == (False, "part-farkas") and check_ray(inst, dec.ray) == ""
+    dec, solve = dm.decide_separability(KeslerSystem.build(inst))
+    assert (dec.holds, dec.engine) == (False, "part-farkas") and check_ray(inst, dec.witness.ray) == ""
+    assert solve.parts and solve.parts[-1]["result"] == "farkas"
     # without parts, the same instance is refuted by the structured solver on the whole
-    monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 256)
-    dec = dm.decide_separability(KeslerSystem.build(inst))
-    assert dec.holds is False and dec.engine != "part-farkas" and check_ray(inst, dec.ray) == ""
+    monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 256)
+    dec, _ = dm.decide_separability(KeslerSystem.build(inst))
+    assert dec.holds is False and dec.engine != "part-farkas" and check_ray(inst, dec.witness.ray) == ""
 
 
 def test_compatibility_null_vector_from_a_part(monkeypatch):
@@ -682,11 +694,11 @@ def test_compatibility_null_vector_from_a_part(monkeypatch):
     system = KeslerSystem.build(inst)
     dec = dm.decide_compatibility(system)
     assert (dec.holds, dec.engine) == (False, "part-null-vector"), dec.witness
-    y = _as_vector(system, dec.violating)
+    y = _as_vector(system, dec.witness.y)
     assert dm.exact_left_null(system, y)
-    assert _yE(inst, dec.violating), "y^T b = 0"
+    assert _yE(inst, dec.witness.y), "y^T b = 0"
     assert abs(float(y @ system.log_odds())) > 1e-6
-    assert check_compatibility_exact(inst).holds is False
+    assert compatibility_exact(inst).holds is False
 
 
 def test_part_null_vector_with_permuted_tokens_maps_back():
@@ -697,14 +709,14 @@ def test_part_null_vector_with_permuted_tokens_maps_back():
     C = np.array([[1, 0, 2, 0], [1, 0, 3, 0], [0, 2, 1, 1], [1, 0, 0, 1]])
     inst = NTPInstance.from_counts(H, C)
     system = KeslerSystem.build(inst)
-    part = dm.make_part(inst, np.array([1, 0]), np.array([2, 1, 0]))
+    part = parts.make_part(inst, np.array([1, 0]), np.array([2, 1, 0]))
     sub = KeslerSystem.build(part.instance)
-    ex = check_compatibility_exact(part.instance)
-    assert ex.holds is False
+    ex = exact_null_space(part.instance)
+    assert ex.violating is not None and compatibility_exact(part.instance).holds is False
     y_sub = _as_vector(sub, {k: int(v) for k, v in ex.violating.items()})
     # the part's anchors (its token 0 = whole token 2) are not the whole's (token 0)
     assert int(part.tokens[part.instance.anchors()[0]]) != int(inst.anchors()[part.contexts[0]])
-    y = dm._to_whole(part, sub, y_sub, system)
+    y = parts.to_whole(part, sub, y_sub, system)
     assert dm.exact_left_null(system, y)
     whole = {(int(system.eq_context[i]), int(system.eq_token[i])): int(y[i]) for i in np.flatnonzero(y)}
     assert _yE(inst, whole)

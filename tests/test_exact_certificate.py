@@ -327,6 +327,6 @@ def test_a_certificate_its_checker_refuses_is_not_written(tmp_path, monkeypatch)
     monkeypatch.setattr(exact_verdicts, "verify_certificate", refusing)
     out = tmp_path / "c.json"
     rep = exact_verdicts.exact_certify(_separable(), certificate_out=str(out))
-    assert not out.exists() and rep.path is None and not rep.verdict.valid
+    assert not out.exists() and rep.path is None and not rep.check.valid
     assert rep.entropy_bound_reachable is None
     assert any("INVALID (refused for the test)" in line and "not written" in line for line in exact_report_lines(rep))

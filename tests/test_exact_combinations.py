@@ -85,9 +85,9 @@ def test_ray_and_null_vector_checks_catch_a_changed_entry(seed):
     comp = dm.decide_compatibility(system)
     idx = {(int(c), int(t)): i for i, (c, t) in enumerate(zip(system.eq_context, system.eq_token))}
     y = np.zeros(system.n_eq, dtype=object)
-    for key, val in comp.violating.items():
+    for key, val in comp.witness.y.items():
         y[idx[key]] = val
-    assert dm.exact_left_null(system, y)
+    assert dm.exact_left_null(system, y) and comp.check(inst) == ""
     y[np.flatnonzero(y)[0]] += 1
     assert not dm.exact_left_null(system, y)
 
@@ -102,14 +102,14 @@ def _incompatible() -> NTPInstance:
 def test_exact_certify_fits_no_least_squares_point_once_refuted(make):
     inst = make()
     rep = exact_certify(inst)
-    assert rep.verdict.valid and rep.compatible is False
+    assert rep.check.valid and rep.compatible.holds is False
     fl = rep.float_report
-    assert fl.compatible.W_star is None and fl.subspace.method == "none"
+    assert fl.fit.W_star is None and fl.subspace.method == "none"
     js = rep.to_json()["compatible"]
     assert js["least_squares"]["method"] == "none" and js["W_star_norm"] is None and js["residual"] is None
     # the float pipeline (and so ``limits``) still reports its least-squares point by default
     plain = certify(inst)
-    assert plain.compatible.holds is False and plain.compatible.W_star is not None
+    assert plain.compatible.holds is False and plain.fit.W_star is not None
     assert plain.to_json()["compatible"]["W_star_norm"] >= 0
 
 
@@ -131,6 +131,6 @@ def test_a_pair_ray_is_checked_once_by_the_pipeline(monkeypatch):
     real = xs.check_ray
     monkeypatch.setattr(xs, "check_ray", lambda inst, ray: calls.append(len(ray)) or real(inst, ray))
     rep = exact_certify(pair_instance(1, m=1000))  # V (d + m) above the size that goes to HiGHS first
-    assert rep.float_report.sep_decision.engine == "pair-farkas"
-    assert rep.verdict.valid and rep.separable is False
+    assert rep.float_report.separable.engine == "pair-farkas"
+    assert rep.check.valid and rep.separable.holds is False
     assert len(calls) == 1

@@ -9,14 +9,15 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.exact.compatibility import (
-    check_compatibility_exact,
     eq_rows,
+    exact_null_space,
     factorise,
     prime_exponents,
     w_star_closed_form,
 )
+from ntpcert.pipeline.exact_witness import compatibility_exact
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.rows.subspace import Subspace, check_compatibility
+from ntpcert.rows.subspace import Subspace, least_squares_fit
 
 from .conftest import TOL, random_instance
 
@@ -28,9 +29,13 @@ def _doubled(rng, probs_second):
 
 def test_doubled_embedding_with_doubled_log_odds_is_compatible(rng):
     # log(2/1) for h and log(4/1) = 2 log 2 for 2h: W with (w_1 - w_0).h = log 2 solves both
-    res = check_compatibility_exact(_doubled(rng, ["1/5", "4/5"]))
-    assert res.holds is True
+    inst = _doubled(rng, ["1/5", "4/5"])
+    verdict = compatibility_exact(inst)
+    assert verdict.holds is True and verdict.engine == "exact-null-space"
+    assert verdict.check(inst) == ""
+    res = exact_null_space(inst)
     assert res.null_dim == 1 and res.rank == 1
+    assert verdict.witness.rank == 1 and len(verdict.witness.basis) == 1
     assert res.violating is None
 
 
@@ -38,10 +43,14 @@ def test_changing_one_count_breaks_compatibility(rng):
     h = rng.standard_normal(4)
     ok = NTPInstance.from_counts(np.array([h, 2 * h]), [[1, 2], [1, 4]])
     bad = NTPInstance.from_counts(np.array([h, 2 * h]), [[1, 2], [1, 5]])
-    assert check_compatibility_exact(ok).holds is True
-    res = check_compatibility_exact(bad)
-    assert res.holds is False
+    assert compatibility_exact(ok).holds is True
+    assert exact_null_space(ok).violating is None
+    verdict = compatibility_exact(bad)
+    assert verdict.holds is False and verdict.engine == "exact-null-space"
+    assert verdict.check(bad) == ""
+    res = exact_null_space(bad)
     y = res.violating
+    assert y is not None and verdict.witness.y == {k: int(v) for k, v in y.items()}
     # y^T A_eq = 0: y_0 h + y_1 (2h) = 0, and y^T b = y_0 log 2 + y_1 log 5 != 0
     assert y[(0, 1)] + 2 * y[(1, 1)] == 0
     assert res.violating_exponents == {2: y[(0, 1)], 5: y[(1, 1)]}
@@ -52,13 +61,15 @@ def test_float_probabilities_are_taken_as_their_exact_dyadic_values(rng):
     H = np.array([h, 2 * h])
     # log-odds log 9 and log 81 = 2 log 9: compatible as fractions ...
     strings = NTPInstance.from_probs(H, [["1/10", "9/10"], ["1/82", "81/82"]])
-    res = check_compatibility_exact(strings)
-    assert res.holds is True and res.probabilities_from_floats is False
+    res = exact_null_space(strings)
+    assert compatibility_exact(strings).holds is True
+    assert res.violating is None and res.probabilities_from_floats is False
     # ... but 0.9/0.1 is not 9 in binary floating point, so the float data are not
     floats = NTPInstance.from_probs(H, [[1 / 10, 9 / 10], [1 / 82, 81 / 82]])
-    res = check_compatibility_exact(floats)
+    res = exact_null_space(floats)
     assert res.probabilities_from_floats is True
-    assert res.holds is False
+    assert res.violating is not None
+    assert compatibility_exact(floats).holds is False
 
 
 def test_prime_exponent_matrix_reproduces_the_log_odds(rng):
@@ -83,14 +94,15 @@ def test_factorise(n):
 
 def test_lemma1_instances_have_a_trivial_left_null_space(rng):
     inst = random_instance(rng, 8, 12, 6, 1, 5)
-    res = check_compatibility_exact(inst)
-    assert res.holds is True and res.null_dim == 0
+    res = exact_null_space(inst)
+    assert compatibility_exact(inst).holds is True
+    assert res.violating is None and res.null_dim == 0
     assert res.rank == res.n_eq
 
 
 def test_null_basis_is_in_the_left_null_space_and_counts_match_the_rank(rng):
     inst = random_instance(rng, 9, 2, 5, 2, 4)  # d < m: dependencies
-    res = check_compatibility_exact(inst)
+    res = exact_null_space(inst)
     sysm = KeslerSystem.build(inst)
     index = {(j, z): i for i, (j, z) in enumerate(zip(sysm.eq_context.tolist(), sysm.eq_token.tolist()))}
     A = sysm.eq_matrix().toarray()
@@ -105,10 +117,11 @@ def test_null_basis_is_in_the_left_null_space_and_counts_match_the_rank(rng):
 
 def test_w_star_closed_form_matches_the_float_min_norm_solution(rng):
     inst = random_instance(rng, 4, 6, 4, 2, 3, max_count=12)
-    res = check_compatibility_exact(inst)
-    assert res.holds
+    res = exact_null_space(inst)
+    assert res.violating is None
+    assert compatibility_exact(inst).holds is True
     ws = w_star_closed_form(inst, res)
-    Wf = check_compatibility(Subspace.build(KeslerSystem.build(inst))).W_star
+    Wf = least_squares_fit(Subspace.build(KeslerSystem.build(inst))).W_star
     assert np.abs(ws.to_float() - Wf).max() <= TOL["linalg"] * max(1.0, np.abs(Wf).max())
     # each R_p lies in F and carries the exponents of p exactly
     sysm = KeslerSystem.build(inst)

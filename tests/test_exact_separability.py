@@ -9,10 +9,11 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.pipeline.exact_verdicts import build_certificate, exact_certify
-from ntpcert.exact.compatibility import check_compatibility_exact
-from ntpcert.exact.separability import check_ray, check_separability_exact, exact_ray
+from ntpcert.exact.separability import check_ray, exact_ray
+from ntpcert.pipeline.decide import decide_separability
+from ntpcert.pipeline.exact_witness import compatibility_exact, separability_exact
 from ntpcert.pipeline.verify import verify_certificate
-from ntpcert.pipeline.float_verdicts import decide_separability
+from ntpcert.verdict import EmbeddingsFullRank, FarkasRay
 from ntpcert.rows.kesler import KeslerSystem
 
 from .conftest import random_instance
@@ -28,13 +29,15 @@ def _shared_embedding(rng, d=3):
 
 def test_same_embedding_different_supports_gives_a_verified_farkas_ray(rng):
     inst = _shared_embedding(rng)
-    assert decide_separability(KeslerSystem.build(inst)).holds is False
-    res = check_separability_exact(inst, None)
-    assert res.holds is False
-    assert check_ray(inst, res.ray) == ""
+    verdict, _ = decide_separability(KeslerSystem.build(inst))
+    assert verdict.holds is False
+    res = separability_exact(inst, None)
+    assert res.holds is False and isinstance(res.witness, FarkasRay)
+    assert check_ray(inst, res.witness.ray) == ""
+    assert res.check(inst) == ""
     # the ray only involves the two contexts that share h
-    assert {j for _, j in res.ray} <= {0, 1}
-    cert = build_certificate(inst, check_compatibility_exact(inst), res, None)
+    assert {j for _, j in res.witness.ray} <= {0, 1}
+    cert = build_certificate(inst, compatibility_exact(inst), res, None)
     verdict = verify_certificate(cert)
     assert verdict.valid, verdict.reason
     assert any("Farkas" in c for c in verdict.checks)
@@ -42,7 +45,7 @@ def test_same_embedding_different_supports_gives_a_verified_farkas_ray(rng):
 
 def test_check_ray_rejects_each_broken_condition(rng):
     inst = _shared_embedding(rng)
-    ray = check_separability_exact(inst, None).ray
+    ray = separability_exact(inst, None).witness.ray
     off = ~inst.support_mask().T
     key = next(k for k, v in ray.items() if v < 0 and off[k])
     assert "off the support" in check_ray(inst, {**ray, key: -ray[key]})
@@ -58,10 +61,13 @@ def test_check_ray_rejects_each_broken_condition(rng):
 def test_lemma1_instances_give_verified_feasible_certificates(rng, m, d, V):
     inst = random_instance(rng, m, d, V, 1, V - 1)
     rep = exact_certify(inst, svm=True, progress=False)
-    assert rep.verdict.valid, rep.verdict.reason
-    assert rep.compatible is True and rep.separable is True and rep.entropy_bound_reachable is True
+    assert rep.check.valid, rep.check.reason
+    assert rep.compatible.holds is True and rep.separable.holds is True and rep.entropy_bound_reachable is True
     assert rep.svm_certified and rep.svm.gap >= 0
-    assert rep.separability.point is None and rep.separability.modulus is not None  # decided by Lemma 1
+    # decided by Lemma 1: no point, a rank witness with its modulus
+    assert isinstance(rep.separability.witness, EmbeddingsFullRank) and rep.separability.engine == "lemma1"
+    assert getattr(rep.separability.witness, "point", None) is None
+    assert rep.separability.witness.rank_witness.modulus is not None
     W = rep.svm.W_fractions()  # the exactly feasible NTP-SVM point
     H = [[Fraction(*float(x).as_integer_ratio()) for x in row] for row in inst.embeddings]
     for j in range(inst.m):
@@ -73,7 +79,7 @@ def test_lemma1_instances_give_verified_feasible_certificates(rng, m, d, V):
 
 def test_exact_ray_solves_on_the_support_of_a_perturbed_float_ray(rng):
     inst = _shared_embedding(rng)
-    ray = check_separability_exact(inst, None).ray
+    ray = separability_exact(inst, None).witness.ray
     a = np.zeros((inst.V, inst.m))
     for (v, j), x in ray.items():
         a[v, j] = float(x) * (1 + 1e-12)
@@ -83,6 +89,6 @@ def test_exact_ray_solves_on_the_support_of_a_perturbed_float_ray(rng):
 
 def test_undetermined_when_nothing_can_be_made_exact(rng):
     inst = random_instance(rng, 4, 6, 5, 1, 3)  # separable (Lemma 1), so no ray exists
-    res = check_separability_exact(inst, -np.ones((inst.V, inst.d)), try_ray=True)
+    res = separability_exact(inst, -np.ones((inst.V, inst.d)), try_ray=True)
     assert res.holds is None
     assert "feasible point not exact" in res.reason and "Farkas" in res.reason

@@ -187,8 +187,8 @@ def test_forged_section_fails_the_whole_certificate():
 
     inst = random_instance(np.random.default_rng(7), m=30, d=4, V=5, kmin=1, kmax=3)
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid and "excess" in rep.certificate
-    assert any(c.startswith("excess: q exactly") for c in rep.verdict.checks)
+    assert rep.check.valid and "excess" in rep.certificate
+    assert any(c.startswith("excess: q exactly") for c in rep.check.checks)
     cert = dict(rep.certificate)
     cert["excess"] = dict(cert["excess"], lower=cert["excess"]["lower"] + 1e-3)
     v = verify_certificate(cf.seal(cert))

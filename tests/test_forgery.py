@@ -74,7 +74,7 @@ def cases(tmp_path_factory) -> dict[str, Case]:
         data, path = tmp / f"{name}.json", tmp / f"{name}.cert.json"
         write_json(inst, data)
         rep = exact_certify(inst, certificate_out=str(path), use_lemma1=name != "sep")  # "sep": an explicit W
-        assert rep.verdict.valid, rep.verdict.reason
+        assert rep.check.valid, rep.check.reason
         out[name] = Case(inst, str(data), str(path), json.loads(path.read_text()))
     c = out
     assert c["sep"].cert["claims"]["compatible"] is True and c["sep"].cert["claims"]["separable"] is True
@@ -526,7 +526,7 @@ def sparse_case(tmp_path_factory) -> Case:
     data, path = tmp / "sparse.json", tmp / "sparse.cert.json"
     write_json(inst, data)
     rep = exact_certify(inst, certificate_out=str(path))
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     return Case(inst, str(data), str(path), json.loads(path.read_text()))
 
 
@@ -593,7 +593,7 @@ def factored_case(tmp_path_factory) -> Case:
         rep = exact_certify(inst, certificate_out=str(path), use_lemma1=False)
     finally:
         cf.FACTORED_MIN_ENTRIES, ev.SPARSE_DUAL_MAX_FILL = old
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     return Case(inst, str(data), str(path), json.loads(path.read_text()))
 
 
@@ -696,7 +696,7 @@ def test_integral_embeddings_are_written_as_integers_and_read_back_to_the_same_b
     assert all(type(x) is int for row in rec["embeddings"] for x in row)
     assert cf.instance_from_record(rec).fingerprint() == inst.fingerprint()
     rep = exact_certify(inst, certificate_out=str(tmp_path / "c.json"))
-    assert rep.verdict.valid and verify_file(tmp_path / "c.json", inst).valid
+    assert rep.check.valid and verify_file(tmp_path / "c.json", inst).valid
     Hz = H.copy()
     Hz[0, 3] = -0.0
     inst_z = NTPInstance.from_counts(Hz, C)

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.exact.compatibility import check_compatibility_exact
+from ntpcert.pipeline.exact_witness import compatibility_exact
 from ntpcert.exact.modular import PRIMES
 from ntpcert.pipeline import decide as dm
+from ntpcert.pipeline import parts
 from ntpcert.exact.left_null import log_odds_sign
 from ntpcert.pipeline.frequent_tokens import left_null_dimension_bound, reduce_compatibility
 from ntpcert.rows.kesler import KeslerSystem
@@ -35,7 +36,7 @@ def test_reduction_agrees_with_the_exact_null_space_test(bias):
         inst = _instance(rng, m, d, V, compatible_bias=bias)
         system = KeslerSystem.build(inst)
         red = reduce_compatibility(system)
-        exact = check_compatibility_exact(inst)
+        exact = compatibility_exact(inst)
         seen[red.holds] += 1
         if red.holds is None:
             continue
@@ -44,7 +45,7 @@ def test_reduction_agrees_with_the_exact_null_space_test(bias):
             y = red.violating
             assert dm.exact_left_null(system, y) and log_odds_sign(system, y) != 0
         else:  # the basis spans the left null space: as many vectors as its exact dimension
-            assert len(red.basis) == system.n_eq - exact.rank
+            assert len(red.basis) == system.n_eq - exact.witness.rank
             for y in red.basis:
                 assert dm.exact_left_null(system, y) and log_odds_sign(system, y) == 0
             assert left_null_dimension_bound(inst, PRIMES[0]) == len(red.basis)
@@ -59,7 +60,7 @@ def test_tokens_with_independent_contexts_put_no_constraint():
     inst = NTPInstance.from_counts(H, C)
     red = reduce_compatibility(KeslerSystem.build(inst))
     assert red.holds is True and red.basis == [] and red.dependent == ()
-    assert check_compatibility_exact(inst).holds is True
+    assert compatibility_exact(inst).holds is True
 
 
 def test_a_token_shared_by_dependent_contexts_gives_the_violating_vector():
@@ -72,21 +73,21 @@ def test_a_token_shared_by_dependent_contexts_gives_the_violating_vector():
     red = reduce_compatibility(system)
     assert red.holds is False and set(red.dependent) == {0, 1}
     assert set(system.eq_context[np.flatnonzero(red.violating)].tolist()) == {0, 1, 2}
-    assert check_compatibility_exact(inst).holds is False
+    assert compatibility_exact(inst).holds is False
 
 
 def test_large_sparse_system_is_decided_by_the_reduction(monkeypatch):
     """Above GRAM_MAX_ROWS the engine used to stop; it now reduces to the dependent tokens."""
     rng = np.random.default_rng(3)
     monkeypatch.setattr(dm, "GRAM_MAX_ROWS", 5)
-    monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 10 ** 9)
+    monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 10 ** 9)
     for _ in range(10):
         inst = _instance(rng, 12, 2, 4, compatible_bias=False)
         system = KeslerSystem.build(inst)
         if system.n_eq <= 5:
             continue
         dec = dm.decide_compatibility(system)
-        exact = check_compatibility_exact(inst)
+        exact = compatibility_exact(inst)
         assert dec.holds is None or dec.holds == exact.holds
         if dec.holds is not None:
             assert dec.engine in ("frequent-tokens", "frequent-tokens-null-vector", "pair-null-vector",
@@ -103,11 +104,11 @@ def test_reduction_certificate_verifies_and_its_forgeries_fail(monkeypatch):
     from ntpcert.pipeline.verify import verify_certificate
 
     monkeypatch.setattr(dm, "GRAM_MAX_ROWS", 1)
-    monkeypatch.setattr(dm, "PART_MIN_CONTEXTS", 10 ** 9)
+    monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 10 ** 9)
     inst = NTPInstance.from_counts([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1, 2], [1, 3], [1, 6]])
     assert dm.decide_compatibility(KeslerSystem.build(inst)).engine == "frequent-tokens"
     rep = exact_certify(inst, svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     comp = rep.certificate["compatibility"]
     assert comp["claim"] is True and comp["frequent_tokens_modulus"] == PRIMES[0]
     assert len(comp["null_space_basis"]) == 1 and comp["dim_F"] == 2

@@ -193,7 +193,7 @@ def test_same_results_as_the_direct_calls(seed, child_min_size, monkeypatch, cal
     monkeypatch.setattr(interrupt, "interruptible", lambda fn, size=None: fn)
     monkeypatch.setattr("ntpcert.solve.separability_lp.interruptible", lambda fn, size=None: fn)
     sep2, ray2 = check_separability(system), float_farkas_ray(inst)
-    assert (sep.holds, sep.status, sep.lp_infeasible, sep.by) == (sep2.holds, sep2.status, sep2.lp_infeasible, sep2.by)
+    assert (sep.feasible, sep.status, sep.lp_infeasible, sep.text) == (sep2.feasible, sep2.status, sep2.lp_infeasible, sep2.text)
     assert (sep.W is None and sep2.W is None) or np.array_equal(sep.W, sep2.W)
     assert (ray is None and ray2 is None) or np.array_equal(ray, ray2)
 

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.exact.separability import check_separability_exact
+from ntpcert.pipeline.exact_witness import separability_exact
 from ntpcert.pipeline import decide as dm
 from ntpcert.pipeline import pairs
 from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.verdict import FarkasRay
 
 
 def pair_instance(seed: int, *, m: int = 40, d: int = 4, V: int = 5) -> NTPInstance:
@@ -40,19 +41,20 @@ def test_pair_decides_like_highs(seed):
     ray_text = pairs.separability_witness(inst)
     assert ray_text is not None
     ray, _ = ray_text
-    assert dm.check_ray_sparse(inst, ray) == ""
-    highs = dm.decide_separability(system, engine="highs")
+    assert FarkasRay(ray, "structured-farkas").check(inst) == ""
+    highs, _ = dm.decide_separability(system, separability_solver="highs")
     assert highs.holds is False
     dec = dm.pair_separability(inst)
     assert dec.holds is False and dec.engine == "pair-farkas"
-    assert dm.decide_separability(system).holds is False
-    assert check_separability_exact(inst, None, try_ray=True).holds is False
+    assert dec.check(inst) == ""
+    assert dm.decide_separability(system)[0].holds is False
+    assert separability_exact(inst, None, try_ray=True).holds is False
 
     comp = dm.decide_compatibility(system)
     assert comp.holds is False and comp.engine == "pair-null-vector"
     idx = {(int(c), int(t)): i for i, (c, t) in enumerate(zip(system.eq_context, system.eq_token))}
     y = np.zeros(system.n_eq, dtype=object)
-    for k, v in comp.violating.items():
+    for k, v in comp.witness.y.items():
         y[idx[k]] = v
     assert dm.exact_left_null(system, y)
     assert abs(float(y.astype(float) @ system.log_odds())) > 1e-9
@@ -60,10 +62,10 @@ def test_pair_decides_like_highs(seed):
 
 def test_exact_certify_with_pairs_is_valid():
     rep = exact_certify(pair_instance(1, m=900), svm=False)  # V (d + m) > SMALL_LP_VARS: HiGHS is not first
-    assert rep.verdict.valid, rep.verdict.reason
-    assert rep.compatible is False and rep.separable is False
-    assert rep.float_report.compat_decision.engine == "pair-null-vector"
-    assert rep.float_report.sep_decision.engine == "pair-farkas"
+    assert rep.check.valid, rep.check.reason
+    assert rep.compatible.holds is False and rep.separable.holds is False
+    assert rep.float_report.compatible.engine == "pair-null-vector"
+    assert rep.float_report.separable.engine == "pair-farkas"
 
 
 def test_forged_pair_ray_rejected():
@@ -72,11 +74,11 @@ def test_forged_pair_ray_rejected():
     key = next(iter(ray))
     forged = dict(ray)
     forged[key] = ray[key] + Fraction(1, 3)
-    assert dm.check_ray_sparse(inst, forged) != ""
+    assert FarkasRay(forged, "structured-farkas").check(inst) != ""
     # every entry halved on one token only: 1^T a_j = 0 fails
     z = key[0]
     forged = {k: (v / 2 if k[0] == z else v) for k, v in ray.items()}
-    assert dm.check_ray_sparse(inst, forged) != ""
+    assert FarkasRay(forged, "structured-farkas").check(inst) != ""
 
 
 def test_no_pair_when_d_covers_m():
@@ -127,11 +129,11 @@ def test_lp_route_finds_an_exact_ray_with_fewer_than_d_shared_contexts(seed):
     assert found is not None
     ray, text = found
     assert "by LP" in text
-    assert dm.check_ray_sparse(inst, ray) == ""  # exact, on the whole instance
-    assert dm.decide_separability(KeslerSystem.build(inst), engine="highs").holds is False
+    assert FarkasRay(ray, "structured-farkas").check(inst) == ""  # exact, on the whole instance
+    assert dm.decide_separability(KeslerSystem.build(inst), separability_solver="highs")[0].holds is False
     forged = {k: (v * 2 if k[1] == next(iter(ray))[1] else v) for k, v in ray.items() if k[0] == 0}
     forged.update({k: v for k, v in ray.items() if k[0] != 0})
-    assert dm.check_ray_sparse(inst, forged) != ""
+    assert FarkasRay(forged, "structured-farkas").check(inst) != ""
 
 
 def test_lp_route_claims_nothing_on_a_separable_pair():
@@ -178,15 +180,15 @@ def test_float_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch)
     inst = _open_compatibility(600)
     assert not dense_preferred(KeslerSystem.build(inst))
     rep = certify(inst, svm=False, fit_when_refuted=False)
-    assert rep.separable.holds is False and rep.sep_decision.engine == "pair-farkas"
-    assert rep.compatible.W_star is None and rep.compatible.solver["method"] == "none"
-    assert "refuted exactly first" in rep.compatible.solver["why"]
+    assert rep.separable.holds is False and rep.separable.engine == "pair-farkas"
+    assert rep.fit.W_star is None and rep.fit.solver["method"] == "none"
+    assert "refuted exactly first" in rep.fit.solver["why"]
     fitted = certify(inst, svm=False)
-    assert fitted.compatible.W_star is not None and fitted.separable.holds is False
+    assert fitted.fit.W_star is not None and fitted.separable.holds is False
     # the float CLI's fit is only reported: cut at REFUTED_LSMR_ITER, and its residual decides nothing
-    assert fitted.sep_decision.engine == "pair-farkas"
-    assert fitted.compatible.holds is None and "decides nothing" in fitted.compatible.by
-    assert fitted.compatible.solver["maxiter"] <= 100
+    assert fitted.separable.engine == "pair-farkas"
+    assert fitted.compatible.holds is None and "decides nothing" in fitted.compatible.reason
+    assert fitted.fit.solver["maxiter"] <= 100
 
 
 def test_exact_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch):
@@ -195,9 +197,9 @@ def test_exact_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch)
     about a minute with its re-check)."""
     _without_tall_route(monkeypatch)  # in the float stage only
     rep = exact_certify(_open_compatibility(900), svm=False)
-    assert rep.verdict.valid, rep.verdict.reason
-    assert rep.separable is False
+    assert rep.check.valid, rep.check.reason
+    assert rep.separable.holds is False
     fl = rep.float_report
-    assert fl.sep_decision.engine == "pair-farkas"
-    assert fl.compatible.W_star is None and "refuted exactly first" in fl.compatible.solver["why"]
-    assert rep.compatible is True and rep.compatibility.method == "particular-solutions"
+    assert fl.separable.engine == "pair-farkas"
+    assert fl.fit.W_star is None and "refuted exactly first" in fl.fit.solver["why"]
+    assert rep.compatible.holds is True and rep.compatibility.engine == "particular-solutions"

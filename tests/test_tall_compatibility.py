@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.exact.compatibility import check_compatibility_by_columns, check_compatibility_exact, eq_rows
+from ntpcert.exact.compatibility import check_compatibility_by_columns, eq_rows, exact_null_space
 from ntpcert.instance.datasets.compatible import integer_log_odds
 from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.exact_verdicts import exact_certify
+from ntpcert.pipeline.exact_witness import compatibility_exact
 from ntpcert.pipeline.verify import verify_certificate
+from ntpcert.verdict import ParticularSolutions, Verdict
 
 
 def spoil(inst: NTPInstance, rng: np.random.Generator) -> NTPInstance:
@@ -31,40 +33,43 @@ def test_agrees_with_the_null_space_test(seed):
     rng = np.random.default_rng(seed)
     m, d, V = int(rng.integers(40, 120)), int(rng.integers(1, 4)), int(rng.integers(2, 5))
     inst = integer_log_odds(rng, m, d, V, gaussian=seed % 3 == 0)
-    full = check_compatibility_exact(inst)
+    full = exact_null_space(inst)
     tall = check_compatibility_by_columns(inst)
-    assert full.holds is True
+    assert full.violating is None and compatibility_exact(inst).holds is True
     if tall is None:  # not tall (few rows used): nothing to compare
         assert len(eq_rows(inst)) <= V * d
         return
-    assert tall.holds is True and tall.rank == full.rank and tall.null_basis == ()
+    # a result (not None) proves (4): one particular solution per prime, no null-space basis
+    rank, particular = tall
+    assert rank == full.rank
+    assert Verdict.of(ParticularSolutions(particular, rank)).check(inst) == ""
     # each R_p solves A_eq vec(R_p) = E_p, recomputed here in Fractions from the data
     primes = dict(zip(full.primes, range(len(full.primes))))
     for k, (j, z, a) in enumerate(eq_rows(inst)):
         h = [Fraction(float(x)) for x in inst.embeddings[j]]
         for p, q in primes.items():
-            R = tall.particular[p]
+            R = particular[p]
             lhs = sum(h[i] * (R.get((z, i), 0) - R.get((a, i), 0)) for i in range(inst.d))
             assert lhs == full.E[k, q]
     bad = spoil(inst, rng)
-    if check_compatibility_exact(bad).holds is False:
+    if compatibility_exact(bad).holds is False:
         assert check_compatibility_by_columns(bad) is None  # left to the null-space test's violating y
 
 
 def _tall_certificate():
     inst = integer_log_odds(np.random.default_rng(5), 80, 3, 4)
     rep = exact_certify(inst, svm=False, excess=False)
-    assert rep.compatibility.method == "particular-solutions"
+    assert rep.compatibility.engine == "particular-solutions"
     return inst, rep
 
 
 def test_certificate_carries_particular_solutions_and_checks():
     inst, rep = _tall_certificate()
-    assert rep.verdict.valid and rep.compatible is True
+    assert rep.check.valid and rep.compatible.holds is True
     sec = rep.certificate["compatibility"]
     assert sec["null_space_basis"] == [] and set(sec["particular_solutions"]) == {"2", "3"}
-    assert sec["dim_F"] == check_compatibility_exact(inst).rank
-    assert any("A_eq vec(R_p) = E_p exactly for 2 primes" in c for c in rep.verdict.checks)
+    assert sec["dim_F"] == exact_null_space(inst).rank == compatibility_exact(inst).witness.rank
+    assert any("A_eq vec(R_p) = E_p exactly for 2 primes" in c for c in rep.check.checks)
 
 
 def _forged(edit) -> str:
@@ -108,5 +113,5 @@ def test_tall_incompatible_data_still_get_a_violating_vector():
     rng = np.random.default_rng(2)
     inst = spoil(integer_log_odds(rng, 80, 2, 3), rng)
     rep = exact_certify(inst, svm=False, excess=False)
-    assert rep.verdict.valid and rep.compatible is False
+    assert rep.check.valid and rep.compatible.holds is False
     assert "violating_null_vector" in rep.certificate["compatibility"]

@@ -125,3 +125,28 @@ def test_a_refused_certificate_leaves_the_reported_verdicts_undetermined():
     refused = dataclasses.replace(ex, check=dataclasses.replace(ex.check, valid=False, reason="forged"))
     assert refused.separable.holds is None and "forged" in refused.separable.reason
     assert refused.separability.holds is False  # the verdict as made is kept apart
+
+
+def test_structured_means_the_structured_solver_alone(monkeypatch):
+    """``--separability-solver structured`` no longer asks HiGHS first on small instances; ``auto`` does."""
+    from ntpcert.solve import separability_lp
+
+    calls = []
+    real = separability_lp.check_separability
+    monkeypatch.setattr(separability_lp, "check_separability", lambda *a, **k: calls.append(1) or real(*a, **k))
+    inst = NTPInstance.from_counts(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), [[2, 1, 0], [0, 1, 0], [1, 0, 3]])
+    system = KeslerSystem.build(inst)
+    auto, _ = decide_separability(system, separability_solver="auto")
+    assert calls and auto.holds is not None and auto.engine.startswith("highs")
+    calls.clear()
+    alone, _ = decide_separability(system, separability_solver="structured")
+    assert not calls and alone.holds == auto.holds and not str(alone.engine).startswith("highs")
+    assert alone.exact(inst).check(inst) == ""  # its witness, made exact, checks
+
+
+def test_the_command_line_offers_the_library_choices_and_default():
+    from ntpcert.cli import options
+    from ntpcert.pipeline import decide
+
+    assert options.SEPARABILITY_SOLVERS == decide.SEPARABILITY_SOLVERS
+    assert options.SEPARABILITY_SOLVERS[0] == decide.DEFAULT_SEPARABILITY_SOLVER

@@ -24,7 +24,7 @@ from .conftest import random_instance
 def sealed():
     inst = random_instance(np.random.default_rng(23), 8, 6, 10, 1, 3)
     rep = exact_certify(inst, use_lemma1=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     body = {k: v for k, v in rep.certificate.items() if k != "checksum"}
     cert, text = cf.seal_canonical(body)
     assert text.startswith('{"checksum":')
@@ -86,7 +86,7 @@ def test_exact_certify_writes_the_checksum_it_checked(tmp_path):
     inst = random_instance(np.random.default_rng(29), 8, 6, 10, 1, 3)
     out = tmp_path / "c.json"
     rep = exact_certify(inst, use_lemma1=False, certificate_out=str(out))
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     written = out.read_text()
     assert cf.loads(written)["checksum"] == rep.certificate["checksum"]
     assert verify_text(written).valid

@@ -199,7 +199,7 @@ def test_matrix_rationals_checks_the_shape_first(rows):
 def genuine():
     inst = random_instance(np.random.default_rng(11), 9, 7, 12, 1, 4)
     rep = exact_certify(inst, use_lemma1=False)
-    assert rep.verdict.valid, rep.verdict.reason
+    assert rep.check.valid, rep.check.reason
     cert = rep.certificate
     assert cert["svm"] is not None and cert["separability"]["claim"] is True
     return inst, cert

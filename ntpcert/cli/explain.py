@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, float_in, load_data
+from ntpcert.cli.options import EXIT_OK, SEPARABILITY_SOLVERS, data_options, emit_json, emit_lines, float_in, load_data
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -23,9 +23,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--exact", action="store_true",
                    help="take the verdicts from 'certify --exact' (a certificate checked by the independent checker)")
-    from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER, SEPARABILITY_SOLVERS
-
-    p.add_argument("--separability-solver", choices=SEPARABILITY_SOLVERS, default=DEFAULT_SEPARABILITY_SOLVER,
+    p.add_argument("--separability-solver", choices=SEPARABILITY_SOLVERS, default=SEPARABILITY_SOLVERS[0],
                    help="solver for separability and for every sub-problem of the shrinking (default auto)")
     p.add_argument("--time-budget", type=float_in(0.0, 86_400.0), default=None, metavar="S",
                    help="seconds for each shrinking (default 60); when spent the culprit is reported unshrunk")
