@@ -108,7 +108,7 @@ def _compare(inst: NTPInstance, tally: Counter, where: str) -> dm.SeparabilityDe
     """Both engines on ``inst``: no contradiction, every witness checked exactly. Returns the default one."""
     system = KeslerSystem.build(inst)
     new = dm.decide_separability(system)
-    old = dm.decide_separability(system, engine="highs")
+    old = dm.decide_separability(system, separability_solver="highs")
     tally[new.engine or "undetermined"] += 1
     tally["highs: " + (old.engine or "undetermined")] += 1
     if new.holds is None:
@@ -199,10 +199,10 @@ def test_float_wrapper_reports_the_engine_key():
     for seed in range(8):
         system = KeslerSystem.build(engine_instance("gauss-threshold", seed))
         dec = dm.decide_separability(system)
-        for engine in ("structured", "highs"):
-            res = decide_separability(system, engine=engine)
-            assert res.status == (dm.decide_separability(system, engine=engine).engine or "undetermined")
-            if engine == "structured":
+        for separability_solver in ("structured", "highs"):
+            res = decide_separability(system, separability_solver=separability_solver)
+            assert res.status == (dm.decide_separability(system, separability_solver=separability_solver).engine or "undetermined")
+            if separability_solver == "structured":
                 assert res.holds is dec.holds and res.status == (dec.engine or "undetermined")
             if res.holds is False:
                 assert check_ray(system.instance, res.ray) == ""
@@ -235,7 +235,7 @@ def test_structured_solver_on_a_small_integer_instance(monkeypatch):
          [-4.0, 0.0, -1.0, -1.0, -2.0], [0.0, 2.0, 1.0, 0.0, 2.0]]
     inst = NTPInstance.from_counts(np.array(H), [[1, 1, 0], [0, 1, 1], [0, 0, 1], [0, 0, 1], [1, 1, 0]])
     system = KeslerSystem.build(inst)
-    assert not dm.lemma1(inst).full and dm.decide_separability(system, engine="highs").holds is True
+    assert not dm.lemma1(inst).full and dm.decide_separability(system, separability_solver="highs").holds is True
     monkeypatch.setattr(dm, "SMALL_LP_VARS", 0)
     dec = dm.decide_separability(system)
     assert dec.holds is not False

@@ -41,7 +41,7 @@ def test_pair_decides_like_highs(seed):
     assert ray_text is not None
     ray, _ = ray_text
     assert dm.check_ray_sparse(inst, ray) == ""
-    highs = dm.decide_separability(system, engine="highs")
+    highs = dm.decide_separability(system, separability_solver="highs")
     assert highs.holds is False
     dec = dm.pair_separability(inst)
     assert dec.holds is False and dec.engine == "pair-farkas"
@@ -128,7 +128,7 @@ def test_lp_route_finds_an_exact_ray_with_fewer_than_d_shared_contexts(seed):
     ray, text = found
     assert "by LP" in text
     assert dm.check_ray_sparse(inst, ray) == ""  # exact, on the whole instance
-    assert dm.decide_separability(KeslerSystem.build(inst), engine="highs").holds is False
+    assert dm.decide_separability(KeslerSystem.build(inst), separability_solver="highs").holds is False
     forged = {k: (v * 2 if k[1] == next(iter(ray))[1] else v) for k, v in ray.items() if k[0] == 0}
     forged.update({k: v for k, v in ray.items() if k[0] != 0})
     assert dm.check_ray_sparse(inst, forged) != ""

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 load_data, progress_enabled, separability_option,
+                                 json_option, load_data, out_file_option, progress_enabled, separability_option,
                                  solver_options)
 
 
@@ -18,9 +18,9 @@ def register(subparsers: Any, name: str) -> None:
         "reachable, each with the witness that settles it, or undetermined with what would settle it. With "
         "--exact every witness is made exact and the certificate is checked independently.")
     data_options(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_option(p)
     p.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
-    p.add_argument("--certificate-out", metavar="PATH", default=None, help="with --exact: write the certificate here")
+    out_file_option(p, "with --exact: write the certificate here", flag="--certificate-out")
     p.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
     p.add_argument("--excess", action="store_true",
                    help="also bracket the best loss L* = inf CE and L* - H (certified and written into the "
@@ -75,7 +75,7 @@ def _run_exact(args: argparse.Namespace) -> int:
         use_lemma1=not args.no_lemma1,
         excess=args.excess,
         # negative verdicts explained by irreducible culprits, written into the certificate and checked
-        why_not=partial(why_not_with_sections, engine=args.separability_solver),
+        why_not=partial(why_not_with_sections, separability_solver=args.separability_solver),
         source=source,  # the model files, by SHA-256, when DATA was read through --model
     )
     if args.json:
@@ -98,4 +98,4 @@ def _load_with_source(args: argparse.Namespace) -> tuple[Any, dict | None]:
 def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:
     from ntpcert.pipeline.certify_json import certify_json
 
-    return certify_json(rep, excess=args.excess, engine=args.separability_solver)
+    return certify_json(rep, excess=args.excess, separability_solver=args.separability_solver)

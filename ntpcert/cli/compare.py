@@ -7,8 +7,8 @@ import argparse
 import os
 from typing import Any
 
-from ntpcert.cli.options import (EXIT_OK, check_solver, data_options, emit_json, emit_lines, force_option, load_data,
-                                 solver_options)
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_options, emit_json, emit_lines, force_option, json_option,
+                                 load_data, out_file_option, solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -21,9 +21,9 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--W", metavar="PATH", default=None,
                    help="the decoder (V, d): .npy or .safetensors, or a directory of snapshots W_t (t from each "
                         "file name); default with --model: the model's own decoder")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--figure", metavar="PATH", default=None, help="write the figure here (.png, .pdf, .svg)")
-    p.add_argument("--table", metavar="PATH", default=None, help="with a snapshot directory: write the table (CSV)")
+    json_option(p)
+    out_file_option(p, "write the figure here (.png, .pdf, .svg)", flag="--figure")
+    out_file_option(p, "with a snapshot directory: write the table (CSV)", flag="--table")
     force_option(p)
     solver_options(p)
     p.set_defaults(func=run)

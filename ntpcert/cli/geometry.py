@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, data_inputs, data_options, emit_json, emit_lines, float_in, force_option,
-                                 int_in, load_data)
+                                 int_in, json_option, load_data, out_dir_option)
 
 #: Every file ``geometry --out`` may write.
 OUTPUT_NAMES = ("L_mm.npy", "W.npy", "H.npy", "L_in.npy", "summary.json", "word_gram.png", "embeddings.png",
@@ -24,13 +24,13 @@ def register(subparsers: Any, name: str) -> None:
         description="Solve the nuclear-norm NTP-SVM of the unconstrained-features model (W and H both trained) "
         "with a certified gap, and write L^mm, its factors W and H, the geometry checks and the figures.")
     data_options(p)
-    p.add_argument("--out", metavar="DIR", default=None, help="write arrays, summary.json and figures here")
+    out_dir_option(p, "write arrays, summary.json and figures here")
     p.add_argument("--solver", default="structured", choices=GEOMETRY_SOLVERS,
                    help="structured (default) or an SDP solver through cvxpy (small instances)")
     p.add_argument("--gap-tol", type=float_in(0.0, 1.0), default=None, metavar="TOL",
                    help="structured solver: stop at this certified relative gap (default 1e-10, or 1e-6 when "
                         "V times the number of distinct supports exceeds 10,000)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    json_option(p, "print the summary as one JSON object")
     p.add_argument("--train", action="store_true",
                    help="also train W and H jointly (GD, NGD, Adam) and write training.png and training.json")
     p.add_argument("--steps", type=int_in(1, 1_000_000), default=10_000, help="training steps (default 10000)")
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
 
     out = None
-    if args.out is not None:
-        out = check_output_dir(args.out, "--out", names=OUTPUT_NAMES, overwrite=args.force, inputs=data_inputs(args))
+    if args.out_dir is not None:
+        out = check_output_dir(args.out_dir, "--out-dir", names=OUTPUT_NAMES, overwrite=args.force, inputs=data_inputs(args))
     inst = load_data(args)
     rep = analyse(inst, solver=args.solver, gap_tol=args.gap_tol)
     summary = rep.to_json()
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         summary["training"] = {t.optimizer: {"final": t.final(), "rate_one_minus_cos": fit_rate(t)} for t in trajs}
     if out is not None:
         names = inst.token_names
-        with staged_directory(out, "--out") as stage:
+        with staged_directory(out, "--out-dir") as stage:
             for fname, arr in (("L_mm.npy", rep.solution.L), ("W.npy", rep.embeddings.W),
                                ("H.npy", rep.embeddings.H), ("L_in.npy", rep.finite_part)):
                 save_npy_atomic(os.path.join(stage, fname), arr)

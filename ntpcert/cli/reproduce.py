@@ -23,6 +23,8 @@ from ntpcert.cli.options import (
     float_in,
     force_option,
     int_in,
+    json_option,
+    out_dir_option,
     progress_enabled,
     progress_option,
 )
@@ -78,7 +80,7 @@ def register(subparsers: Any, name: str) -> None:
         "for 10^4 steps on the built-in paper instance; write figures, metrics and summary.md.",
     )
     p.add_argument("experiment", metavar="EXPERIMENT", help="paper")
-    p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
+    out_dir_option(p, "output directory (created if missing)", required=True)
     p.add_argument("--steps", type=int_in(1, MAX_STEPS), default=PAPER_STEPS,
                    help=f"steps per optimiser, at most {MAX_STEPS:,} (default {PAPER_STEPS})")
     p.add_argument("--seed", type=int_in(0), default=0, help="seed of the paper instance (default 0)")
@@ -96,7 +98,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--check-steps", type=int_in(10, MAX_STEPS), default=CHECK_STEPS,
                    help="steps of the convergence-check runs (GD at its default step 1/(2L), and Adam as the "
                    f"control), with the extras (default {CHECK_STEPS:,}; the verdicts' thresholds are set for 10^6)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    json_option(p, "print the summary as one JSON object")
     force_option(p)
     progress_option(p)
     p.set_defaults(func=cmd_reproduce)
@@ -125,7 +127,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.experiment not in EXPERIMENTS:
         raise InputError(f"EXPERIMENT: unknown value {args.experiment!r} (expected one of {', '.join(EXPERIMENTS)})")
-    check_output_dir(args.out, "--out", names=output_names(not args.no_extras), overwrite=args.force)
+    check_output_dir(args.out_dir, "--out-dir", names=output_names(not args.no_extras), overwrite=args.force)
     try:
         geometric_grid(args.steps, args.points_per_decade)
     except InputError as err:  # the message names the library's argument; say the option instead
@@ -207,12 +209,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         writers["fig_regpath.png"] = lambda path: plots.plot_regpath(
             rp, path, title=f"{inst.name}: regularisation path " + r"$\hat W_B = \arg\min_{\|W\| \leq B} \mathrm{CE}(W)$"
             " (Theorem 1)")
-    files = write_directory(args.out, writers)  # only now: a run that fails writes nothing
+    files = write_directory(args.out_dir, writers)  # only now: a run that fails writes nothing
     if args.json:
-        emit_json({**summary, "out": args.out, "files": files})
+        emit_json({**summary, "out": args.out_dir, "files": files})
     else:
         print(render_markdown(summary))
-        print(f"\nwrote {', '.join(files)} to {args.out}")
+        print(f"\nwrote {', '.join(files)} to {args.out_dir}")
     return EXIT_OK
 
 

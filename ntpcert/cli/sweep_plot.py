@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import emit_json, force_option
+from ntpcert.cli.options import emit_json, force_option, json_option, out_file_option
 
 #: The figure formats ``--out`` may name.
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
@@ -24,7 +24,7 @@ def register(subparsers: Any, name: str) -> None:
         description="Draw phase diagrams from the SQLite store of `ntpcert sweep`.",
     )
     p.add_argument("store", metavar="STORE", help="the SQLite store written by `ntpcert sweep`")
-    p.add_argument("--out", metavar="FIG.png", required=True, help="figure file (.png, .pdf or .svg)")
+    out_file_option(p, "figure file (.png, .pdf or .svg)", required=True)
     p.add_argument("--quantity", action="append", default=None, metavar="Q",
                    help="a quantity to draw, repeatable (default: separable and reachable)")
     p.add_argument("--by", default="k", metavar="FIELDS", help="comma-separated grouping fields (default k)")
@@ -33,7 +33,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
                    help="keep only rows with FIELD equal to VALUE, repeatable (e.g. --where m=40)")
     p.add_argument("--title", default=None)
-    p.add_argument("--json", action="store_true", help="print the cells drawn as one JSON object")
+    json_option(p, "print the cells drawn as one JSON object")
     force_option(p)
     p.set_defaults(func=run)
 

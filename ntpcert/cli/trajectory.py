@@ -8,7 +8,8 @@ import sys
 from typing import Any, Callable
 
 from ntpcert.cli.options import (EXIT_OK, MAX_LR, check_solver, data_inputs, data_options, emit_json, float_in,
-                                 force_option, int_in, load_data, progress_enabled, solver_options)
+                                 force_option, int_in, json_option, load_data, out_dir_option, progress_enabled,
+                                 solver_options)
 from ntpcert.dynamics.optimizers import MAX_NS_STEPS, MAX_STEPS
 
 #: Default number of steps.
@@ -48,7 +49,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--norms", default="auto", metavar="LIST",
                    help="other-norm NTP-SVMs to compare with: comma list of max,spectral,nuclear,l1, or all, none, "
                    "auto (the optimiser's own norm when it is not Frobenius; default)")
-    p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
+    out_dir_option(p, "output directory (created if missing)", required=True)
     p.add_argument("--snapshots", action="store_true", help="also write the iterates at the logged steps (snapshots.npy)")
     p.add_argument("--no-plot", action="store_true", help="skip the figures")
     p.add_argument("--no-checks", action="store_true",
@@ -57,7 +58,7 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--path-check", default="auto", metavar="WHEN",
                    help="auto | on | off: the norm-matched regularisation-path check (auto: when V*d is small "
                    "enough for its Newton solver; default auto)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    json_option(p, "print the summary as one JSON object")
     force_option(p)
     solver_options(p)
     p.set_defaults(func=cmd_trajectory)
@@ -115,7 +116,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     from ntpcert.instance.embeddings import MAX_ENTRIES
 
     names = OUTPUT_NAMES + (SNAPSHOT_NAMES if args.snapshots else ()) + (() if args.no_plot else FIGURE_NAMES)
-    check_output_dir(args.out, "--out", names=names, overwrite=args.force, inputs=data_inputs(args))
+    check_output_dir(args.out_dir, "--out-dir", names=names, overwrite=args.force, inputs=data_inputs(args))
     try:
         logged = geometric_grid(args.steps, args.points_per_decade).size
     except InputError as err:  # the message names the library's argument; say the option instead
@@ -180,9 +181,9 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         if checks is not None and limits.svm is not None:
             writers["checks.png"] = lambda path: plots.plot_checks(
                 [checks], path, title=f"convergence checks per decade; {title}")
-    files = write_directory(args.out, writers)  # only now: a run that fails writes nothing
+    files = write_directory(args.out_dir, writers)  # only now: a run that fails writes nothing
     if args.json:
-        emit_json({"out": args.out, "files": files, "final": traj.to_json()["final"],
+        emit_json({"out": args.out_dir, "files": files, "final": traj.to_json()["final"],
                     "hyperparams": traj.hyperparams, "steps_per_second": traj.steps_per_second,
                     "checks": None if checks is None else {"verdicts": checks.verdicts,
                                                            "path_error": checks.path_error}})
@@ -191,7 +192,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         if checks is not None:
             print("convergence checks (per decade of steps; Theorem 2 of arXiv 2402.18551 for GD):")
             print("\n".join(checks.lines()))
-        print(f"wrote {', '.join(files)} to {args.out}")
+        print(f"wrote {', '.join(files)} to {args.out_dir}")
     return EXIT_OK
 
 

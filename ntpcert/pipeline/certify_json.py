@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def certify_json(report, *, excess: bool, engine: str) -> dict[str, Any]:
+def certify_json(report, *, excess: bool, separability_solver: str) -> dict[str, Any]:
     """``report.to_json()`` (a float or an exact report) with ``why_not_separable`` / ``why_not_compatible``
     for negative verdicts (small witnesses only: ``ntpcert.pipeline.explain.CERTIFY_MAX_CONTEXTS`` and
     friends; an exact report explained them already) and ``excess_loss``: the bracket on L* - H when
@@ -15,7 +15,7 @@ def certify_json(report, *, excess: bool, engine: str) -> dict[str, Any]:
 
     out = report.to_json()
     if getattr(report, "why_not", None) is None:
-        out.update(why_not_of_report(report, engine=engine))
+        out.update(why_not_of_report(report, separability_solver=separability_solver))
     if "excess_loss" not in out:
         if excess:
             from ntpcert.pipeline.excess_certificate import excess_key

@@ -72,8 +72,8 @@ from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 
 #: Separability engines selectable with ``--separability-solver``.
-SEPARABILITY_ENGINES = ("structured", "highs")
-DEFAULT_SEPARABILITY_ENGINE = "structured"
+SEPARABILITY_SOLVERS = ("structured", "highs")
+DEFAULT_SEPARABILITY_SOLVER = "structured"
 
 #: Parts are tried only on instances with more contexts than this.
 PART_MIN_CONTEXTS = 256
@@ -81,7 +81,7 @@ PART_MIN_CONTEXTS = 256
 PART_START = (128, 16)
 #: Seconds one structured solve on a part may take, and all parts together.
 PART_TIME_LIMIT = 10.0
-PARTS_TIME_BUDGET = 30.0
+PARTS_TIME_LIMIT = 30.0
 #: Epochs of a structured solve on a part.
 PART_MAX_EPOCHS = 3000
 #: Instances whose separability LP and Farkas LP together have at most this many variables
@@ -241,9 +241,9 @@ def separability_on_parts(instance: NTPInstance, *, progress: bool | None = None
     log = []
     t0 = time.perf_counter()
     for part in _parts(instance):
-        left = PARTS_TIME_BUDGET - (time.perf_counter() - t0)
+        left = PARTS_TIME_LIMIT - (time.perf_counter() - t0)
         if left <= 0:
-            log.append("parts: time budget spent")
+            log.append("parts: time limit spent")
             break
         sub = part.instance
         tp = time.perf_counter()
@@ -275,7 +275,7 @@ def separability_on_parts(instance: NTPInstance, *, progress: bool | None = None
     return None, log
 
 
-def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
                         lemma1_rank: RankWitness | None = None, svm_solver: str | None = None,
                         time_limit: float | None = None, progress: bool | None = None,
                         svm_options: dict | None = None) -> SeparabilityDecision:
@@ -284,8 +284,8 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
     (``svm_options`` go to :func:`~ntpcert.solve.svm.solve_svm`)."""
     from ntpcert.errors import InputError
 
-    if engine not in SEPARABILITY_ENGINES:
-        raise InputError(f"separability engine: unknown value {engine!r} (expected {', '.join(SEPARABILITY_ENGINES)})")
+    if separability_solver not in SEPARABILITY_SOLVERS:
+        raise InputError(f"separability_solver: unknown value {separability_solver!r} (expected {', '.join(SEPARABILITY_SOLVERS)})")
     inst = system.instance
     if system.n_margin == 0:
         return SeparabilityDecision(True, "vacuous", "no off-support tokens: (6b) is vacuous",
@@ -293,7 +293,7 @@ def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABIL
     if lemma1_rank is not None and lemma1_rank.full:
         return SeparabilityDecision(True, "lemma1", f"{lemma1_text(lemma1_rank)}: every logit matrix is reachable "
                                     "(Lemma 1)", modulus=lemma1_rank.modulus, rank_witness=lemma1_rank)
-    if engine == "highs":
+    if separability_solver == "highs":
         return _highs(system, time_limit)
     if inst.V * (inst.d + inst.m) <= SMALL_LP_VARS:
         dec = _highs(system, time_limit)
@@ -588,8 +588,8 @@ def _violation_text(system: KeslerSystem, y: np.ndarray, part: Part | None) -> s
 
 
 __all__ = [
-    "DEFAULT_SEPARABILITY_ENGINE",
-    "SEPARABILITY_ENGINES",
+    "DEFAULT_SEPARABILITY_SOLVER",
+    "SEPARABILITY_SOLVERS",
     "CompatibilityDecision",
     "Part",
     "SeparabilityDecision",

@@ -37,7 +37,7 @@ from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.cert_schema import check_produced
-from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_ENGINE
+from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER
 from ntpcert.pipeline.float_verdicts import Report, certify
 from ntpcert.pipeline.verify import Verdict, verify_certificate
 from ntpcert.solve.svm import DEFAULT_SOLVER
@@ -286,7 +286,7 @@ def exact_certify(
     progress: bool | None = None,
     certificate_out: str | None = None,
     w_star: str = "auto",
-    separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
+    separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
     excess: bool = True,
     why_not: Callable[..., tuple[dict, dict]] | None = None,

@@ -17,7 +17,7 @@ from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.exact.rank_witness import RankWitness
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
-    DEFAULT_SEPARABILITY_ENGINE,
+    DEFAULT_SEPARABILITY_SOLVER,
     CompatibilityDecision,
     SeparabilityDecision,
     decide_compatibility,
@@ -130,12 +130,12 @@ class Report:
         return out
 
 
-def decide_separability(system: KeslerSystem, *, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
                         time_limit: float | None = None, lemma1_rank: RankWitness | None = None) -> SeparabilityResult:
     """Separability (6) with a witness (:func:`ntpcert.pipeline.decide.decide_separability`), as a
     :class:`~ntpcert.solve.separability_lp.SeparabilityResult` (``status`` holds the deciding engine)."""
     t0 = time.perf_counter()
-    dec = _decide_sep(system, engine=engine, lemma1_rank=lemma1_rank, time_limit=time_limit)
+    dec = _decide_sep(system, separability_solver=separability_solver, lemma1_rank=lemma1_rank, time_limit=time_limit)
     return _sep_result(dec, time.perf_counter() - t0)
 
 
@@ -171,8 +171,8 @@ def certify(
     svm: bool = True,
     solver: str = DEFAULT_SOLVER,
     progress: bool | None = None,
-    lp_time_limit: float | None = None,
-    separability_solver: str = DEFAULT_SEPARABILITY_ENGINE,
+    separability_time_limit: float | None = None,
+    separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
     fit_when_refuted: bool = True,
     svm_certificate: str = "exact",
@@ -212,7 +212,7 @@ def certify(
             cdec = decide_compatibility(system, lemma1_rank=p)
             early = None  # an exact Farkas ray from pairs, found before a costly fit
             if (cdec.holds is not False and p is None
-                    and separability_solver == DEFAULT_SEPARABILITY_ENGINE and not dense_preferred(system)):
+                    and separability_solver == DEFAULT_SEPARABILITY_SOLVER and not dense_preferred(system)):
                 early = pair_separability(instance)
             closed = onehot_compatibility(system, cdec.witness) if cdec.engine == "lemma1" else None
             if closed is not None:  # W* splits by context: no fit
@@ -253,8 +253,8 @@ def certify(
         with stages.stage("separability", key="separability"):
             ts = time.perf_counter()
             sdec = early if early is not None else _decide_sep(
-                system, engine=separability_solver, lemma1_rank=p, svm_solver=solver if svm else None,
-                time_limit=lp_time_limit, progress=progress, svm_options=svm_options)
+                system, separability_solver=separability_solver, lemma1_rank=p, svm_solver=solver if svm else None,
+                time_limit=separability_time_limit, progress=progress, svm_options=svm_options)
             sep = _sep_result(sdec, time.perf_counter() - ts)
         sol: SVMSolution | None = sdec.svm
         err: str | None = sdec.svm_error if sol is None else None

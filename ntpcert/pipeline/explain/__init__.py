@@ -10,7 +10,7 @@ is negative, its exact witness names a culprit, which is shrunk here to an irred
 
 :func:`explain` decides both verdicts with the decision engine (:mod:`ntpcert.pipeline.decide`) and
 explains the negative ones; :func:`why_not` explains the verdicts of a ``certify`` run, within limits
-that keep it cheap (:data:`CERTIFY_MAX_CONTEXTS`, :data:`CERTIFY_MAX_EQUATIONS`, :data:`CERTIFY_BUDGET`).
+that keep it cheap (:data:`CERTIFY_MAX_CONTEXTS`, :data:`CERTIFY_MAX_EQUATIONS`, :data:`CERTIFY_TIME_LIMIT`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from ntpcert.util.summary import short_str
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
-    DEFAULT_SEPARABILITY_ENGINE,
+    DEFAULT_SEPARABILITY_SOLVER,
     decide_compatibility,
     decide_separability,
     lemma1,
@@ -34,12 +34,12 @@ from ntpcert.util.logic import and3
 
 #: ``certify --json`` explains a negative separability verdict only when its ray touches at most this
 #: many contexts, and a negative compatibility verdict only when its null vector has at most this many
-#: non-zeros; both within :data:`CERTIFY_BUDGET` seconds each. ``ntpcert explain`` has no such caps.
+#: non-zeros; both within :data:`CERTIFY_TIME_LIMIT` seconds each. ``ntpcert explain`` has no such caps.
 CERTIFY_MAX_CONTEXTS = 64
 CERTIFY_MAX_EQUATIONS = 200
-CERTIFY_BUDGET = 5.0
+CERTIFY_TIME_LIMIT = 5.0
 #: Seconds for each shrinking in ``ntpcert explain``.
-EXPLAIN_BUDGET = 60.0
+EXPLAIN_TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,8 +108,8 @@ def _keys(compatible, wnc, separable, wns, notes) -> dict:
     return out
 
 
-def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT_SEPARABILITY_ENGINE,
-            time_budget: float = EXPLAIN_BUDGET, time_limit: float | None = None,
+def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
+            time_limit: float = EXPLAIN_TIME_LIMIT, separability_time_limit: float | None = None,
             excess: bool = True) -> Explanation:
     """Decide (4) and (6) and explain each negative verdict by an irreducible culprit.
 
@@ -120,11 +120,11 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
         Take the verdicts and witnesses from :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`
         (a certificate checked by the independent checker) instead of the decision engine alone. The
         culprits are checked in exact arithmetic either way.
-    engine : {"structured", "highs"}
-        Separability engine, for the whole instance and for every sub-problem of the filter.
-    time_budget : float
+    separability_solver : {"structured", "highs"}
+        What decides separability, for the whole instance and for every sub-problem of the filter.
+    time_limit : float
         Seconds for each shrinking (the result says when it ran out).
-    time_limit : float, optional
+    separability_time_limit : float, optional
         Seconds for the separability decision on the whole instance (without ``exact``).
     excess : bool
         Also bracket the best loss :math:`L^*` (key ``excess_loss``; certified with ``exact``).
@@ -140,7 +140,7 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
     ts = time.perf_counter()
     system = KeslerSystem.build(instance)
     if exact:
-        v = _exact_verdicts(instance, engine)
+        v = _exact_verdicts(instance, separability_solver)
         ts = lap("certify_exact", ts)
     else:
         rank = lemma1(instance)
@@ -148,19 +148,20 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
         ts = lap("rows_and_lemma1", ts)
         cdec = decide_compatibility(system, lemma1_rank=p)
         ts = lap("compatibility", ts)
-        sdec = decide_separability(system, engine=engine, lemma1_rank=p, time_limit=time_limit)
+        sdec = decide_separability(system, separability_solver=separability_solver, lemma1_rank=p,
+                                   time_limit=separability_time_limit)
         ts = lap("separability", ts)
         v = (cdec.holds, cdec.engine, cdec.witness, cdec.violating, sdec.holds, sdec.engine, sdec.witness, sdec.ray)
     compatible, cby, cwit, violating, separable, sby, swit, ray = v
     notes: dict[str, str] = {}
     wns = wnc = None
     if separable is False:
-        wns = why_not_separable(instance, ray, engine=engine, time_budget=time_budget) if ray else None
+        wns = why_not_separable(instance, ray, separability_solver=separability_solver, time_limit=time_limit) if ray else None
         if wns is None:
             notes["why_not_separable"] = "no Farkas ray that passes its exact re-check"
     ts = lap("why_not_separable", ts)
     if compatible is False:
-        wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget) if violating else None
+        wnc = why_not_compatible(instance, violating, system=system, time_limit=time_limit) if violating else None
         if wnc is None:
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
     ts = lap("why_not_compatible", ts)
@@ -174,11 +175,11 @@ def explain(instance: NTPInstance, *, exact: bool = False, engine: str = DEFAULT
                        time.perf_counter() - t0, stages, excess_loss)
 
 
-def _exact_verdicts(instance: NTPInstance, engine: str) -> tuple:
+def _exact_verdicts(instance: NTPInstance, separability_solver: str) -> tuple:
     """The checked verdicts of ``certify --exact`` (no NTP-SVM) and their witnesses."""
     from ntpcert.pipeline.exact_verdicts import exact_certify
 
-    rep = exact_certify(instance, svm=False, separability_solver=engine, excess=False)
+    rep = exact_certify(instance, svm=False, separability_solver=separability_solver, excess=False)
     valid = "checked by the independent checker" if rep.verdict.valid else f"certificate invalid: {rep.verdict.reason}"
     comp, sep = rep.compatibility, rep.separability
     cwit = comp.reason or f"exact ({comp.method}); {valid}"
@@ -189,26 +190,26 @@ def _exact_verdicts(instance: NTPInstance, engine: str) -> tuple:
 
 
 def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict | None, separable: bool | None,
-            ray: dict | None, system: KeslerSystem | None = None, engine: str = DEFAULT_SEPARABILITY_ENGINE,
+            ray: dict | None, system: KeslerSystem | None = None, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
             max_contexts: int = CERTIFY_MAX_CONTEXTS, max_equations: int = CERTIFY_MAX_EQUATIONS,
-            time_budget: float = CERTIFY_BUDGET) -> dict:
+            time_limit: float = CERTIFY_TIME_LIMIT) -> dict:
     """The keys ``why_not_separable`` / ``why_not_compatible`` for a report whose verdicts and exact
     witnesses are given: present only for a negative verdict; ``{"skipped": why}`` when the witness is
     larger than the caps (then ``ntpcert explain`` gives it)."""
-    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, engine, max_contexts,
-                                max_equations, time_budget)
+    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
+                                max_contexts, max_equations, time_limit)
     return _keys(compatible, wnc, separable, wns, notes)
 
 
 def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, violating: dict | None,
                           separable: bool | None, ray: dict | None, system: KeslerSystem | None = None,
-                          engine: str = DEFAULT_SEPARABILITY_ENGINE) -> tuple[dict, dict]:
+                          separability_solver: str = DEFAULT_SEPARABILITY_SOLVER) -> tuple[dict, dict]:
     """:func:`why_not`, and the irreducible culprits as certificate sections
     (:mod:`.sections`; the hook ``why_not`` of
     :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`). Each key says whether its culprit is in
     the certificate (``in_certificate``), and why not when it is not."""
-    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, engine,
-                                CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_BUDGET)
+    wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
+                                CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_TIME_LIMIT)
     keys = _keys(compatible, wnc, separable, wns, notes)
     sections = {}
     for key, (sec, why) in (("why_not_separable", separability_section(wns)),
@@ -223,8 +224,8 @@ def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, vio
     return keys, sections
 
 
-def _culprits(instance, compatible, violating, separable, ray, system, engine, max_contexts, max_equations,
-              time_budget) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
+def _culprits(instance, compatible, violating, separable, ray, system, separability_solver, max_contexts,
+              max_equations, time_limit) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
     notes: dict[str, str] = {}
     wns = wnc = None
     if separable is False:
@@ -235,7 +236,7 @@ def _culprits(instance, compatible, violating, separable, ray, system, engine, m
             notes["why_not_separable"] = (f"the Farkas ray touches {n} contexts, more than the {max_contexts} explained "
                                           "here; run 'ntpcert explain DATA'")
         else:
-            wns = why_not_separable(instance, ray, engine=engine, time_budget=time_budget)
+            wns = why_not_separable(instance, ray, separability_solver=separability_solver, time_limit=time_limit)
             if wns is None:
                 notes["why_not_separable"] = "the Farkas ray failed its exact re-check"
     if compatible is False:
@@ -246,13 +247,13 @@ def _culprits(instance, compatible, violating, separable, ray, system, engine, m
             notes["why_not_compatible"] = (f"the violating null vector has {n} non-zeros, more than the {max_equations} "
                                            "explained here; run 'ntpcert explain DATA'")
         else:
-            wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget)
+            wnc = why_not_compatible(instance, violating, system=system, time_limit=time_limit)
             if wnc is None:
                 notes["why_not_compatible"] = "the violating null vector failed its exact re-check"
     return wnc, wns, notes
 
 
-def why_not_of_report(rep, *, engine: str = DEFAULT_SEPARABILITY_ENGINE) -> dict:
+def why_not_of_report(rep, *, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER) -> dict:
     """:func:`why_not` on the verdicts and exact witnesses of a ``certify`` report (a float
     :class:`~ntpcert.pipeline.float_verdicts.Report` or an
     :class:`~ntpcert.pipeline.exact_verdicts.ExactReport`, whose checked verdicts are used)."""
@@ -260,14 +261,14 @@ def why_not_of_report(rep, *, engine: str = DEFAULT_SEPARABILITY_ENGINE) -> dict
         comp = rep.compatibility
         return why_not(rep.float_report.instance, compatible=rep.compatible, violating=comp.violating,
                        separable=rep.separable, ray=rep.separability.ray, system=rep.float_report.subspace.system,
-                       engine=engine)
+                       separability_solver=separability_solver)
     dec = rep.compat_decision
     return why_not(rep.instance, compatible=rep.compatible.holds, violating=None if dec is None else dec.violating,
-                   separable=rep.separable.holds, ray=rep.separable.ray, system=rep.subspace.system, engine=engine)
+                   separable=rep.separable.holds, ray=rep.separable.ray, system=rep.subspace.system, separability_solver=separability_solver)
 
 
 __all__ = [
-    "CERTIFY_BUDGET",
+    "CERTIFY_TIME_LIMIT",
     "CERTIFY_MAX_CONTEXTS",
     "CERTIFY_MAX_EQUATIONS",
     "Deletion",

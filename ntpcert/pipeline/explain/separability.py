@@ -26,7 +26,7 @@ Sets of more than :data:`CHUNK_FROM` contexts are first thinned by deleting bloc
 At the end every :math:`j` of :math:`C` holds an exact point separating a superset of
 :math:`C \setminus \{j\}`; each is checked again, exactly, on :math:`C \setminus \{j\}` itself. When
 all pass, :math:`C` is **irreducible**: non-separable (the ray), while every one-context deletion is
-separable. An undetermined sub-problem or a spent time budget leaves ``irreducible`` None, never a
+separable. An undetermined sub-problem or a spent time limit leaves ``irreducible`` None, never a
 guess.
 """
 
@@ -40,14 +40,14 @@ from fractions import Fraction
 import numpy as np
 
 from ntpcert.instance import NTPInstance
-from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_ENGINE, check_ray_sparse, decide_separability
+from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER, check_ray_sparse, decide_separability
 from ntpcert.pipeline.explain.subsets import ExactSeparatingPoint, exact_point, sub_instance
 from ntpcert.rows.kesler import KeslerSystem
 
 #: Sets with more contexts than this are first thinned by block deletions.
 CHUNK_FROM = 16
 #: Default seconds for the whole filter; when spent, the set found so far is reported, not proved irreducible.
-TIME_BUDGET = 60.0
+TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,10 +183,10 @@ class _Outcome:
     how: str = ""
 
 
-def _decide(instance: NTPInstance, contexts, engine: str, time_limit: float | None) -> _Outcome:
+def _decide(instance: NTPInstance, contexts, separability_solver: str, time_limit: float | None) -> _Outcome:
     """Separability of ``contexts`` on their own, with an exactly checked witness either way."""
     sub = sub_instance(instance, contexts)
-    dec = decide_separability(KeslerSystem.build(sub.instance), engine=engine, time_limit=time_limit)
+    dec = decide_separability(KeslerSystem.build(sub.instance), separability_solver=separability_solver, time_limit=time_limit)
     if dec.holds is False and dec.ray:
         ray = sub.ray_to_whole(dec.ray)
         why = check_ray_sparse(instance, ray)
@@ -202,7 +202,7 @@ def _decide(instance: NTPInstance, contexts, engine: str, time_limit: float | No
 
 
 def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, contexts=None,
-                      engine: str = DEFAULT_SEPARABILITY_ENGINE, time_budget: float = TIME_BUDGET) -> WhyNotSeparable | None:
+                      separability_solver: str = DEFAULT_SEPARABILITY_SOLVER, time_limit: float = TIME_LIMIT) -> WhyNotSeparable | None:
     r"""Shrink a verified Farkas ray's support to an irreducible non-separable set (module doc).
 
     Parameters
@@ -213,20 +213,20 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
         :class:`~ntpcert.pipeline.decide.SeparabilityDecision`); checked exactly here.
     contexts : sequence of int, optional
         Without ``ray``: start from these contexts, which must be non-separable on their own.
-    engine : {"structured", "highs"}
-        The decision engine of the sub-problems.
-    time_budget : float
+    separability_solver : {"structured", "highs"}
+        What decides the sub-problems' separability.
+    time_limit : float
         Seconds for the whole filter.
 
     Returns None when the start is not a verified non-separable set.
     """
     t0 = time.perf_counter()
-    deadline = t0 + time_budget
+    deadline = t0 + time_limit
     steps: list[str] = []
     if ray is None:
         if contexts is None:
             raise ValueError("why_not_separable: give a ray or a set of contexts")
-        start = _decide(instance, sorted({int(j) for j in contexts}), engine, time_budget)
+        start = _decide(instance, sorted({int(j) for j in contexts}), separability_solver, time_limit)
         if start.holds is not False:
             return None
         ray = start.ray
@@ -258,7 +258,7 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
             rest = [j for j in C if j not in set(block)]
             if not rest:
                 break
-            out = _decide(instance, rest, engine, left())
+            out = _decide(instance, rest, separability_solver, left())
             if out.holds is False:
                 shrink(out, f"{len(block)} context{'s' if len(block) != 1 else ''}")
                 pos = 0 if len(C) <= size else pos
@@ -269,14 +269,14 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
     i = 0
     while i < len(C):
         if left() <= 0:
-            note = f"time budget of {time_budget:g} s spent before every deletion was decided"
+            note = f"time limit of {time_limit:g} s spent before every deletion was decided"
             break
         j = C[i]
         if j in points:
             i += 1
             continue
         rest = [c for c in C if c != j]
-        out = _decide(instance, rest, engine, left()) if rest else _Outcome(True, point=None, how="empty set")
+        out = _decide(instance, rest, separability_solver, left()) if rest else _Outcome(True, point=None, how="empty set")
         if out.holds is False:
             shrink(out, f"context {j}")
             i = 0
@@ -309,4 +309,4 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
                            time.perf_counter() - t0, note)
 
 
-__all__ = ["CHUNK_FROM", "Deletion", "TIME_BUDGET", "WhyNotSeparable", "integer_ray", "why_not_separable"]
+__all__ = ["CHUNK_FROM", "Deletion", "TIME_LIMIT", "WhyNotSeparable", "integer_ray", "why_not_separable"]
