@@ -264,3 +264,23 @@ def test_bench_progress_lines_only_with_progress(progress, capsys):
     code, out, err = run(argv + (["--progress"] if progress else []), capsys)
     assert code == 0 and "summary" in json.loads(out)
     assert bool(err.strip()) is progress
+
+
+def test_library_defaults_equal_the_command_line_ones():
+    """A user of both gets the same thing: ``certify`` / ``exact_certify`` without arguments do what
+    ``ntpcert certify [--exact]`` does without options (no excess bracket, the float gap of the NTP-SVM in
+    the float verdicts, the same solvers)."""
+    import inspect
+
+    from ntpcert.cli.app import build_parser
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.float_verdicts import certify
+
+    args = build_parser().parse_args(["certify", "paper"])
+    fl, ex = inspect.signature(certify).parameters, inspect.signature(exact_certify).parameters
+    assert ex["excess"].default is args.excess is False
+    assert fl["svm_certificate"].default == "float"
+    for params in (fl, ex):
+        assert params["solver"].default == args.solver
+        assert params["separability_solver"].default == args.separability_solver
+        assert params["use_lemma1"].default is (not args.no_lemma1)

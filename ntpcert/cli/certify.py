@@ -45,8 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     inst = load_data(args)
     rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args),
-                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
-                  svm_certificate="float")  # verdicts are float here; --exact bounds the gap exactly
+                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
     if args.json:
         emit_json(_with_why_not(rep, args))
     else:

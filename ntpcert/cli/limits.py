@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
                            inputs=data_inputs(args))
     inst = load_data(args)
     rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args),
-                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
+                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
+                  svm_certificate="exact")  # W^mm is written out: its gap bounded exactly, as in the docs
     files = limit_files(rep, basis=args.basis)
     with staged_directory(out, "--out-dir") as stage:
         for name, arr in files.arrays.items():

@@ -175,7 +175,7 @@ def certify(
     separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
     fit_when_refuted: bool = True,
-    svm_certificate: str = "exact",
+    svm_certificate: str = "float",
     svm_time_limit: float | None = SVM_TIME_LIMIT,
 ) -> Report:
     """Run the float pipeline on ``instance``: Lemma 1's rank test, F and W* (compatibility),
@@ -191,10 +191,10 @@ def certify(
     that fails or cannot be certified is reported in ``svm_error``; the verdicts stand. With
     ``fit_when_refuted`` false, no least-squares point of (4) is computed once an exact witness has
     refuted (4) (W* does not exist; ``compatible.W_star`` is then None and ``subspace`` holds the
-    rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`). ``svm_certificate="float"`` lets the
-    structured solver (``auto``, ``structured``) report the float gap recomputed from its primal/dual
-    pair instead of building its exact gap bound (about 40 % of the solve at V = 2000, d = 1024); the
-    exact pipeline keeps the default and reuses that bound. ``svm_time_limit`` bounds the NTP-SVM's
+    rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`). With ``svm_certificate="float"`` (the
+    default, as ``ntpcert certify``) the structured solver (``auto``, ``structured``) reports the float gap
+    recomputed from its primal/dual pair; ``"exact"`` has it build its exact gap bound as well (about 40 %
+    of the solve at V = 2000, d = 1024), which the exact pipeline and ``ntpcert limits`` ask for. ``svm_time_limit`` bounds the NTP-SVM's
     seconds (default :data:`SVM_TIME_LIMIT`; None: no bound); the separability decision has its own.
     """
     t0 = time.perf_counter()
@@ -301,4 +301,4 @@ def _svm_options(solver: str, svm_certificate: str) -> dict:
 
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:
     """Alias of :func:`certify` with the SVM solved: the report carries W* and W^mm."""
-    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None)
+    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None, svm_certificate="exact")
