@@ -20,8 +20,7 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.report.text import fmt
 
     inst = load_data(args)
-    info = inst.describe()
-    info["fingerprint"] = inst.fingerprint()
+    info = inst.describe(fingerprint=True)
     if args.json:
         emit_json(info)
     else:

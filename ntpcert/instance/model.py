@@ -381,8 +381,9 @@ class NTPInstance:
             h.update(",".join(f"{f.numerator}/{f.denominator}" for f in self.exact_weights).encode())
         return h.hexdigest()
 
-    def describe(self, *, embedding_rank: int | None = None) -> dict[str, Any]:
-        """A JSON-ready summary: sizes, support sizes, n and ℋ.
+    def describe(self, *, embedding_rank: int | None = None, fingerprint: bool = False) -> dict[str, Any]:
+        """A JSON-ready summary: sizes, support sizes, n and ℋ (and with ``fingerprint`` the key
+        ``fingerprint``, :meth:`fingerprint`: ``ntpcert info``).
 
         ``embedding_rank`` is the rank of H when the caller already knows it (for example certified
         mod a prime); otherwise a float SVD rank is computed when H has at most 4,000,000 entries.
@@ -401,6 +402,7 @@ class NTPInstance:
             "support_size_mean": float(k.mean()),
             "entropy": self.entropy(),
             "embedding_rank": embedding_rank,
+            **({"fingerprint": self.fingerprint()} if fingerprint else {}),
         }
 
     def __repr__(self) -> str:
