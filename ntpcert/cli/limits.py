@@ -31,7 +31,7 @@ def register(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ntpcert.pipeline.float_verdicts import certify
     from ntpcert.pipeline.limits import limit_files, output_names
-    from ntpcert.report.jsonout import dumps
+    from ntpcert.util.jsonout import dumps
     from ntpcert.report.text import float_report_lines
     from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
 

@@ -216,7 +216,7 @@ def progress_enabled(args: argparse.Namespace) -> bool:
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as one JSON object on one line of stdout."""
-    from ntpcert.report.jsonout import dumps
+    from ntpcert.util.jsonout import dumps
 
     sys.stdout.write(dumps(obj) + "\n")
 
