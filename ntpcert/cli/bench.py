@@ -1,8 +1,9 @@
 """``ntpcert bench``: the NTP-SVM solver benchmark (instance families × backends, with time limits).
 
 The benchmark harness is :mod:`ntpcert.experiments.bench` (see ``docs/solvers.md``); this command
-runs it with one progress line per instance on stderr (on a terminal, or with ``--progress``), writing ``report.md``, ``results.csv`` (qpbenchmark's
-results format) and ``runs.csv`` (every field of every run), and optionally a qpbenchmark test set.
+runs it with one progress line per instance on stderr (on a terminal, or with ``--progress``), writing
+``report.md``, ``results.csv`` (qpbenchmark's results format) and ``runs.csv`` (every field of every run),
+and optionally a qpbenchmark test set.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import sys
 
 from ntpcert.cli.options import (check_solver, emit_json, float_in, force_option, int_in, json_option, out_dir_option,
                                  progress_enabled, progress_option, time_limit_option)
+from ntpcert.experiments.bench.runner import DEFAULT_BACKENDS
 
-#: Backends run by default (those whose solver is installed).
-DEFAULT_BACKENDS = ("structured", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs")
 #: Largest ``--seeds`` (instances per size setting).
 MAX_SEEDS = 100
 #: What ``--out-dir DIR`` receives, and what ``--export-qpbenchmark DIR`` receives.
@@ -75,16 +75,6 @@ def _split(text: str | None, field: str, known=None) -> list[str] | None:
     return items
 
 
-def _available_backends() -> list[str]:
-    try:
-        import qpsolvers
-
-        have = set(qpsolvers.available_solvers)
-    except ImportError:
-        have = set()
-    return [b for b in DEFAULT_BACKENDS if b in ("structured", "clarabel", "cvxpy") or b in have]
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from ntpcert.util.files import atomic_write_text, check_output_dir, staged_directory
 
@@ -92,10 +82,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                              ("--export-qpbenchmark", args.export_qpbenchmark, EXPORT_NAMES)):
         if path is not None:
             check_output_dir(path, opt, names=names, overwrite=args.force)
-    backends = _split(args.backends, "--backends") or _available_backends()
+    nb = _bench_package()
+    backends = _split(args.backends, "--backends") or nb.runner.available_backends()
     for b in backends:
         check_solver(b, "--backends")
-    nb = _bench_package()
     fams = nb.families.families(args.scale, seeds=args.seeds)
     chosen = _split(args.families, "--families", known=list(fams)) or list(fams)
     members = [m for f in chosen for m in fams[f]]
@@ -127,10 +117,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                               nb.qpbench_results.results_csv(runs, tol=args.tol, time_limit=args.time_limit))
             atomic_write_text(os.path.join(out_stage, "runs.csv"), nb.report.csv_text(runs))
     if args.json:
-        summary = nb.report.summarize(runs, args.time_limit)
-        emit_json({"summary": summary, "infeasible": nb.report.infeasible_summary(runs, args.time_limit),
-                   "drivers": nb.report.drivers(runs, args.time_limit), "runs": [r.to_row() for r in runs], "out": args.out_dir,
-                    "qpbenchmark": args.export_qpbenchmark})
+        emit_json(nb.report.summary_json(runs, args.time_limit, out=args.out_dir, qpbenchmark=args.export_qpbenchmark))
     elif args.out_dir:
         print(f"wrote {os.path.join(args.out_dir, 'report.md')}, results.csv and runs.csv ({len(runs)} runs, "
               f"{len(items)} instances)")

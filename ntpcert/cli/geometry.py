@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     summary = res.to_json()
     files = write_directory(out, res.writers(summary), "--out-dir") if out is not None else None
     if args.json:
-        emit_json(summary if out is None else {**summary, "out": out})
+        emit_json(res.to_json(out=out))
     else:
         emit_lines(geometry_lines(res, summary) + ([f"wrote {', '.join(files)} to {out}"] if files else []))
     return EXIT_OK

@@ -78,7 +78,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     summary = rep.to_json()
     files = write_directory(args.out_dir, rep.writers(summary), "--out-dir")  # only now: a failed run writes nothing
     if args.json:
-        emit_json({**summary, "out": args.out_dir, "files": files})
+        emit_json(rep.to_json(out=args.out_dir, files=files))
     else:
         print(render_markdown(summary))
         print(f"\nwrote {', '.join(files)} to {args.out_dir}")

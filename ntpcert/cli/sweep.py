@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         with ResultStore(store) as db:
             db.write_csv(args.csv)
     if args.json:
-        emit_json({**summary.to_json(), "csv": args.csv})
+        emit_json(summary.to_json(csv=args.csv))
     else:
         s = summary
         print(f"sweep {s.name}: {s.total} instances in {os.path.abspath(s.store)}; {s.already_done} were done, "

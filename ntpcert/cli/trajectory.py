@@ -92,7 +92,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
         print(trust, file=sys.stderr)
     files = write_directory(args.out_dir, res.writers(snapshots=args.snapshots, figures=not args.no_plot), "--out-dir")
     if args.json:
-        emit_json({"out": args.out_dir, "files": files, **res.brief_json()})
+        emit_json(res.brief_json(out=args.out_dir, files=files))
     else:
         print(render_final(inst, res.limits, res.trajectory))
         if res.checks is not None:

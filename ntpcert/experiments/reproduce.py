@@ -113,8 +113,9 @@ class Reproduction:
     theorem2: dict
     settings: dict
 
-    def to_json(self) -> dict[str, Any]:
-        """Everything ``summary.md`` and ``summary.json`` report, as one JSON-ready dict."""
+    def to_json(self, *, out: str | None = None, files: list[str] | None = None) -> dict[str, Any]:
+        """Everything ``summary.md`` and ``summary.json`` report, as one JSON-ready dict; with ``out``, also
+        where the files went (``out``, ``files``: what ``ntpcert reproduce --json`` prints)."""
         inst, limits, trajs, s = self.instance, self.limits, self.trajectories, self.settings
         runs = {**trajs, **self.extra_trajectories}
         checks = {}
@@ -129,7 +130,7 @@ class Reproduction:
         ngd = trajs["ngd"]
         ws = float(np.linalg.norm(limits.W_star))
         reach = ngd.hyperparams["lr"] * int(ngd.steps[-1])
-        out: dict[str, Any] = {
+        summary: dict[str, Any] = {
             "experiment": "paper",
             "instance": {**inst.describe(fingerprint=True), "seed": s["seed"], "embedding_scale": s["embedding_scale"]},
             "limits": limits.to_json(),
@@ -147,19 +148,21 @@ class Reproduction:
             def fin(x: float) -> float | None:  # JSON has no NaN: an uncertified budget's values are null
                 return float(x) if math.isfinite(float(x)) else None
 
-            out["regpath"] = {"budgets": [float(b) for b in rp.budgets],
+            summary["regpath"] = {"budgets": [float(b) for b in rp.budgets],
                               **{k: [fin(x) for x in rp[k]] for k in ("excess_loss", "cos_mm", "cos_mm_centered",
                                                                       "rel_dist_F", "margin_ratio")},
                               "kkt": [fin(x) for x in rp.kkt], "method": rp.method,
                               "certified": [bool(x) for x in rp.certified], "failures": list(rp.failures),
                               "kkt_max": rp.kkt_max}
-        out["convergence_checks"] = {
+        summary["convergence_checks"] = {
             "runs": {k: c.to_json() for k, c in self.run_checks.items()},
             "theorem2": {k: {"hyperparams": self.check_trajectories[k].hyperparams, **c.to_json()}
                          for k, c in self.theorem2.items()},
             "check_steps": int(s["check_steps"]) if s["extras"] else None,
         }
-        return out
+        if out is not None:
+            return {**summary, "out": out, "files": files}
+        return summary
 
     def writers(self, summary: dict[str, Any] | None = None) -> dict[str, Callable[[str], None]]:
         """The files of :func:`output_names`, as writers for :func:`ntpcert.util.files.write_directory`

@@ -108,10 +108,11 @@ class TrajectoryRun:
             "convergence_checks": None if self.checks is None else self.checks.to_json(),
         }
 
-    def brief_json(self) -> dict[str, Any]:
-        """The final metrics, hyperparameters, speed and check verdicts (``ntpcert trajectory --json``)."""
+    def brief_json(self, *, out: str | None = None, files: list[str] | None = None) -> dict[str, Any]:
+        """Where the files went (``out``, ``files``), the final metrics, hyperparameters, speed and check
+        verdicts (``ntpcert trajectory --json``)."""
         tr, chk = self.trajectory, self.checks
-        return {"final": tr.to_json()["final"], "hyperparams": tr.hyperparams, "steps_per_second": tr.steps_per_second,
+        return {"out": out, "files": files, "final": tr.to_json()["final"], "hyperparams": tr.hyperparams, "steps_per_second": tr.steps_per_second,
                 "checks": None if chk is None else {"verdicts": chk.verdicts, "path_error": chk.path_error}}
 
     def writers(self, *, snapshots: bool = False, figures: bool = True) -> dict[str, Callable[[str], None]]:

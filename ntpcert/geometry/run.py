@@ -41,14 +41,17 @@ class GeometryRun:
 
         return {t.optimizer: fit_rate(t) for t in self.training}
 
-    def to_json(self) -> dict[str, Any]:
-        """:meth:`GeometryReport.to_json`, with ``training`` (final values and rates) when trained."""
-        out = self.report.to_json()
+    def to_json(self, *, out: str | None = None) -> dict[str, Any]:
+        """:meth:`GeometryReport.to_json`, with ``training`` (final values and rates) when trained, and ``out``
+        (the folder the files went to) when given."""
+        summary = self.report.to_json()
         if self.training:
             rates = self.rates()
-            out["training"] = {t.optimizer: {"final": t.final(), "rate_one_minus_cos": rates[t.optimizer]}
+            summary["training"] = {t.optimizer: {"final": t.final(), "rate_one_minus_cos": rates[t.optimizer]}
                                for t in self.training}
-        return out
+        if out is not None:
+            summary["out"] = out
+        return summary
 
     def writers(self, summary: dict[str, Any] | None = None) -> dict[str, Callable[[str], None]]:
         """The files, as writers for :func:`ntpcert.util.files.write_directory` (``summary``: :meth:`to_json`,
