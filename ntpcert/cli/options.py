@@ -85,9 +85,9 @@ def out_file_option(p: Any, help: str, *, flag: str = "--out", required: bool = 
 
 
 def out_dir_option(p: Any, help: str, *, flag: str = "--out-dir", required: bool = False) -> None:
-    """An output folder, ``--out-dir DIR`` (``args.out_dir``), created if missing and filled all at once. The
-    folder commands accepted ``--out DIR`` before the file commands' ``--out FILE`` fixed that name's meaning;
-    ``--out`` stays accepted for them (the architecture's contract ``limits DATA --out DIR``)."""
+    """An output folder, ``--out-dir DIR`` (``args.out_dir``), created if missing and filled all at once.
+    ``--out DIR`` is accepted as the same option, as before ``--out-dir`` existed (the architecture's
+    contract ``limits DATA --out DIR``); on every other command ``--out`` names a file."""
     flags = (flag, "--out") if flag == "--out-dir" else (flag,)
     p.add_argument(*flags, dest=flag.lstrip("-").replace("-", "_"), metavar="DIR", default=None, required=required,
                    help=help)
