@@ -211,7 +211,8 @@ def test_a_killed_worker_is_replaced(tmp_path):
 def test_bench_command_writes_report_and_csv(tmp_path, capsys):
     out = tmp_path / "bench"
     code = main(["bench", "--scale", "tiny", "--seeds", "1", "--families", "d_above_m,d_below_m",
-                 "--backends", "structured-float,osqp", "--time-limit", "60", "--out", str(out), "--json"])
+                 "--backends", "structured-float,osqp", "--time-limit", "60", "--out", str(out), "--json",
+                 "--progress"])  # the per-instance lines: on a terminal, or with --progress
     assert code == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)

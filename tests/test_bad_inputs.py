@@ -109,8 +109,8 @@ CASES = [
     # ---------------------------------------------------------------- explain
     ("explain-csv", ["explain", "table.csv"], "table"),
     ("explain-missing", ["explain", "missing.json"], "missing.json"),
-    ("explain-time-budget-negative", ["explain", "D.json", "--time-budget", "-1"], "--time-budget"),
-    ("explain-time-budget-nan", ["explain", "D.json", "--time-budget", "nan"], "--time-budget"),
+    ("explain-time-limit-negative", ["explain", "D.json", "--time-limit", "-1"], "--time-limit"),
+    ("explain-time-limit-nan", ["explain", "D.json", "--time-limit", "nan"], "--time-limit"),
     ("explain-option-not-for-builtin", ["explain", "paper", "--tokenizer", "word"], "tokenizer"),
     # ---------------------------------------------------------------- geometry
     ("geometry-csv", ["geometry", "table.csv"], "table"),

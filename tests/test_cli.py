@@ -68,7 +68,8 @@ def test_svm_out_and_limits_files(tmp_path, capsys, rng):
     assert code == 0
     assert sorted(os.listdir(tmp_path / "nobasis")) == ["W_mm.npy", "W_star.npy", "summary.json"]
     assert "--basis" in json.loads(out)["F_basis_skipped"]
-    code, out, _ = run(["limits", str(data), "--out", str(outdir), "--basis", "--json"], capsys)
+    # --out-dir is the folder's name; --out (above) stays accepted for the folder commands
+    code, out, _ = run(["limits", str(data), "--out-dir", str(outdir), "--basis", "--json"], capsys)
     assert code == 0
     assert sorted(os.listdir(outdir)) == ["F_basis.npy", "W_mm.npy", "W_star.npy", "summary.json"]
     basis = np.load(outdir / "F_basis.npy")
@@ -224,3 +225,63 @@ def test_every_command_has_a_description():
     sub = next(a for a in parser._actions if a.dest == "command")
     missing = [name for name, p in sub.choices.items() if not p.description]
     assert not missing, f"commands without a description: {missing}"
+
+
+def test_output_options_say_file_or_dir():
+    """One name per concept: a file option has the metavar FILE, a folder option DIR (``--out-dir``, with
+    ``--out`` accepted as the same option), the time limit is ``--time-limit SECONDS``."""
+    from ntpcert.cli.app import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    folders = {"limits", "trajectory", "reproduce", "bench", "geometry"}
+    files = {"svm": ["--out"], "sweep-plot": ["--out"], "certify": ["--certificate-out"], "compare": ["--figure", "--table"],
+             "sweep": ["--csv"]}
+    for name, p in sub.choices.items():
+        opts = {o: a for a in p._actions for o in a.option_strings}
+        if name in folders:
+            assert opts["--out-dir"] is opts["--out"] and opts["--out"].metavar == "DIR", name
+            assert opts["--out"].dest == "out_dir", name
+        for flag in files.get(name, []):
+            assert opts[flag].metavar == "FILE", (name, flag)
+        if "--time-limit" in opts:
+            assert opts["--time-limit"].metavar == "SECONDS", name
+        assert "--time-budget" not in opts, name
+
+
+@pytest.mark.parametrize("flag", ["--out", "--out-dir"])
+def test_folder_commands_take_both_spellings(flag, tmp_path, capsys):
+    code, out, _ = run(["trajectory", "paper", "--steps", "5", "--no-plot", "--no-checks", flag, str(tmp_path / "t"),
+                        "--json"], capsys)
+    assert code == 0 and json.loads(out)["out"] == str(tmp_path / "t")
+    assert (tmp_path / "t" / "metrics.csv").is_file()
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_bench_progress_lines_only_with_progress(progress, capsys):
+    """``bench --progress`` shows one line per instance on stderr; without it (stderr is not a terminal
+    here) stderr stays empty."""
+    argv = ["bench", "--scale", "tiny", "--families", "paper", "--backends", "structured", "--seeds", "1", "--json"]
+    code, out, err = run(argv + (["--progress"] if progress else []), capsys)
+    assert code == 0 and "summary" in json.loads(out)
+    assert bool(err.strip()) is progress
+
+
+def test_library_defaults_equal_the_command_line_ones():
+    """A user of both gets the same thing: ``certify`` / ``exact_certify`` without arguments do what
+    ``ntpcert certify [--exact]`` does without options (no excess bracket, the float gap of the NTP-SVM in
+    the float verdicts, the same solvers)."""
+    import inspect
+
+    from ntpcert.cli.app import build_parser
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.float_verdicts import certify
+
+    args = build_parser().parse_args(["certify", "paper"])
+    fl, ex = inspect.signature(certify).parameters, inspect.signature(exact_certify).parameters
+    assert ex["excess"].default is args.excess is False
+    assert fl["svm_certificate"].default == "float"
+    for params in (fl, ex):
+        assert params["solver"].default == args.solver
+        assert params["separability_solver"].default == args.separability_solver
+        assert params["use_lemma1"].default is (not args.no_lemma1)

@@ -238,7 +238,7 @@ def test_why_not_caps_skip_large_witnesses():
 
 
 @pytest.mark.parametrize("argv", [
-    ["explain", "paper", "--time-budget", "-1"],
+    ["explain", "paper", "--time-limit", "-1"],
     ["explain", "no-such-file.npz"],
     ["explain", "paper", "--separability-solver", "nope"],
 ])

@@ -107,3 +107,18 @@ def test_nothing_outside_cli_imports_cli():
                 mods = [a.name for a in node.names]
             bad += [f"{path.relative_to(ROOT)}:{node.lineno}" for m in mods if m == "ntpcert.cli" or m.startswith("ntpcert.cli.")]
     assert not bad, bad
+
+
+def test_figures_leave_the_backend_alone():
+    """No global state changes: figures use matplotlib's object API, never ``matplotlib.use`` or pyplot
+    (pyplot's figure manager is process state; the backend is the caller's choice)."""
+    bad = []
+    for name, path, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "use" and isinstance(node.value, ast.Name) \
+                    and node.value.id == "matplotlib":
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} matplotlib.use")
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno} {m}" for m in mods if m == "matplotlib.pyplot"]
+    assert not bad, bad

@@ -8,14 +8,14 @@ import pytest
 
 from ntpcert import NTPInstance
 from ntpcert.errors import InputError, SolverError
-from ntpcert.dynamics.regpath import (
+from ntpcert.dynamics.ball import (
     BUDGET_CHECK_RTOL,
     kkt_residual,
-    regularization_path,
     solve_ball_cvxpy,
     solve_ball_newton,
     solve_ball_projected,
 )
+from ntpcert.dynamics.regpath import regularization_path
 from ntpcert.dynamics.trajectory import Limits
 
 from .conftest import random_instance

@@ -309,14 +309,14 @@ def test_corpus_bigrams_are_not_separable_with_an_exact_ray():
 
 @pytest.mark.parametrize("lemma1", [True, False])
 def test_float_certify_skips_the_exact_bound_and_reports_the_same_svm(lemma1):
-    """``certify(svm_certificate="float")`` (the float CLI) solves the same NTP-SVM without the exact
-    gap bound; the library default keeps it for the exact pipeline to reuse."""
+    """``certify()`` (float gap by default, as the float CLI) solves the same NTP-SVM without the exact
+    gap bound; ``svm_certificate="exact"`` keeps it for the exact pipeline to reuse."""
     from ntpcert.pipeline.float_verdicts import certify
 
     rng = np.random.default_rng(11)
     inst = random_instance(rng, m=12, d=16, V=5, kmin=1, kmax=2)  # d >= m: separable either way
-    exact = certify(inst, use_lemma1=lemma1)
-    fl = certify(inst, use_lemma1=lemma1, svm_certificate="float")
+    exact = certify(inst, use_lemma1=lemma1, svm_certificate="exact")
+    fl = certify(inst, use_lemma1=lemma1)
     assert exact.separable.holds is True and fl.separable.holds is True
     assert exact.svm.exact_bound is not None and fl.svm.exact_bound is None
     assert fl.svm.info["certificate"]["kind"] == "float" and exact.svm.info["certificate"]["kind"] == "exact"

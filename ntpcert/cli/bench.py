@@ -1,8 +1,9 @@
 """``ntpcert bench``: the NTP-SVM solver benchmark (instance families × backends, with time limits).
 
 The benchmark harness is :mod:`ntpcert.experiments.bench` (see ``docs/solvers.md``); this command
-runs it with one progress line per instance on stderr, writing ``report.md``, ``results.csv`` (qpbenchmark's
-results format) and ``runs.csv`` (every field of every run), and optionally a qpbenchmark test set.
+runs it with one progress line per instance on stderr (on a terminal, or with ``--progress``), writing
+``report.md``, ``results.csv`` (qpbenchmark's results format) and ``runs.csv`` (every field of every run),
+and optionally a qpbenchmark test set.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import contextlib
 import os
 import sys
 
-from ntpcert.cli.options import (MAX_TIME_LIMIT_S, check_solver, emit_json, float_in, force_option, int_in,
-                                 progress_option)
+from ntpcert.cli.options import (check_solver, emit_json, float_in, force_option, int_in, json_option, out_dir_option,
+                                 progress_enabled, progress_option, time_limit_option)
+from ntpcert.experiments.bench.runner import DEFAULT_BACKENDS
 
-#: Backends run by default (those whose solver is installed).
-DEFAULT_BACKENDS = ("structured", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs")
 #: Largest ``--seeds`` (instances per size setting).
 MAX_SEEDS = 100
-#: What ``--out DIR`` receives, and what ``--export-qpbenchmark DIR`` receives.
+#: What ``--out-dir DIR`` receives, and what ``--export-qpbenchmark DIR`` receives.
 OUTPUT_NAMES = ("report.md", "results.csv", "runs.csv", "instances")
 EXPORT_NAMES = ("data", "results", "ntp_svm.py")
 
@@ -37,16 +37,13 @@ def register(subparsers, name: str) -> None:
                    help=f"comma-separated solvers (default the installed ones of {','.join(DEFAULT_BACKENDS)})")
     p.add_argument("--seeds", type=int_in(1, MAX_SEEDS), default=2,
                    help=f"instances per size setting, at most {MAX_SEEDS} (default 2)")
-    p.add_argument("--time-limit", type=float_in(0.0, MAX_TIME_LIMIT_S), default=60.0, metavar="S",
-                   help=f"seconds per run, at most {MAX_TIME_LIMIT_S:g} (default 60)")
+    time_limit_option(p, "seconds per run", default=60.0)
     p.add_argument("--tol", type=float_in(0.0, 1.0), default=1e-6,
                    help="residual and gap tolerance of a success, in (0, 1] (default 1e-6)")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="write report.md, results.csv (qpbenchmark's format), runs.csv and the instances here "
+    out_dir_option(p, "write report.md, results.csv (qpbenchmark's format), runs.csv and the instances here "
                    "(default: print the report)")
-    p.add_argument("--export-qpbenchmark", metavar="DIR", default=None,
-                   help="also write the instances as a qpbenchmark test set into DIR")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    out_dir_option(p, "also write the instances as a qpbenchmark test set into DIR", flag="--export-qpbenchmark")
+    json_option(p, "print the summary as one JSON object")
     force_option(p)
     progress_option(p)
     p.set_defaults(func=cmd_bench)
@@ -78,39 +75,32 @@ def _split(text: str | None, field: str, known=None) -> list[str] | None:
     return items
 
 
-def _available_backends() -> list[str]:
-    try:
-        import qpsolvers
-
-        have = set(qpsolvers.available_solvers)
-    except ImportError:
-        have = set()
-    return [b for b in DEFAULT_BACKENDS if b in ("structured", "clarabel", "cvxpy") or b in have]
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from ntpcert.util.files import atomic_write_text, check_output_dir, staged_directory
 
-    for opt, path, names in (("--out", args.out, OUTPUT_NAMES),
+    for opt, path, names in (("--out-dir", args.out_dir, OUTPUT_NAMES),
                              ("--export-qpbenchmark", args.export_qpbenchmark, EXPORT_NAMES)):
         if path is not None:
             check_output_dir(path, opt, names=names, overwrite=args.force)
-    backends = _split(args.backends, "--backends") or _available_backends()
+    nb = _bench_package()
+    backends = _split(args.backends, "--backends") or nb.runner.available_backends()
     for b in backends:
         check_solver(b, "--backends")
-    nb = _bench_package()
     fams = nb.families.families(args.scale, seeds=args.seeds)
     chosen = _split(args.families, "--families", known=list(fams)) or list(fams)
     members = [m for f in chosen for m in fams[f]]
     import tempfile
 
-    def note(line: str) -> None:  # one line per instance, whether stderr is a terminal or not
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+    show = progress_enabled(args)
+
+    def note(line: str) -> None:  # one line per instance: on a terminal, or anywhere with --progress
+        if show:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
 
     # every output is staged and moved into place only when the whole benchmark has run
     with contextlib.ExitStack() as stack:
-        out_stage = stack.enter_context(staged_directory(args.out, "--out")) if args.out else None
+        out_stage = stack.enter_context(staged_directory(args.out_dir, "--out-dir")) if args.out_dir else None
         qpb_stage = (stack.enter_context(staged_directory(args.export_qpbenchmark, "--export-qpbenchmark"))
                      if args.export_qpbenchmark else None)
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="ntpcert-bench-"))
@@ -127,12 +117,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                               nb.qpbench_results.results_csv(runs, tol=args.tol, time_limit=args.time_limit))
             atomic_write_text(os.path.join(out_stage, "runs.csv"), nb.report.csv_text(runs))
     if args.json:
-        summary = nb.report.summarize(runs, args.time_limit)
-        emit_json({"summary": summary, "infeasible": nb.report.infeasible_summary(runs, args.time_limit),
-                   "drivers": nb.report.drivers(runs, args.time_limit), "runs": [r.to_row() for r in runs], "out": args.out,
-                    "qpbenchmark": args.export_qpbenchmark})
-    elif args.out:
-        print(f"wrote {os.path.join(args.out, 'report.md')}, results.csv and runs.csv ({len(runs)} runs, "
+        emit_json(nb.report.summary_json(runs, args.time_limit, out=args.out_dir, qpbenchmark=args.export_qpbenchmark))
+    elif args.out_dir:
+        print(f"wrote {os.path.join(args.out_dir, 'report.md')}, results.csv and runs.csv ({len(runs)} runs, "
               f"{len(items)} instances)")
     else:
         sys.stdout.write(report)

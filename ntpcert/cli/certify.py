@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 load_data, progress_enabled, separability_option,
+                                 json_option, load_data, out_file_option, progress_enabled, separability_option,
                                  solver_options)
 
 
@@ -18,9 +18,9 @@ def register(subparsers: Any, name: str) -> None:
         "reachable, each with the witness that settles it, or undetermined with what would settle it. With "
         "--exact every witness is made exact and the certificate is checked independently.")
     data_options(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_option(p)
     p.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
-    p.add_argument("--certificate-out", metavar="PATH", default=None, help="with --exact: write the certificate here")
+    out_file_option(p, "with --exact: write the certificate here", flag="--certificate-out")
     p.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
     p.add_argument("--excess", action="store_true",
                    help="also bracket the best loss L* = inf CE and L* - H (certified and written into the "
@@ -45,8 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     inst = load_data(args)
     rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args),
-                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
-                  svm_certificate="float")  # verdicts are float here; --exact bounds the gap exactly
+                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
     if args.json:
         emit_json(_with_why_not(rep, args))
     else:

@@ -7,8 +7,8 @@ import argparse
 import os
 from typing import Any
 
-from ntpcert.cli.options import (EXIT_OK, check_solver, data_options, emit_json, emit_lines, force_option, load_data,
-                                 solver_options)
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_options, emit_json, emit_lines, force_option, json_option,
+                                 load_data, out_file_option, solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -21,9 +21,9 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--W", metavar="PATH", default=None,
                    help="the decoder (V, d): .npy or .safetensors, or a directory of snapshots W_t (t from each "
                         "file name); default with --model: the model's own decoder")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--figure", metavar="PATH", default=None, help="write the figure here (.png, .pdf, .svg)")
-    p.add_argument("--table", metavar="PATH", default=None, help="with a snapshot directory: write the table (CSV)")
+    json_option(p)
+    out_file_option(p, "write the figure here (.png, .pdf, .svg)", flag="--figure")
+    out_file_option(p, "with a snapshot directory: write the table (CSV)", flag="--table")
     force_option(p)
     solver_options(p)
     p.set_defaults(func=run)
@@ -40,11 +40,11 @@ def _decoder_and_frequency(args: argparse.Namespace) -> tuple[Any, Any, Any, dic
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.dynamics.compare import compare, compare_series
+    from ntpcert.dynamics.compare import compare_decoder
     from ntpcert.dynamics.trajectory import Limits
     from ntpcert.errors import InputError
     from ntpcert.instance.lm.decoder_file import read_decoder, snapshot_files
-    from ntpcert.report.compare_text import comparison_lines, series_csv, series_lines
+    from ntpcert.report.compare_text import report_lines, series_csv
     from ntpcert.util.files import atomic_write_text, check_output_file
 
     check_solver(args.solver)
@@ -60,33 +60,24 @@ def run(args: argparse.Namespace) -> int:
     if args.W is None and W is None:
         raise InputError(f"--W: {model['note']}")
     limits = Limits.compute(inst, solver=args.solver)
+    source = None if model is None else model["model"]
     if series:
-        snaps = [(t, inst.check_decoder(read_decoder(p))) for t, p in snapshot_files(args.W)]
-        result = compare_series(snaps, limits, frequency=freq)
-        if args.table is not None:
-            atomic_write_text(args.table, series_csv(result))
-        if args.figure is not None:
-            from ntpcert.report.compare_figure import plot_series
-
-            plot_series(result, args.figure, title=inst.name)
-        out = {"snapshots": [{"t": t, **c.to_json()} for t, c in result]}
-        lines = series_lines(result)
+        snaps = [(t, read_decoder(p)) for t, p in snapshot_files(args.W)]
+        rep = compare_decoder(inst, limits, snapshots=snaps, frequency=freq, source=source)
     else:
-        Wd = inst.check_decoder(read_decoder(args.W) if args.W is not None else W)
-        cmp = compare(Wd, limits, frequency=freq)
-        if args.figure is not None:
-            from ntpcert.report.compare_figure import plot_comparison
+        rep = compare_decoder(inst, limits, read_decoder(args.W) if args.W is not None else W, frequency=freq,
+                              source=source)
+    if args.table is not None:
+        atomic_write_text(args.table, series_csv(rep.series))
+    if args.figure is not None:
+        from ntpcert.report.compare_figure import plot_comparison, plot_series
 
-            plot_comparison(cmp, args.figure, title=inst.name)
-        out = cmp.to_json()
-        lines = comparison_lines(cmp)
-    out.update({"m": inst.m, "d": inst.d, "V": inst.V, "compatible": limits.compatible,
-                "separable": limits.svm is not None, "figure": args.figure, "table": args.table})
-    if model is not None:
-        out["source"] = model["model"]
+        if series:
+            plot_series(rep.series, args.figure, title=inst.name)
+        else:
+            plot_comparison(rep.comparison, args.figure, title=inst.name)
     if args.json:
-        emit_json(out)
+        emit_json(rep.to_json(figure=args.figure, table=args.table))
     else:
-        emit_lines([f"{inst.name}: m={inst.m}, d={inst.d}, V={inst.V}; compatible {limits.compatible}, "
-                    f"separable {limits.svm is not None}"] + lines)
+        emit_lines(report_lines(rep))
     return EXIT_OK

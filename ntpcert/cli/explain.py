@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import EXIT_OK, SEPARABILITY_SOLVERS, data_options, emit_json, emit_lines, float_in, load_data
+from ntpcert.cli.options import (EXIT_OK, SEPARABILITY_SOLVERS, data_options, emit_json, emit_lines, json_option,
+                                 load_data, progress_option, time_limit_option)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -20,24 +21,25 @@ def register(subparsers: Any, name: str) -> None:
         "certified with --exact) with the contexts that carry the excess.",
     )
     data_options(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_option(p)
     p.add_argument("--exact", action="store_true",
                    help="take the verdicts from 'certify --exact' (a certificate checked by the independent checker)")
     p.add_argument("--separability-solver", choices=SEPARABILITY_SOLVERS, default=SEPARABILITY_SOLVERS[0],
-                   help="solver for separability and for every sub-problem of the shrinking (default auto)")
-    p.add_argument("--time-budget", type=float_in(0.0, 86_400.0), default=None, metavar="S",
-                   help="seconds for each shrinking (default 60); when spent the culprit is reported unshrunk")
-    p.add_argument("--progress", action="store_true", help="show progress on stderr even when not a terminal")
+                   help="what decides separability, on the whole instance and on every sub-problem of the shrinking "
+                   "(default auto)")
+    time_limit_option(p, "seconds for each shrinking (default 60, the library's); when spent the culprit is "
+                      "reported unshrunk", default=None)
+    progress_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.pipeline.explain import EXPLAIN_BUDGET, explain
+    from ntpcert.pipeline.explain import explain
     from ntpcert.report.explain import explanation_lines
 
     inst = load_data(args)
-    exp = explain(inst, separability_solver=args.separability_solver, exact=args.exact,
-                  time_budget=EXPLAIN_BUDGET if args.time_budget is None else args.time_budget)
+    limit = {} if args.time_limit is None else {"time_limit": args.time_limit}
+    exp = explain(inst, separability_solver=args.separability_solver, exact=args.exact, **limit)
     if args.json:
         emit_json(exp.to_json())
     else:

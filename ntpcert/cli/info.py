@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, load_data
+from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, json_option, load_data
 
 
 def register(subparsers: Any, name: str) -> None:
     p = subparsers.add_parser(name, help="sizes, supports and entropy of a dataset",
                               description="Print m, d, V, n, the support sizes and the entropy lower bound of DATA.")
     data_options(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_option(p)
     p.set_defaults(func=run)
 
 
@@ -20,8 +20,7 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.report.text import fmt
 
     inst = load_data(args)
-    info = inst.describe()
-    info["fingerprint"] = inst.fingerprint()
+    info = inst.describe(fingerprint=True)
     if args.json:
         emit_json(info)
     else:

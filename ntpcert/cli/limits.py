@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 load_data, progress_enabled, separability_option,
+                                 json_option, load_data, out_dir_option, progress_enabled, separability_option,
                                  solver_options)
 
 
@@ -18,10 +18,10 @@ def register(subparsers: Any, name: str) -> None:
         description="Compute the limits gradient descent is proven to pick, W* (on F) and W^mm (the NTP-SVM), "
         "and write them into DIR all at once, with the verdicts in summary.json.")
     data_options(p)
-    p.add_argument("--out", metavar="DIR", required=True, help="output directory (created if missing)")
+    out_dir_option(p, "output directory (created if missing)", required=True)
     p.add_argument("--basis", action="store_true",
                    help="also write an orthonormal basis of F (F_basis.npy, shape (dim F, V, d))")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    json_option(p, "print the summary as one JSON object")
     force_option(p)
     solver_options(p)
     separability_option(p)
@@ -31,18 +31,19 @@ def register(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ntpcert.pipeline.float_verdicts import certify
     from ntpcert.pipeline.limits import limit_files, output_names
-    from ntpcert.report.jsonout import dumps
+    from ntpcert.util.jsonout import dumps
     from ntpcert.report.text import float_report_lines
     from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
 
     check_solver(args.solver)
-    out = check_output_dir(args.out, "--out", names=output_names(args.basis), overwrite=args.force,
+    out = check_output_dir(args.out_dir, "--out-dir", names=output_names(args.basis), overwrite=args.force,
                            inputs=data_inputs(args))
     inst = load_data(args)
     rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args),
-                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
+                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
+                  svm_certificate="exact")  # W^mm is written out: its gap bounded exactly, as in the docs
     files = limit_files(rep, basis=args.basis)
-    with staged_directory(out, "--out") as stage:
+    with staged_directory(out, "--out-dir") as stage:
         for name, arr in files.arrays.items():
             save_npy_atomic(os.path.join(stage, name), arr)
         atomic_write_text(os.path.join(stage, "summary.json"), dumps(files.summary, indent=2))

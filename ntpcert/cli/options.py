@@ -1,6 +1,6 @@
 """What the commands share: exit codes, the parser class, the DATA and solver options, loading
-DATA, checked numeric option types, ``--force``, whether to draw progress bars, and printing one
-JSON object.
+DATA, checked numeric option types, one helper each for ``--json``, an output file, an output folder,
+the time limit and ``--force``, whether to draw progress bars, and printing one JSON object.
 
 Every check here runs while the arguments are parsed or before the command's work starts, so a bad
 option costs no computation and leaves no file behind.
@@ -28,7 +28,7 @@ class UsageError(Exception):
 #: ``--separability-solver`` choices, the default first (:data:`ntpcert.pipeline.decide.SEPARABILITY_SOLVERS`).
 SEPARABILITY_SOLVERS = ("auto", "structured", "highs")
 
-#: Largest ``--time-limit`` of ``bench``, in seconds (one day).
+#: Largest ``--time-limit``, in seconds (one day).
 MAX_TIME_LIMIT_S = 86_400.0
 
 
@@ -74,6 +74,32 @@ def float_in(low: float, high: float | None = None, *, low_open: bool = True) ->
 
     parse.__name__ = "number"
     return parse
+
+
+def json_option(p: argparse.ArgumentParser, help: str = "print one JSON object") -> None:
+    """``--json``: one JSON object on stdout instead of the text report."""
+    p.add_argument("--json", action="store_true", help=help)
+
+
+def out_file_option(p: Any, help: str, *, flag: str = "--out", required: bool = False) -> None:
+    """An output file (``--out FILE`` unless ``flag`` names another option): written whole or not at all,
+    refused when it exists unless ``--force``."""
+    p.add_argument(flag, metavar="FILE", default=None, required=required, help=help)
+
+
+def out_dir_option(p: Any, help: str, *, flag: str = "--out-dir", required: bool = False) -> None:
+    """An output folder, ``--out-dir DIR`` (``args.out_dir``), created if missing and filled all at once.
+    ``--out DIR`` is accepted as the same option, as before ``--out-dir`` existed (the architecture's
+    contract ``limits DATA --out DIR``); on every other command ``--out`` names a file."""
+    flags = (flag, "--out") if flag == "--out-dir" else (flag,)
+    p.add_argument(*flags, dest=flag.lstrip("-").replace("-", "_"), metavar="DIR", default=None, required=required,
+                   help=help)
+
+
+def time_limit_option(p: Any, help: str, *, default: float | None) -> None:
+    """``--time-limit SECONDS`` (``args.time_limit``), a finite number in (0, :data:`MAX_TIME_LIMIT_S`]."""
+    p.add_argument("--time-limit", type=float_in(0.0, MAX_TIME_LIMIT_S), default=default, metavar="SECONDS",
+                   help=f"{help}; at most {MAX_TIME_LIMIT_S:g}" + ("" if default is None else f" (default {default:g})"))
 
 
 def force_option(p: argparse.ArgumentParser) -> None:
@@ -150,9 +176,9 @@ def solver_options(p: argparse.ArgumentParser) -> None:
 
 
 def separability_option(p: argparse.ArgumentParser) -> None:
-    """``--separability-solver``: the solver that decides separability (the library's choices and default,
-    :data:`ntpcert.pipeline.decide.SEPARABILITY_SOLVERS`, written out so that ``--help`` stays light; a
-    test holds them equal)."""
+    """``--separability-solver``: the solver that decides separability (the library's ``separability_solver``:
+    its choices and default, :data:`ntpcert.pipeline.decide.SEPARABILITY_SOLVERS`, written out so that
+    ``--help`` stays light; a test holds them equal)."""
     p.add_argument("--separability-solver", choices=SEPARABILITY_SOLVERS, default=SEPARABILITY_SOLVERS[0],
                    help="solver that decides separability after Lemma 1 (default auto: the HiGHS LP on small "
                    "instances, else Farkas rays on growing parts of the data, then the structured NTP-SVM solver; "
@@ -196,7 +222,7 @@ def progress_enabled(args: argparse.Namespace) -> bool:
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as one JSON object on one line of stdout."""
-    from ntpcert.report.jsonout import dumps
+    from ntpcert.util.jsonout import dumps
 
     sys.stdout.write(dumps(obj) + "\n")
 
@@ -220,10 +246,14 @@ __all__ = [
     "float_in",
     "force_option",
     "int_in",
+    "json_option",
     "emit_json",
     "emit_lines",
     "load_data",
+    "out_dir_option",
+    "out_file_option",
     "progress_enabled",
     "progress_option",
     "solver_options",
+    "time_limit_option",
 ]

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 load_data, progress_enabled, solver_options)
+                                 json_option, load_data, out_file_option, progress_enabled, solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -15,8 +15,8 @@ def register(subparsers: Any, name: str) -> None:
                               description="Solve the NTP-SVM for W^mm and report its residuals and duality gap, "
                               "or the Farkas certificate that the data are not separable.")
     data_options(p)
-    p.add_argument("--out", metavar="W.npy", default=None, help="write W^mm (shape (V, d)) here")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    out_file_option(p, "write W^mm (shape (V, d)) here, as .npy")
+    json_option(p)
     force_option(p)
     solver_options(p)
     p.set_defaults(func=run)

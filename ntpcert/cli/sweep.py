@@ -21,6 +21,8 @@ from ntpcert.cli.options import (
     emit_json,
     force_option,
     int_in,
+    json_option,
+    out_file_option,
     progress_enabled,
     progress_option,
 )
@@ -46,8 +48,8 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--serial", action="store_true",
                    help="compute in this process, without dask (works without the [dist] extra)")
     p.add_argument("--chunk-size", type=int_in(1), default=4, metavar="N", help="grid points per dask task (default 4)")
-    p.add_argument("--csv", metavar="PATH", default=None, help="afterwards, write the whole table here as CSV")
-    p.add_argument("--json", action="store_true", help="print a one-object JSON summary")
+    out_file_option(p, "afterwards, write the whole table here as CSV", flag="--csv")
+    json_option(p, "print a one-object JSON summary")
     force_option(p)
     progress_option(p)
     p.set_defaults(func=run)
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         with ResultStore(store) as db:
             db.write_csv(args.csv)
     if args.json:
-        emit_json({**summary.to_json(), "csv": args.csv})
+        emit_json(summary.to_json(csv=args.csv))
     else:
         s = summary
         print(f"sweep {s.name}: {s.total} instances in {os.path.abspath(s.store)}; {s.already_done} were done, "

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import data_options, emit_json, emit_lines, load_data
+from ntpcert.cli.options import data_options, emit_json, emit_lines, json_option, load_data
 
 #: Exit status of an invalid certificate (0 is VALID, 1 an internal error, 2 bad input).
 EXIT_INVALID = 3
@@ -33,7 +33,7 @@ def register(subparsers: Any, name: str) -> None:
     )
     p.add_argument("cert", metavar="CERT", help="certificate file (JSON)")
     data_options(p, positional=False)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_option(p)
     p.set_defaults(func=run)
 
 

@@ -89,7 +89,7 @@ PATH_MIN_NORM = 1e-8
 #: Budgets sent to the regularisation path are filled in geometrically so that consecutive ones
 #: differ by at most this factor: the path's warm starts fail on large jumps.
 PATH_BUDGET_FACTOR = 1.5
-#: A path point whose KKT residual (:func:`ntpcert.dynamics.regpath.kkt_residual`) exceeds this is
+#: A path point whose KKT residual (:func:`ntpcert.dynamics.ball.kkt_residual`) exceeds this is
 #: not trusted: the cosine there is undetermined.
 PATH_KKT_MAX = 1e-6
 

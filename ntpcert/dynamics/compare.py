@@ -37,8 +37,8 @@ from ntpcert.dynamics.trajectory import Limits, metrics
 from ntpcert.errors import InputError
 from ntpcert.util.numbers import cosine
 
-__all__ = ["COMPARE_METRICS", "BIN_METRICS", "Comparison", "compare", "compare_series", "excess_bracket",
-           "frequency_bins"]
+__all__ = ["COMPARE_METRICS", "BIN_METRICS", "Comparison", "DecoderReport", "compare", "compare_decoder", "compare_series",
+           "excess_bracket", "frequency_bins"]
 
 #: The headline numbers of one comparison, in report order.
 COMPARE_METRICS = ("loss", "excess_loss", "excess_over_bracket", "margin", "min_margin", "support_spread",
@@ -204,3 +204,50 @@ def compare_series(snapshots: Sequence[tuple[int, np.ndarray]], limits: Limits, 
     """:func:`compare` at each ``(t, W_t)``, the bracket computed once."""
     bracket = excess_bracket(limits)
     return [(t, compare(W, limits, frequency=frequency, bracket=bracket)) for t, W in snapshots]
+
+
+@dataclass(frozen=True, eq=False)
+class DecoderReport:
+    """A decoder, or a series of snapshots, against the limits of one instance (``ntpcert compare``).
+
+    Attributes
+    ----------
+    instance : NTPInstance
+    limits : Limits
+    comparison : Comparison or None
+        One decoder (None for a series).
+    series : list of (int, Comparison) or None
+        Snapshots ``(t, comparison)`` (None for one decoder).
+    source : dict or None
+        The model the decoder and the instance were read from, when they were.
+    """
+
+    instance: Any
+    limits: Limits
+    comparison: Comparison | None = None
+    series: list[tuple[int, Comparison]] | None = None
+    source: dict[str, Any] | None = None
+
+    def to_json(self, *, figure: str | None = None, table: str | None = None) -> dict[str, Any]:
+        """The comparison (or ``snapshots``), the instance's sizes and verdicts, and the files written."""
+        inst, limits = self.instance, self.limits
+        out = (self.comparison.to_json() if self.comparison is not None
+               else {"snapshots": [{"t": t, **c.to_json()} for t, c in self.series or []]})
+        out.update({"m": inst.m, "d": inst.d, "V": inst.V, "compatible": limits.compatible,
+                    "separable": limits.svm is not None, "figure": figure, "table": table})
+        if self.source is not None:
+            out["source"] = self.source
+        return out
+
+
+def compare_decoder(instance: Any, limits: Limits, W: np.ndarray | None = None, *,
+                    snapshots: Sequence[tuple[int, np.ndarray]] | None = None, frequency: np.ndarray | None = None,
+                    source: dict[str, Any] | None = None) -> DecoderReport:
+    """:func:`compare` of one decoder ``W``, or :func:`compare_series` of ``snapshots`` (each checked
+    against the instance's shape), as a :class:`DecoderReport`."""
+    if snapshots is not None:
+        snaps = [(t, instance.check_decoder(Wt)) for t, Wt in snapshots]
+        return DecoderReport(instance, limits, series=compare_series(snaps, limits, frequency=frequency), source=source)
+    cmp = compare(instance.check_decoder(W), limits, frequency=frequency)
+    return DecoderReport(instance, limits, comparison=cmp, source=source)
+

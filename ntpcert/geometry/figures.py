@@ -21,25 +21,24 @@ def _names(V: int, token_names: Sequence[str] | None) -> list[str]:
     return ["␣" if str(t) == " " else str(t) for t in token_names]
 
 
-def _plt():
-    import matplotlib
+def _subplots(*grid: int, figsize: tuple[float, float]):
+    """A figure and its axes through matplotlib's object API: no pyplot, no ``matplotlib.use`` (a library
+    does not choose the process's backend); saving a Figure renders it on the Agg canvas."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*grid)
 
 
 def word_gram_figure(emb: Embeddings, pattern: SupportPattern, path: str,
                      token_names: Sequence[str] | None = None, title: str | None = None) -> None:
     """Heat map of the word-embedding cosines, tokens ordered by their row of the support matrix (tokens that
     follow the same contexts are adjacent; lines separate the groups)."""
-    plt = _plt()
     labels = pattern.token_groups()
     order = np.lexsort((np.arange(pattern.V), labels))
     C = emb.word_cosines()[np.ix_(order, order)]
     names = _names(pattern.V, token_names)
-    fig, ax = plt.subplots(figsize=(1.5 + 0.35 * pattern.V, 1.0 + 0.35 * pattern.V) if pattern.V <= 30 else (9, 8))
+    fig, ax = _subplots(figsize=(1.5 + 0.35 * pattern.V, 1.0 + 0.35 * pattern.V) if pattern.V <= 30 else (9, 8))
     im = ax.imshow(C, cmap="RdBu_r", vmin=-1, vmax=1)
     if pattern.V <= LABEL_MAX_V:
         fs = 10 if pattern.V <= 40 else 5
@@ -54,7 +53,6 @@ def word_gram_figure(emb: Embeddings, pattern: SupportPattern, path: str,
     fig.colorbar(im, ax=ax, fraction=0.046)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 #: A qualitative palette (matplotlib's tab10) crossed with markers: 60 distinct (colour, marker) keys.
@@ -79,7 +77,6 @@ def embedding_projection_figure(emb: Embeddings, pattern: SupportPattern, path: 
     """Word and context embeddings projected on the top two singular directions of L^mm; each support
     group (the :data:`KEY_MAX` most frequent, when there are more) has its own (colour, marker) and an
     entry in the key naming its tokens, the others are grey (collapsed contexts sit on one point)."""
-    plt = _plt()
     k = min(2, emb.rank)
     W = np.zeros((pattern.V, 2))
     H = np.zeros((pattern.m, 2))
@@ -89,7 +86,7 @@ def embedding_projection_figure(emb: Embeddings, pattern: SupportPattern, path: 
     keyed = [int(g) for g in np.argsort(-sizes, kind="stable")[:KEY_MAX]] if pattern.r > KEY_MAX else list(range(pattern.r))
     rest = np.setdiff1d(np.arange(pattern.r), keyed)
     ncol = 1 if len(keyed) <= 24 else 2
-    fig, ax = plt.subplots(figsize=(6.5 + 2.6 * ncol, 6))
+    fig, ax = _subplots(figsize=(6.5 + 2.6 * ncol, 6))
     if rest.size:  # beyond the key: grey, drawn first, with one entry
         sel = np.isin(pattern.group_of, rest)
         ax.scatter(H[sel, 0], H[sel, 1], color="0.7", marker=".", s=20,
@@ -115,13 +112,11 @@ def embedding_projection_figure(emb: Embeddings, pattern: SupportPattern, path: 
               title_fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def singular_values_figure(emb: Embeddings, path: str, title: str | None = None) -> None:
     """The singular values of L^mm, largest first (its rank is the number of bars)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = _subplots(figsize=(5, 3.5))
     ax.set_title(f"{title + ': ' if title else ''}singular values of " + "$L^{\\mathrm{mm}}$" + f" (rank {emb.rank})",
                  fontsize=10)
     ax.bar(np.arange(1, emb.rank + 1), emb.singular_values)
@@ -129,7 +124,6 @@ def singular_values_figure(emb: Embeddings, path: str, title: str | None = None)
     ax.set_ylabel("singular value of $L^{\\mathrm{mm}}$")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 __all__ = ["embedding_projection_figure", "singular_values_figure", "word_gram_figure"]
@@ -139,8 +133,7 @@ def training_figure(trajectories, path: str, title: str | None = None) -> None:
     """Four panels over steps (log scale) for each joint trajectory: 1 − cos(L_k, L^mm), CE − ℋ, ‖L_k‖_F and
     the context-collapse defect of P_F⊥ L_k; ``title`` (the instance) heads it, with each run's step size in
     the key."""
-    plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    fig, axes = _subplots(2, 2, figsize=(10, 7))
     panels = (("cos_mm", "$1 - \\cos(L_k, L^{\\mathrm{mm}})$", True),
               ("excess_loss", "$\\mathrm{CE} - \\mathcal{H}$", True),
               ("norm_L", "$\\|L_k\\|_F$", False), ("context_collapse", "context-collapse defect", True))
@@ -159,7 +152,6 @@ def training_figure(trajectories, path: str, title: str | None = None) -> None:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def _run_label(tr) -> str:

@@ -14,16 +14,15 @@ The loss of a linear decoder :math:`W \in \mathbb{R}^{V \times d}` is
 
 and its lower bound is the entropy :math:`\mathcal{H} = -\sum_j \pi_j \sum_{z\in S_j} p_{j,z}\log p_{j,z}`.
 
-All input validation of the package happens here, once: constructors raise
-:class:`~ntpcert.errors.InputError` with a message that names the field and the offending value.
+All input validation of the package happens in these constructors, once (the value checks are in
+:mod:`ntpcert.instance.values`): they raise :class:`~ntpcert.errors.InputError` with a message that
+names the field and the offending value.
 """
 
 from __future__ import annotations
 
-import decimal
 import hashlib
 import math
-import numbers
 from dataclasses import dataclass, field
 from functools import cached_property
 from fractions import Fraction
@@ -34,239 +33,9 @@ import numpy as np
 from ntpcert.errors import InputError
 from ntpcert.instance import ce
 from ntpcert.instance.ce import CELayout
+from ntpcert.instance.values import (COUNT_MAX, PROB_SUM_TOL, as_count_matrix, as_float_matrix, checked_row_sums,
+                                    exact_prob_rows, exact_weights, frozen)
 from ntpcert.util.numbers import lcm_all
-
-#: Float probabilities given without counts must sum to one within this absolute tolerance;
-#: exact fractions must sum to one exactly.
-PROB_SUM_TOL = 1e-9
-
-
-def _frozen(a: np.ndarray, *, owned: bool = False) -> np.ndarray:
-    """A read-only array: a copy, or ``a`` itself when ``owned`` (built here, referenced nowhere else;
-    the copy of an m·V array is 624 MB at m = V = 8,831)."""
-    a = a if owned else np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-#: Largest count, row sum and total n accepted: counts are kept as an int64 array.
-COUNT_MAX = int(np.iinfo(np.int64).max)
-
-
-def _show_int(c: int) -> str:
-    """``c`` in decimal, or its sign, leading digits and length when it has more than 40 digits."""
-    if abs(c).bit_length() <= 132:
-        return str(c)
-    digits = int(abs(c).bit_length() * 0.30102999566398120) + 1  # within one of the true length
-    lead = abs(c) >> (abs(c).bit_length() - 64)
-    return f"{'-' if c < 0 else ''}an integer of about {digits} digits (leading bits {lead:#x})"
-
-
-def _at(name: str, idx: tuple[int, ...]) -> str:
-    return f"{name}[{', '.join(map(str, idx))}]"
-
-
-def _float_count_bound(dtype: np.dtype) -> int:
-    """Floats of this dtype stand for one integer unambiguously only below ``2**(nmant + 1)``
-    (``2**53`` for float64): above it, neighbouring integers round to the same float."""
-    return 2 ** (int(np.finfo(dtype).nmant) + 1)
-
-
-def _count_value(name: str, idx: tuple[int, ...], value: Any) -> int:
-    """One count as an exact Python int; floats only when they are unambiguous integers."""
-    where = _at(name, idx)
-    if isinstance(value, (bool, np.bool_)):
-        raise InputError(f"{where}: value {bool(value)!r} is a boolean, expected an integer count")
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Rational):
-        if value.denominator != 1:
-            raise InputError(f"{where}: value {_show(value)} is not an integer")
-        return int(value.numerator)
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            raise InputError(f"{where}: value {_show(value)} is not finite")
-        if value != value.to_integral_value():
-            raise InputError(f"{where}: value {_show(value)} is not an integer")
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        fv = value if isinstance(value, np.floating) else np.float64(value)
-        shown = repr(float(fv)) if fv.dtype.itemsize <= 8 else str(fv)
-        if not np.isfinite(fv):
-            raise InputError(f"{where}: value {shown} is not finite")
-        if fv != np.floor(fv):
-            raise InputError(f"{where}: value {shown} is not an integer")
-        iv = int(fv)
-        if iv < 0:
-            raise InputError(f"{where}: value {shown} is negative")
-        bound = _float_count_bound(fv.dtype)
-        if iv >= bound:
-            raise InputError(
-                f"{where}: value {shown} is not an exactly representable integer count (a float count must be "
-                f"an integer below 2^{bound.bit_length() - 1}); give it as an integer"
-            )
-        return iv
-    raise InputError(f"{where}: value {_show(value)} is not a number, expected an integer count")
-
-
-def _as_count_matrix(counts: Any) -> np.ndarray:
-    """Read counts into an int64 array without ever rounding a value.
-
-    Non-object numpy arrays are checked vectorised; everything else (lists such as JSON gives,
-    object arrays) element by element, so that one float in a list of ints does not turn the
-    ints into floats. Floats are accepted only as integers below ``2**53`` (float64; the
-    dtype's own bound for narrower floats), values past int64 are refused."""
-    if isinstance(counts, np.ndarray) and counts.dtype != object:
-        raw = counts
-        if raw.ndim != 2:
-            raise InputError(f"counts: expected a 2-d array, got shape {raw.shape}")
-        kind = raw.dtype.kind
-        if kind == "i":
-            C = raw.astype(np.int64)
-        elif kind == "u":
-            big = raw > np.uint64(COUNT_MAX)
-            if np.any(big):
-                idx = tuple(int(i) for i in np.argwhere(big)[0])
-                raise InputError(
-                    f"{_at('counts', idx)}: value {int(raw[idx])} exceeds the largest supported count "
-                    f"2^63 - 1 = {COUNT_MAX}"
-                )
-            C = raw.astype(np.int64)
-        elif kind == "f" and raw.dtype.itemsize <= 8:
-            rawf = raw.astype(np.float64)  # exact for float16/32/64
-            bad = ~np.isfinite(rawf) | (rawf != np.floor(np.where(np.isfinite(rawf), rawf, 0.0)))
-            bad |= rawf < 0
-            bad |= np.abs(np.where(np.isfinite(rawf), rawf, 0.0)) >= float(_float_count_bound(raw.dtype))
-            if np.any(bad):
-                idx = tuple(int(i) for i in np.argwhere(bad)[0])
-                _count_value("counts", idx, raw[idx])  # raises with the message for this entry
-            C = rawf.astype(np.int64)
-        else:
-            raise InputError(f"counts: expected integers, got dtype {raw.dtype}")
-    else:
-        try:
-            raw = np.asarray(counts, dtype=object)
-        except (TypeError, ValueError) as err:
-            raise InputError(f"counts: cannot read as numbers ({err})") from None
-        if raw.ndim != 2:
-            raise InputError(f"counts: expected a 2-d array, got shape {raw.shape}")
-        m, V = raw.shape
-        ints = raw.tolist()
-        for j, row in enumerate(ints):
-            if set(map(type, row)) - {int}:  # plain Python ints (all of JSON's) need no conversion
-                ints[j] = [c if type(c) is int else _count_value("counts", (j, z), c) for z, c in enumerate(row)]
-        try:
-            C = np.array(ints, dtype=np.int64).reshape(m, V)
-        except OverflowError:
-            C = None
-        if C is None or np.any(C < 0):
-            for j, row in enumerate(ints):
-                for z, c in enumerate(row):
-                    if c < 0:
-                        raise InputError(f"counts[{j}, {z}]: value {_show_int(c)} is negative")
-                    if c > COUNT_MAX:
-                        raise InputError(
-                            f"counts[{j}, {z}]: value {_show_int(c)} exceeds the largest supported count 2^63 - 1 = {COUNT_MAX}"
-                        )
-            raise AssertionError("unreachable: an int64 overflow without an entry past int64")  # pragma: no cover
-    if np.any(C < 0):
-        idx = tuple(int(i) for i in np.argwhere(C < 0)[0])
-        raise InputError(f"{_at('counts', idx)}: value {int(C[idx])} is negative")
-    return C
-
-
-def _checked_row_sums(C: np.ndarray) -> np.ndarray:
-    """Row sums of non-negative int64 counts, refusing any row sum or total past int64 (where
-    numpy would wrap around silently)."""
-    m = C.shape[0]
-    # float64 sums are within a tiny relative error of the true sums: below 2^62 nothing can wrap
-    approx = C.sum(axis=1, dtype=np.float64)
-    limit = float(2**62)
-    if approx.size and (approx.max() >= limit or approx.sum() >= limit):
-        exact = [sum(int(c) for c in C[j].tolist()) for j in range(m)]
-        for j, t in enumerate(exact):
-            if t > COUNT_MAX:
-                raise InputError(
-                    f"counts[{j}]: row sums to {t}, past the largest supported row sum 2^63 - 1 = {COUNT_MAX}"
-                )
-        total = sum(exact)
-        if total > COUNT_MAX:
-            raise InputError(
-                f"counts: the counts sum to n = {total}, past the largest supported total 2^63 - 1 = {COUNT_MAX}"
-            )
-    return C.sum(axis=1)
-
-
-def _as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as err:
-        raise InputError(f"{name}: cannot read as numbers ({err})") from None
-    if arr.ndim != ndim:
-        raise InputError(f"{name}: expected a {ndim}-d array, got shape {arr.shape}")
-    if arr.size and not np.all(np.isfinite(arr)):
-        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-        raise InputError(f"{name}[{', '.join(map(str, idx))}]: value {arr[idx].item()!r} is not finite")
-    return arr
-
-
-#: Longest probability or weight string read (characters), and the largest decimal exponent in
-#: one: "1e-100000000" would otherwise build a 332-million-bit integer before anything else runs.
-MAX_FRACTION_CHARS = 1000
-MAX_DECIMAL_EXPONENT = 400
-
-#: Largest numerator or denominator of an exact probability or weight (bits, about 120 digits).
-MAX_FRACTION_BITS = 400
-
-
-def _parse_fraction(name: str, idx: tuple[int, ...], value: Any) -> Fraction:
-    """Read one probability: an int, a float (taken as the exact dyadic rational it is),
-    or a string such as ``"1/3"`` or ``"0.25"`` (at most ``MAX_FRACTION_CHARS`` characters, decimal
-    exponents at most ``MAX_DECIMAL_EXPONENT`` in size)."""
-    where = f"{name}[{', '.join(map(str, idx))}]"
-    if isinstance(value, bool):
-        raise InputError(f"{where}: value {value!r} is not a number")
-    if isinstance(value, str):
-        s = value.strip()
-        if len(s) > MAX_FRACTION_CHARS:
-            raise InputError(f"{where}: value {_show(value)} is longer than {MAX_FRACTION_CHARS} characters")
-        mant, sep, exp = s.lower().partition("e")
-        if sep:
-            try:
-                big = abs(int(exp)) > MAX_DECIMAL_EXPONENT
-            except ValueError:
-                big = False  # not a number: reported below
-            if big:
-                raise InputError(f"{where}: value {_show(value)} has a decimal exponent beyond "
-                                 f"±{MAX_DECIMAL_EXPONENT}")
-    frac = _read_fraction(where, value)
-    if max(frac.numerator.bit_length(), frac.denominator.bit_length()) > MAX_FRACTION_BITS:
-        raise InputError(f"{where}: value {_show(value)} has a numerator or denominator of more than "
-                         f"{MAX_FRACTION_BITS} bits (exact compatibility would have to factor it)")
-    return frac
-
-
-def _read_fraction(where: str, value: Any) -> Fraction:
-    try:
-        if isinstance(value, Fraction):
-            frac = value
-        elif isinstance(value, str):
-            frac = Fraction(value.strip())
-        elif isinstance(value, (int, np.integer)):
-            frac = Fraction(int(value))
-        else:
-            fv = float(value)
-            if not np.isfinite(fv):
-                raise InputError(f"{where}: value {value!r} is not finite")
-            frac = Fraction(fv)
-    except (ValueError, ZeroDivisionError, TypeError):
-        raise InputError(f"{where}: value {_show(value)} is not a number or fraction") from None
-    return frac
 
 
 @dataclass(frozen=True, eq=False)
@@ -340,17 +109,17 @@ class NTPInstance:
         :math:`n` past ``2**63 - 1`` (:data:`COUNT_MAX`) is refused, never wrapped around.
         Booleans, strings, NaN and infinities are refused.
         """
-        H = _as_float_matrix("embeddings", embeddings, ndim=2)
-        C = _as_count_matrix(counts)
+        H = as_float_matrix("embeddings", embeddings, ndim=2)
+        C = as_count_matrix(counts)
         cls._check_shapes(H, C.shape, "counts")
-        totals = _checked_row_sums(C)
+        totals = checked_row_sums(C)
         empty = np.flatnonzero(totals == 0)
         if empty.size:
             raise InputError(f"counts[{int(empty[0])}]: row sums to 0, so context {int(empty[0])} has an empty support")
         n = int(totals.sum())
         probs = C / totals[:, None]
         weights = totals / n
-        # C (from _as_count_matrix), probs and weights are new arrays: frozen without a copy
+        # C (from as_count_matrix), probs and weights are new arrays: frozen without a copy
         return cls._build(H, probs, weights, C, None, None, token_names, context_names, name, owned=True)
 
     @classmethod
@@ -376,42 +145,17 @@ class NTPInstance:
         weights : array_like of shape (m,), optional
             Positive context frequencies; normalised to sum to one. Default: uniform.
         """
-        H = _as_float_matrix("embeddings", embeddings, ndim=2)
+        H = as_float_matrix("embeddings", embeddings, ndim=2)
         raw = np.asarray(probs, dtype=object)
         if raw.ndim != 2:
             raise InputError(f"probs: expected a 2-d array, got shape {raw.shape}")
         cls._check_shapes(H, raw.shape, "probs")
         m, V = raw.shape
         has_string = any(isinstance(x, (str, Fraction)) for x in raw.flat)
-        rows: list[tuple[Fraction, ...]] = []
-        for j in range(m):
-            row = tuple(_parse_fraction("probs", (j, z), raw[j, z]) for z in range(V))
-            for z, f in enumerate(row):
-                if f < 0:
-                    raise InputError(f"probs[{j}, {z}]: value {_show(raw[j, z])} is negative")
-            total = sum(row, Fraction(0))
-            if total == 0:
-                raise InputError(f"probs[{j}]: row sums to 0, so context {j} has an empty support")
-            if has_string:
-                if total != 1:
-                    raise InputError(f"probs[{j}]: row sums to {total}, not exactly 1")
-            elif abs(float(total) - 1.0) > PROB_SUM_TOL:
-                raise InputError(f"probs[{j}]: row sums to {float(total)!r}, not 1 (tolerance {PROB_SUM_TOL:g})")
-            rows.append(row)
+        rows = exact_prob_rows(raw, exact=has_string)
         P = np.array([[float(f) for f in row] for row in rows], dtype=np.float64).reshape(m, V)
         P = P / P.sum(axis=1, keepdims=True)
-        if weights is None:
-            w_exact = tuple(Fraction(1, m) for _ in range(m))
-        else:
-            wr = np.asarray(weights, dtype=object)
-            if wr.ndim != 1 or wr.shape[0] != m:
-                raise InputError(f"weights: expected shape ({m},) to match probs, got shape {wr.shape}")
-            wf = [_parse_fraction("weights", (j,), wr[j]) for j in range(m)]
-            for j, f in enumerate(wf):
-                if f <= 0:
-                    raise InputError(f"weights[{j}]: value {_show(wr[j])} is not positive")
-            tot = sum(wf, Fraction(0))
-            w_exact = tuple(f / tot for f in wf)
+        w_exact = exact_weights(weights, m)
         W = np.array([float(f) for f in w_exact], dtype=np.float64)
         from_floats = not has_string and any(isinstance(x, (float, np.floating)) for x in raw.flat)
         return cls._build(H, P, W, None, tuple(rows), w_exact, token_names, context_names, name,
@@ -443,10 +187,10 @@ class NTPInstance:
         for s in supports:
             s.setflags(write=False)
         return cls(
-            embeddings=_frozen(H),
-            probs=_frozen(P, owned=owned),
-            weights=_frozen(W, owned=owned),
-            counts=None if C is None else _frozen(C, owned=owned),
+            embeddings=frozen(H),
+            probs=frozen(P, owned=owned),
+            weights=frozen(W, owned=owned),
+            counts=None if C is None else frozen(C, owned=owned),
             exact_probs=exact,
             exact_weights=exact_w,
             token_names=tn,
@@ -637,8 +381,9 @@ class NTPInstance:
             h.update(",".join(f"{f.numerator}/{f.denominator}" for f in self.exact_weights).encode())
         return h.hexdigest()
 
-    def describe(self, *, embedding_rank: int | None = None) -> dict[str, Any]:
-        """A JSON-ready summary: sizes, support sizes, n and ℋ.
+    def describe(self, *, embedding_rank: int | None = None, fingerprint: bool = False) -> dict[str, Any]:
+        """A JSON-ready summary: sizes, support sizes, n and ℋ (and with ``fingerprint`` the key
+        ``fingerprint``, :meth:`fingerprint`: ``ntpcert info``).
 
         ``embedding_rank`` is the rank of H when the caller already knows it (for example certified
         mod a prime); otherwise a float SVD rank is computed when H has at most 4,000,000 entries.
@@ -657,7 +402,11 @@ class NTPInstance:
             "support_size_mean": float(k.mean()),
             "entropy": self.entropy(),
             "embedding_rank": embedding_rank,
+            **({"fingerprint": self.fingerprint()} if fingerprint else {}),
         }
 
     def __repr__(self) -> str:
         return f"NTPInstance(name={self.name!r}, m={self.m}, d={self.d}, V={self.V})"
+
+
+__all__ = ["COUNT_MAX", "NTPInstance", "PROB_SUM_TOL"]

@@ -343,7 +343,7 @@ def exact_certify(
     w_star: str = "auto",
     separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
-    excess: bool = True,
+    excess: bool = False,
     why_not: Callable[..., tuple[dict, dict]] | None = None,
     source: dict | None = None,
 ) -> ExactReport:
@@ -367,7 +367,8 @@ def exact_certify(
         Decide by Lemma 1 when it applies (default); false: explicit witnesses (a feasible W, null vectors).
     excess : bool
         Also certify the excess-loss bracket (section ``excess``; instances up to
-        :data:`~ntpcert.pipeline.excess_certificate.AUTO_MAX_CELLS` cells).
+        :data:`~ntpcert.pipeline.excess_certificate.AUTO_MAX_CELLS` cells). Off by default, as
+        ``ntpcert certify --exact`` without ``--excess``: the bracket can cost more than the verdicts.
     why_not : callable, optional
         Explains negative verdicts: called as ``why_not(instance, compatible=, violating=, separable=,
         ray=, system=)`` with the exact verdicts and witnesses, it returns ``(keys, sections)``: JSON
@@ -383,7 +384,8 @@ def exact_certify(
     # no least-squares point once (4) is refuted exactly: W* does not exist, and the fit is the float
     # stage's costliest part on large corpora
     rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
-                  use_lemma1=use_lemma1, fit_when_refuted=False, svm_time_limit=None)
+                  use_lemma1=use_lemma1, fit_when_refuted=False, svm_time_limit=None,
+                  svm_certificate="exact")  # the exact SVM stage reuses the solver's exact gap bound
     stages = Stages(4, progress, desc="exact")
     primes, E = prime_exponents(instance)
     try:

@@ -187,11 +187,11 @@ def certify(
     svm: bool = True,
     solver: str = DEFAULT_SOLVER,
     progress: bool | None = None,
-    time_limit: float | None = None,
+    separability_time_limit: float | None = None,
     separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
     fit_when_refuted: bool = True,
-    svm_certificate: str = "exact",
+    svm_certificate: str = "float",
     svm_time_limit: float | None = SVM_TIME_LIMIT,
 ) -> Report:
     """Run the float pipeline on ``instance``: Lemma 1's rank test, F and W* (compatibility),
@@ -208,12 +208,12 @@ def certify(
     that fails or cannot be certified is reported in ``svm_error``; the verdicts stand. With
     ``fit_when_refuted`` false, no least-squares point of (4) is computed once an exact witness has
     refuted (4) (W* does not exist; ``fit.W_star`` is then None and ``subspace`` holds the
-    rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`). ``svm_certificate="float"`` lets the
-    structured solver (``auto``, ``structured``) report the float gap recomputed from its primal/dual
-    pair instead of building its exact gap bound (about 40 % of the solve at V = 2000, d = 1024); the
-    exact pipeline keeps the default and reuses that bound. ``svm_time_limit`` bounds the NTP-SVM's
-    seconds (default :data:`SVM_TIME_LIMIT`; None: no bound); ``time_limit`` bounds the separability
-    decision's (default :data:`~ntpcert.pipeline.decide.SEPARABILITY_TIME_LIMIT` for the structured solver).
+    rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`). With ``svm_certificate="float"`` (the
+    default, as ``ntpcert certify``) the structured solver (``auto``, ``structured``) reports the float gap
+    recomputed from its primal/dual pair; ``"exact"`` has it build its exact gap bound as well (about 40 %
+    of the solve at V = 2000, d = 1024), which the exact pipeline and ``ntpcert limits`` ask for.
+    ``svm_time_limit`` bounds the NTP-SVM's seconds (default :data:`SVM_TIME_LIMIT`; None: no bound);
+    ``separability_time_limit`` bounds the separability decision's (default :data:`~ntpcert.pipeline.decide.SEPARABILITY_TIME_LIMIT` for the structured solver).
     """
     t0 = time.perf_counter()
     svm_options = _svm_options(solver, svm_certificate)
@@ -239,7 +239,7 @@ def certify(
             else:
                 sep, run = decide_separability(
                     system, separability_solver=separability_solver, lemma1_rank=p,
-                    svm_solver=solver if svm else None, time_limit=time_limit, progress=progress,
+                    svm_solver=solver if svm else None, time_limit=separability_time_limit, progress=progress,
                     svm_options=svm_options)
         sol: SVMSolution | None = run.svm
         err: str | None = run.svm_error if sol is None else None
@@ -286,4 +286,4 @@ def _svm_options(solver: str, svm_certificate: str) -> dict:
 
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:
     """Alias of :func:`certify` with the SVM solved: the report carries W* and W^mm."""
-    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None)
+    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None, svm_certificate="exact")

@@ -56,13 +56,13 @@ from ntpcert.instance import NTPInstance
 PAIR_TOKENS = 48
 #: At most this many pairs are tried for each question, and for at most this many seconds.
 PAIRS_MAX = 12
-PAIRS_TIME_BUDGET = 20.0
+PAIRS_TIME_LIMIT = 20.0
 #: Xor contexts tried per pair for a Farkas ray.
 XOR_TRIES = 3
 #: The LP route (module doc): at most this many pairs and seconds, and pairs with at most this many
 #: contexts in B and X together (its LP has d + 1 rows and that many columns).
 LP_PAIRS_MAX = 6
-LP_TIME_BUDGET = 30.0
+LP_TIME_LIMIT = 30.0
 LP_MAX_CONTEXTS = 20_000
 
 
@@ -156,7 +156,7 @@ def compatibility_witness(instance: NTPInstance) -> tuple[dict, str] | None:
     t0 = time.perf_counter()
     d = instance.d
     for z, zp, B, _ in pairs(instance):
-        if time.perf_counter() - t0 > PAIRS_TIME_BUDGET or B.size < 2:
+        if time.perf_counter() - t0 > PAIRS_TIME_LIMIT or B.size < 2:
             break
         ctx = B[: d + 1]
         for y in null_vectors(instance.embeddings[ctx]):
@@ -179,7 +179,7 @@ def separability_witness(instance: NTPInstance) -> tuple[dict, str] | None:
     d = instance.d
     S = instance.support_mask()
     for z, zp, B, X in pairs(instance):
-        if time.perf_counter() - t0 > PAIRS_TIME_BUDGET or B.size < 1:
+        if time.perf_counter() - t0 > PAIRS_TIME_LIMIT or B.size < 1:
             break
         if X.size == 0:
             continue
@@ -212,7 +212,7 @@ def _lp_separability_witness(instance: NTPInstance, S: np.ndarray) -> tuple[dict
     t0 = time.perf_counter()
     d = instance.d
     for n, (z, zp, B, X) in enumerate(pairs(instance)):
-        if n >= LP_PAIRS_MAX or time.perf_counter() - t0 > LP_TIME_BUDGET:
+        if n >= LP_PAIRS_MAX or time.perf_counter() - t0 > LP_TIME_LIMIT:
             break
         if X.size == 0 or B.size + X.size <= d or B.size + X.size > LP_MAX_CONTEXTS:
             continue

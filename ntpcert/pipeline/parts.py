@@ -28,7 +28,7 @@ PART_MIN_CONTEXTS = 256
 PART_START = (128, 16)
 #: Seconds one structured solve on a part may take, and all parts together.
 PART_TIME_LIMIT = 10.0
-PARTS_TIME_BUDGET = 30.0
+PARTS_TIME_LIMIT = 30.0
 #: Epochs of a structured solve on a part.
 PART_MAX_EPOCHS = 3000
 #: Relative gap that ends a structured solve on a part (feasibility only).
@@ -120,9 +120,9 @@ def separability_on_parts(instance: NTPInstance, *, progress: bool | None = None
     log = []
     t0 = time.perf_counter()
     for part in parts_of(instance):
-        left = PARTS_TIME_BUDGET - (time.perf_counter() - t0)
+        left = PARTS_TIME_LIMIT - (time.perf_counter() - t0)
         if left <= 0:
-            log.append("parts: time budget spent")
+            log.append("parts: time limit spent")
             break
         sub = part.instance
         tp = time.perf_counter()

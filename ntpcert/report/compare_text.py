@@ -34,3 +34,13 @@ def series_lines(series: Sequence[tuple[int, Any]]) -> list[str]:
     out = ["  " + f"{'t':>8} " + " ".join(f"{k:>22}" for k in keys)]
     out += ["  " + f"{t:>8} " + " ".join(f"{c.values[k]:22.6g}" for k in keys) for t, c in series]
     return out
+
+
+def report_lines(rep: Any) -> list[str]:
+    """A :class:`~ntpcert.dynamics.compare.DecoderReport`: the instance's sizes and verdicts, then the
+    comparison or the series."""
+    inst, lim = rep.instance, rep.limits
+    head = (f"{inst.name}: m={inst.m}, d={inst.d}, V={inst.V}; compatible {lim.compatible}, "
+            f"separable {lim.svm is not None}")
+    return [head] + (comparison_lines(rep.comparison) if rep.comparison is not None else series_lines(rep.series))
+

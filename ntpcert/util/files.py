@@ -264,6 +264,25 @@ def write_directory(out: str | os.PathLike, writers: dict[str, Callable[[str], N
     return names
 
 
+def text_writer(text: str) -> Callable[[str], None]:
+    """A writer for :func:`write_directory`: ``text`` into the file, UTF-8."""
+    def write(path: str) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+    return write
+
+
+def npy_writer(array: Any) -> Callable[[str], None]:
+    """A writer for :func:`write_directory`: ``array`` as ``.npy``."""
+    def write(path: str) -> None:
+        import numpy as np
+
+        np.save(path, np.asarray(array))
+
+    return write
+
+
 __all__ = [
     "atomic_write",
     "atomic_write_bytes",
@@ -275,5 +294,7 @@ __all__ = [
     "read_input_bytes",
     "save_npy_atomic",
     "staged_directory",
+    "npy_writer",
+    "text_writer",
     "write_directory",
 ]

@@ -209,5 +209,14 @@ def csv_text(runs: Sequence[Run]) -> str:
     return buf.getvalue()
 
 
+def summary_json(runs: Sequence[Run], time_limit: float, *, out: str | None = None,
+                 qpbenchmark: str | None = None) -> dict:
+    """The JSON of ``ntpcert bench --json``: :func:`summarize`, :func:`infeasible_summary`, :func:`drivers`,
+    every run, and where the report (``out``) and the qpbenchmark test set went."""
+    return {"summary": summarize(runs, time_limit), "infeasible": infeasible_summary(runs, time_limit),
+            "drivers": drivers(runs, time_limit), "runs": [r.to_row() for r in runs], "out": out,
+            "qpbenchmark": qpbenchmark}
+
+
 __all__ = ["DRIVER_SHARE", "SHIFT", "csv_text", "drivers", "feasible", "infeasible_summary", "markdown",
-           "scored_time", "shifted_geometric_mean", "summarize"]
+           "scored_time", "shifted_geometric_mean", "summarize", "summary_json"]

@@ -195,4 +195,21 @@ def run_all(items: Sequence[Prepared], backends: Sequence[str], *, time_limit: f
     return runs
 
 
-__all__ = ["DEFAULT_TOL", "GRACE", "Prepared", "Run", "prepare", "raw_status", "run_all", "run_one", "score", "settle"]
+#: Backends run by default, those of them whose solver is installed (:func:`available_backends`).
+DEFAULT_BACKENDS = ("structured", "clarabel", "cvxpy", "osqp", "scs", "piqp", "proxqp", "highs")
+
+
+def available_backends() -> list[str]:
+    """The backends of :data:`DEFAULT_BACKENDS` that can run here: the three of the core install, and the
+    qpsolvers ones whose solver qpsolvers finds (``ntpcert[bench]``)."""
+    try:
+        import qpsolvers
+
+        have = set(qpsolvers.available_solvers)
+    except ImportError:
+        have = set()
+    return [b for b in DEFAULT_BACKENDS if b in ("structured", "clarabel", "cvxpy") or b in have]
+
+
+__all__ = ["DEFAULT_BACKENDS", "DEFAULT_TOL", "GRACE", "Prepared", "Run", "available_backends", "prepare", "raw_status",
+           "run_all", "run_one", "score", "settle"]

@@ -22,7 +22,8 @@ import numpy as np
 
 from ntpcert.errors import InputError
 
-__all__ = ["PhaseCell", "phase_table", "crossings", "plot_phase", "BOOLEAN_QUANTITIES", "AXES"]
+__all__ = ["PhaseCell", "PhaseDiagram", "phase_table", "crossings", "filter_rows", "phase_diagram", "plot_phase",
+           "BOOLEAN_QUANTITIES", "AXES"]
 
 BOOLEAN_QUANTITIES = ("compatible", "separable", "reachable", "svm_optimal", "geo_proxy_optimal")
 #: Fields a diagram can use as x or as a grouping.
@@ -263,3 +264,56 @@ def _edges(centres: Sequence[float]) -> np.ndarray:
         return np.array([c[0] - 0.5, c[0] + 0.5])
     mid = (c[1:] + c[:-1]) / 2
     return np.concatenate([[c[0] - (mid[0] - c[0])], mid, [c[-1] + (c[-1] - mid[-1])]])
+
+
+def filter_rows(rows: list[dict], where: Sequence[str], *, field: str = "where") -> list[dict]:
+    """The rows whose field equals the value of every ``FIELD=VALUE`` in ``where`` (compared as text)."""
+    for cond in where:
+        name, sep, value = cond.partition("=")
+        if not sep or not rows or name not in rows[0]:
+            raise InputError(f"{field}: value {cond!r} is not FIELD=VALUE with a field of the store")
+        rows = [r for r in rows if str(r[name]) == value]
+        if not rows:
+            raise InputError(f"{field}: value {cond!r} keeps no rows")
+    return rows
+
+
+@dataclass(frozen=True)
+class PhaseDiagram:
+    """What :func:`phase_diagram` drew: the cells per quantity and where each group's curve first reaches 1/2.
+
+    Attributes
+    ----------
+    out : str
+    rows : int
+        Rows of the store drawn (after the filters).
+    cells : dict of str to list of PhaseCell
+    crossings : dict of str to dict of tuple to float or None
+        Per quantity, per group: the first x where the value reaches 1/2 (:func:`crossings`).
+    x : str
+    by : tuple of str
+    """
+
+    out: str
+    rows: int
+    cells: dict
+    crossings: dict
+    x: str
+    by: tuple
+
+    def to_json(self) -> dict[str, Any]:
+        return {"out": self.out, "rows": self.rows,
+                "cells": {q: [c.to_json() for c in cells] for q, cells in self.cells.items()},
+                "crossings": {q: [{"group": list(g), "x": x} for g, x in cr.items()] for q, cr in self.crossings.items()}}
+
+
+def phase_diagram(rows: list[dict], out: str, *, where: Sequence[str] = (), quantities: Sequence[str] | None = None,
+                  by: Sequence[str] = ("k",), x: str = "d_over_m", kind: str = "curves",
+                  title: str | None = None) -> PhaseDiagram:
+    """:func:`filter_rows`, then :func:`plot_phase` (default quantities ``separable`` and ``reachable``),
+    with the 1/2 crossings of each group."""
+    kept = filter_rows(rows, where)
+    tables = plot_phase(kept, out, quantities=list(quantities or ("separable", "reachable")), by=by, x=x, kind=kind,
+                        title=title)
+    return PhaseDiagram(out, len(kept), tables, {q: crossings(cells) for q, cells in tables.items()}, x, tuple(by))
+

@@ -77,8 +77,9 @@ class SweepSummary:
     def complete(self) -> bool:
         return self.already_done + self.computed == self.total
 
-    def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "complete": self.complete}
+    def to_json(self, *, csv: str | None = None) -> dict[str, Any]:
+        """Every field, ``complete``, and ``csv``: where the table was written (None: nowhere)."""
+        return {**self.__dict__, "complete": self.complete, "csv": csv}
 
 
 def _chunks(points: list[GridPoint], size: int) -> Iterator[list[GridPoint]]:

@@ -10,7 +10,7 @@ is negative, its exact witness names a culprit, which is shrunk here to an irred
 
 :func:`explain` decides both verdicts with the decision engine (:mod:`ntpcert.pipeline.decide`) and
 explains the negative ones; :func:`why_not` explains the verdicts of a ``certify`` run, within limits
-that keep it cheap (:data:`CERTIFY_MAX_CONTEXTS`, :data:`CERTIFY_MAX_EQUATIONS`, :data:`CERTIFY_BUDGET`).
+that keep it cheap (:data:`CERTIFY_MAX_CONTEXTS`, :data:`CERTIFY_MAX_EQUATIONS`, :data:`CERTIFY_TIME_LIMIT`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from ntpcert.verdict import FarkasRay, Verdict, ViolatingNullVector
 
 #: ``certify --json`` explains a negative separability verdict only when its ray touches at most this
 #: many contexts, and a negative compatibility verdict only when its null vector has at most this many
-#: non-zeros; both within :data:`CERTIFY_BUDGET` seconds each. ``ntpcert explain`` has no such caps.
+#: non-zeros; both within :data:`CERTIFY_TIME_LIMIT` seconds each. ``ntpcert explain`` has no such caps.
 CERTIFY_MAX_CONTEXTS = 64
 CERTIFY_MAX_EQUATIONS = 200
-CERTIFY_BUDGET = 5.0
+CERTIFY_TIME_LIMIT = 5.0
 #: Seconds for each shrinking in ``ntpcert explain``.
-EXPLAIN_BUDGET = 60.0
+EXPLAIN_TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,7 +105,7 @@ def _keys(compatible, wnc, separable, wns, notes) -> dict:
 
 
 def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
-            time_budget: float = EXPLAIN_BUDGET, time_limit: float | None = None,
+            time_limit: float = EXPLAIN_TIME_LIMIT, separability_time_limit: float | None = None,
             excess: bool = True) -> Explanation:
     """Decide (4) and (6) and explain each negative verdict by an irreducible culprit.
 
@@ -118,9 +118,9 @@ def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: 
         culprits are checked in exact arithmetic either way.
     separability_solver : {"auto", "structured", "highs"}
         Separability solver, for the whole instance and for every sub-problem of the filter.
-    time_budget : float
+    time_limit : float
         Seconds for each shrinking (the result says when it ran out).
-    time_limit : float, optional
+    separability_time_limit : float, optional
         Seconds for the separability decision on the whole instance (without ``exact``).
     excess : bool
         Also bracket the best loss :math:`L^*` (key ``excess_loss``; certified with ``exact``).
@@ -145,19 +145,19 @@ def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: 
         compatible = decide_compatibility(system, lemma1_rank=p)
         ts = lap("compatibility", ts)
         separable, _ = decide_separability(system, separability_solver=separability_solver, lemma1_rank=p,
-                                           time_limit=time_limit)
+                                           time_limit=separability_time_limit)
         ts = lap("separability", ts)
     violating, ray = _violating(compatible), _ray(separable)
     notes: dict[str, str] = {}
     wns = wnc = None
     if separable.holds is False:
-        wns = (why_not_separable(instance, ray, separability_solver=separability_solver, time_budget=time_budget)
+        wns = (why_not_separable(instance, ray, separability_solver=separability_solver, time_limit=time_limit)
                if ray else None)
         if wns is None:
             notes["why_not_separable"] = "no Farkas ray that passes its exact re-check"
     ts = lap("why_not_separable", ts)
     if compatible.holds is False:
-        wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget) if violating else None
+        wnc = why_not_compatible(instance, violating, system=system, time_limit=time_limit) if violating else None
         if wnc is None:
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
     ts = lap("why_not_compatible", ts)
@@ -189,12 +189,12 @@ def _exact_verdicts(instance: NTPInstance, separability_solver: str) -> tuple[Ve
 def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict | None, separable: bool | None,
             ray: dict | None, system: KeslerSystem | None = None, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
             max_contexts: int = CERTIFY_MAX_CONTEXTS, max_equations: int = CERTIFY_MAX_EQUATIONS,
-            time_budget: float = CERTIFY_BUDGET) -> dict:
+            time_limit: float = CERTIFY_TIME_LIMIT) -> dict:
     """The keys ``why_not_separable`` / ``why_not_compatible`` for a report whose verdicts and exact
     witnesses are given: present only for a negative verdict; ``{"skipped": why}`` when the witness is
     larger than the caps (then ``ntpcert explain`` gives it)."""
     wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
-                                max_contexts, max_equations, time_budget)
+                                max_contexts, max_equations, time_limit)
     return _keys(compatible, wnc, separable, wns, notes)
 
 
@@ -206,7 +206,7 @@ def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, vio
     :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`). Each key says whether its culprit is in
     the certificate (``in_certificate``), and why not when it is not."""
     wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
-                                CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_BUDGET)
+                                CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_TIME_LIMIT)
     keys = _keys(compatible, wnc, separable, wns, notes)
     sections = {}
     for key, (sec, why) in (("why_not_separable", separability_section(wns)),
@@ -222,7 +222,7 @@ def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, vio
 
 
 def _culprits(instance, compatible, violating, separable, ray, system, separability_solver, max_contexts,
-              max_equations, time_budget) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
+              max_equations, time_limit) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
     notes: dict[str, str] = {}
     wns = wnc = None
     if separable is False:
@@ -233,7 +233,7 @@ def _culprits(instance, compatible, violating, separable, ray, system, separabil
             notes["why_not_separable"] = (f"the Farkas ray touches {n} contexts, more than the {max_contexts} explained "
                                           "here; run 'ntpcert explain DATA'")
         else:
-            wns = why_not_separable(instance, ray, separability_solver=separability_solver, time_budget=time_budget)
+            wns = why_not_separable(instance, ray, separability_solver=separability_solver, time_limit=time_limit)
             if wns is None:
                 notes["why_not_separable"] = "the Farkas ray failed its exact re-check"
     if compatible is False:
@@ -244,7 +244,7 @@ def _culprits(instance, compatible, violating, separable, ray, system, separabil
             notes["why_not_compatible"] = (f"the violating null vector has {n} non-zeros, more than the {max_equations} "
                                            "explained here; run 'ntpcert explain DATA'")
         else:
-            wnc = why_not_compatible(instance, violating, system=system, time_budget=time_budget)
+            wnc = why_not_compatible(instance, violating, system=system, time_limit=time_limit)
             if wnc is None:
                 notes["why_not_compatible"] = "the violating null vector failed its exact re-check"
     return wnc, wns, notes
@@ -262,7 +262,7 @@ def why_not_of_report(rep, *, separability_solver: str = DEFAULT_SEPARABILITY_SO
 
 
 __all__ = [
-    "CERTIFY_BUDGET",
+    "CERTIFY_TIME_LIMIT",
     "CERTIFY_MAX_CONTEXTS",
     "CERTIFY_MAX_EQUATIONS",
     "Deletion",

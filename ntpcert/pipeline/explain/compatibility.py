@@ -39,7 +39,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
 
 #: Default seconds for the deletion filter; when spent, the cycle found so far is reported, not proved irreducible.
-TIME_BUDGET = 30.0
+TIME_LIMIT = 30.0
 #: Largest exponent sum for which the mismatch is written as an exact ratio of integers.
 MAX_EXACT_EXPONENT = 4096
 
@@ -243,7 +243,7 @@ def _pairs(instance: NTPInstance, R: _Rows, idx: list[int], y: list[int]) -> tup
 
 
 def why_not_compatible(instance: NTPInstance, violating: dict, *, system: KeslerSystem | None = None,
-                       time_budget: float = TIME_BUDGET) -> WhyNotCompatible | None:
+                       time_limit: float = TIME_LIMIT) -> WhyNotCompatible | None:
     r"""Shrink a violating left null vector of :math:`A_{eq}` to an irreducible cycle (module doc).
 
     Parameters
@@ -254,7 +254,7 @@ def why_not_compatible(instance: NTPInstance, violating: dict, *, system: Kesler
         ``y`` of a :class:`~ntpcert.verdict.ViolatingNullVector` witness).
     system : KeslerSystem, optional
         The instance's rows (built here when not given), for the exact re-check of the result.
-    time_budget : float
+    time_limit : float
         Seconds for the deletion filter.
 
     Returns None when ``violating`` is not an inconsistent set of equations (nothing to explain).
@@ -271,8 +271,8 @@ def why_not_compatible(instance: NTPInstance, violating: dict, *, system: Kesler
         return None
     note = ""
     for i in list(T):
-        if time.perf_counter() - t0 > time_budget:
-            note = f"time budget of {time_budget:g} s spent before every equation was tried"
+        if time.perf_counter() - t0 > time_limit:
+            note = f"time limit of {time_limit:g} s spent before every equation was tried"
             break
         rest = [k for k in T if k != i]
         if R.inconsistent(rest):
@@ -313,4 +313,4 @@ def why_not_compatible(instance: NTPInstance, violating: dict, *, system: Kesler
                             irreducible, rank, checked, len(rows), time.perf_counter() - t0, note)
 
 
-__all__ = ["LogOddsTerm", "TIME_BUDGET", "WhyNotCompatible", "why_not_compatible"]
+__all__ = ["LogOddsTerm", "TIME_LIMIT", "WhyNotCompatible", "why_not_compatible"]

@@ -26,7 +26,7 @@ Sets of more than :data:`CHUNK_FROM` contexts are first thinned by deleting bloc
 At the end every :math:`j` of :math:`C` holds an exact point separating a superset of
 :math:`C \setminus \{j\}`; each is checked again, exactly, on :math:`C \setminus \{j\}` itself. When
 all pass, :math:`C` is **irreducible**: non-separable (the ray), while every one-context deletion is
-separable. An undetermined sub-problem or a spent time budget leaves ``irreducible`` None, never a
+separable. An undetermined sub-problem or a spent time limit leaves ``irreducible`` None, never a
 guess.
 """
 
@@ -47,7 +47,7 @@ from ntpcert.rows.kesler import KeslerSystem
 #: Sets with more contexts than this are first thinned by block deletions.
 CHUNK_FROM = 16
 #: Default seconds for the whole filter; when spent, the set found so far is reported, not proved irreducible.
-TIME_BUDGET = 60.0
+TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,7 +205,7 @@ def _decide(instance: NTPInstance, contexts, separability_solver: str, time_limi
 
 def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, contexts=None,
                       separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
-                      time_budget: float = TIME_BUDGET) -> WhyNotSeparable | None:
+                      time_limit: float = TIME_LIMIT) -> WhyNotSeparable | None:
     r"""Shrink a verified Farkas ray's support to an irreducible non-separable set (module doc).
 
     Parameters
@@ -218,18 +218,18 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
         Without ``ray``: start from these contexts, which must be non-separable on their own.
     separability_solver : {"auto", "structured", "highs"}
         The separability solver of the sub-problems.
-    time_budget : float
+    time_limit : float
         Seconds for the whole filter.
 
     Returns None when the start is not a verified non-separable set.
     """
     t0 = time.perf_counter()
-    deadline = t0 + time_budget
+    deadline = t0 + time_limit
     steps: list[str] = []
     if ray is None:
         if contexts is None:
             raise ValueError("why_not_separable: give a ray or a set of contexts")
-        start = _decide(instance, sorted({int(j) for j in contexts}), separability_solver, time_budget)
+        start = _decide(instance, sorted({int(j) for j in contexts}), separability_solver, time_limit)
         if start.holds is not False:
             return None
         ray = start.ray
@@ -272,7 +272,7 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
     i = 0
     while i < len(C):
         if left() <= 0:
-            note = f"time budget of {time_budget:g} s spent before every deletion was decided"
+            note = f"time limit of {time_limit:g} s spent before every deletion was decided"
             break
         j = C[i]
         if j in points:
@@ -312,4 +312,4 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
                            time.perf_counter() - t0, note)
 
 
-__all__ = ["CHUNK_FROM", "Deletion", "TIME_BUDGET", "WhyNotSeparable", "integer_ray", "why_not_separable"]
+__all__ = ["CHUNK_FROM", "Deletion", "TIME_LIMIT", "WhyNotSeparable", "integer_ray", "why_not_separable"]
