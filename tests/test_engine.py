@@ -27,6 +27,8 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.certificate.checker import verify_certificate
+from ntpcert.certificate.jsonio import seal
 from ntpcert.exact.compatibility import (
     check_compatibility_exact,
     eq_rows,
@@ -34,9 +36,7 @@ from ntpcert.exact.compatibility import (
 )
 from ntpcert.exact.separability import check_ray, check_separability_exact
 from ntpcert.pipeline import decide as dm
-from ntpcert.pipeline.certificate import seal
 from ntpcert.pipeline.exact_verdicts import exact_certify
-from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.rows.kesler import KeslerSystem
 
 #: Engine keys counted over the whole module, printed at its end (``-s``).

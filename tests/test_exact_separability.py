@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.pipeline.exact_verdicts import build_certificate, exact_certify
+from ntpcert.certificate.checker import verify_certificate
 from ntpcert.exact.compatibility import check_compatibility_exact
 from ntpcert.exact.separability import check_ray, check_separability_exact, exact_ray
-from ntpcert.pipeline.verify import verify_certificate
+from ntpcert.pipeline.exact_verdicts import build_certificate, exact_certify
 from ntpcert.pipeline.float_verdicts import decide_separability
 from ntpcert.rows.kesler import KeslerSystem
 

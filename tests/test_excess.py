@@ -113,7 +113,7 @@ def _section(inst, tol=1e-7):
 def _check(inst, sec):
     import copy
 
-    from ntpcert.pipeline.excess_verify import check_excess
+    from ntpcert.certificate.checker.excess import check_excess
 
     checks: list[str] = []
     return check_excess(copy.deepcopy(sec), inst, checks), checks
@@ -181,9 +181,9 @@ def test_forged_excess_sections_are_rejected(tamper, field):
 
 
 def test_forged_section_fails_the_whole_certificate():
-    from ntpcert.pipeline import certificate as cf
+    from ntpcert.certificate import jsonio
+    from ntpcert.certificate.checker import verify_certificate
     from ntpcert.pipeline.exact_verdicts import exact_certify
-    from ntpcert.pipeline.verify import verify_certificate
 
     inst = random_instance(np.random.default_rng(7), m=30, d=4, V=5, kmin=1, kmax=3)
     rep = exact_certify(inst, svm=False)
@@ -191,7 +191,7 @@ def test_forged_section_fails_the_whole_certificate():
     assert any(c.startswith("excess: q exactly") for c in rep.verdict.checks)
     cert = dict(rep.certificate)
     cert["excess"] = dict(cert["excess"], lower=cert["excess"]["lower"] + 1e-3)
-    v = verify_certificate(cf.seal(cert))
+    v = verify_certificate(jsonio.seal(cert))
     assert not v.valid and "excess.lower" in v.reason
 
 

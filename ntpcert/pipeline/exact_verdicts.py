@@ -3,7 +3,7 @@ r"""``ntpcert certify DATA --exact``: float answers turned into a certificate, c
 Stages: the float pipeline (:func:`ntpcert.pipeline.float_verdicts.certify`), exact compatibility
 (:mod:`~ntpcert.exact.compatibility`), an exact separability witness
 (:mod:`~ntpcert.exact.separability`), the exact NTP-SVM gap (:mod:`~ntpcert.exact.svm_gap`), then the
-certificate is assembled and checked by the independent checker (:mod:`~ntpcert.pipeline.verify`).
+certificate is assembled and checked by the independent checker (:mod:`~ntpcert.certificate.checker`).
 **Every reported verdict is the checked one**: a section that fails the check, or a witness that
 could not be made exact, is reported as undetermined.
 
@@ -16,11 +16,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from ntpcert.util.summary import short_str
+from ntpcert.certificate.checker import CheckResult, verify_certificate
+from ntpcert.certificate.encode import build_certificate, certificate_body
+from ntpcert.certificate.jsonio import save, seal_canonical
+from ntpcert.certificate.schema import check_produced
 from ntpcert.exact.compatibility import (
     ExactCompatibility,
     WStarClosedForm,
@@ -28,18 +31,14 @@ from ntpcert.exact.compatibility import (
     check_compatibility_exact,
     w_star_closed_form,
 )
-from ntpcert.exact.rational import fraction_str
 from ntpcert.exact.separability import (
     ExactSeparability,
     check_separability_exact,
 )
 from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
-from ntpcert.pipeline import certificate as cf
-from ntpcert.pipeline.cert_schema import check_produced
 from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_ENGINE
 from ntpcert.pipeline.float_verdicts import Report, certify
-from ntpcert.pipeline.verify import Verdict, verify_certificate
 from ntpcert.solve.svm import DEFAULT_SOLVER
 from ntpcert.util.files import check_output_file
 from ntpcert.util.logic import and3
@@ -49,9 +48,6 @@ from ntpcert.util.progress import Stages
 #: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.
 W_STAR_MAX_ROWS = 60
 W_STAR_MAX_WORK = 600
-
-#: A large dual ``a`` is written sparse (``a_sparse``) when at most this fraction of it is nonzero.
-SPARSE_DUAL_MAX_FILL = 0.25
 
 #: Digits of the closed-form W* norm in the report.
 W_STAR_DIGITS = 30
@@ -73,7 +69,7 @@ class ExactReport:
     svm : SVMBound or None
     certificate : dict
         The certificate (sealed).
-    verdict : Verdict
+    verdict : CheckResult
         The independent checker's verdict on it.
     path : str or None
         Where it was written.
@@ -91,7 +87,7 @@ class ExactReport:
     separability: ExactSeparability
     svm: SVMBound | None
     certificate: dict
-    verdict: Verdict
+    verdict: CheckResult
     path: str | None
     seconds: float
     stages: dict = field(default_factory=dict)
@@ -172,112 +168,6 @@ def _w_star(instance: NTPInstance, compat: ExactCompatibility, mode: str) -> tup
     return w_star_closed_form(instance, compat if compat.gram is not None else None), ""
 
 
-def build_certificate(
-    instance: NTPInstance,
-    compat: ExactCompatibility,
-    sep: ExactSeparability,
-    svm: SVMBound | None,
-    w_star: WStarClosedForm | None = None,
-) -> dict:
-    """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`; every section is
-    written against the table the checker reads (:func:`ntpcert.pipeline.cert_schema.check_produced`)."""
-    cert = cf.seal(_certificate_body(instance, compat, sep, svm, w_star))
-    check_produced(cert)
-    return cert
-
-
-def _certificate_body(
-    instance: NTPInstance,
-    compat: ExactCompatibility,
-    sep: ExactSeparability,
-    svm: SVMBound | None,
-    w_star: WStarClosedForm | None = None,
-) -> dict:
-    """The certificate before its checksum."""
-    comp: dict[str, Any] = {"claim": compat.holds, "n_eq": compat.n_eq}
-    if compat.holds is None:
-        comp["primes"] = list(compat.primes)
-        comp["reason"] = compat.reason or "undetermined"
-    elif compat.holds:
-        comp["dim_F"] = compat.rank
-        comp["primes"] = list(compat.primes)
-        comp["null_space_basis"] = [cf.sparse_list(y) for y in compat.null_basis]
-        if compat.particular is not None:  # R_p with A_eq vec(R_p) = E_p: the primes whose exponents move
-            comp["particular_solutions"] = {str(p): cf.sparse_list(compat.particular[p])
-                                            for q, p in enumerate(compat.primes) if any(compat.E[:, q])}
-        if compat.method == "frequent-tokens":  # ntpcert.pipeline.frequent_tokens: the checker rebuilds the bound
-            comp["frequent_tokens_modulus"] = compat.modulus
-        elif compat.embeddings_modulus and compat.rank_witness is not None:
-            key, value = compat.rank_witness.certificate_entry
-            comp[key] = value
-        elif compat.modulus is not None:
-            comp["embeddings_rank_modulus" if compat.embeddings_modulus else "rank_modulus"] = compat.modulus
-        if w_star is not None and compat.particular is None:  # the R_p already give a solution of (4)
-            comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
-    else:
-        comp["dim_F"] = compat.rank
-        comp["primes"] = list(compat.primes)
-        comp["violating_null_vector"] = cf.sparse_list(compat.violating)
-    if sep.holds is True and sep.point is None:
-        key, value = (sep.rank_witness.certificate_entry if sep.rank_witness is not None
-                      else ("embeddings_rank_modulus", sep.modulus))
-        sepsec: dict[str, Any] = {"claim": True, key: value}
-    elif sep.holds is True:
-        sepsec = {"claim": True, "W": cf.matrix_strings(sep.point.fractions())}
-    elif sep.holds is False:
-        sepsec = {"claim": False, "ray": cf.sparse_list(sep.ray)}
-    else:
-        sepsec = {"claim": None, "reason": sep.reason}
-    svmsec = None
-    claims_svm = None
-    if svm is not None and svm.primal_feasible and sep.holds is True:
-        svmsec = {
-            **_svm_matrices(svm),
-            "gap": fraction_str(svm.gap),
-            "distance_bound": svm.distance_bound,
-            "norm_lower": svm.norm_lower,
-            "norm_upper": svm.norm_upper,
-        }
-        claims_svm = {k: svmsec[k] for k in ("gap", "distance_bound", "norm_lower", "norm_upper")}
-    cert = {
-        "format": cf.FORMAT,
-        "version": cf.VERSION,
-        "instance": {
-            "fingerprint": instance.fingerprint(),
-            "m": instance.m,
-            "d": instance.d,
-            "V": instance.V,
-            "embedded": cf.instance_record(instance),
-        },
-        "probabilities_exact_from_floats": bool(instance.probs_exact_from_floats),
-        "claims": {
-            "compatible": compat.holds,
-            "separable": sep.holds,
-            "entropy_bound_reachable": and3(compat.holds, sep.holds),
-            "svm": claims_svm,
-        },
-        "compatibility": comp,
-        "separability": sepsec,
-        "svm": svmsec,
-    }
-    return cert
-
-
-def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
-    """``W`` (rational strings) or, when large, ``W_factored``; ``a`` or, when large and mostly
-    zero, ``a_sparse`` (:mod:`ntpcert.pipeline.certificate`)."""
-    out: dict[str, Any] = {}
-    if svm.W_base.size >= cf.FACTORED_MIN_ENTRIES:
-        out["W_factored"] = cf.factored_record(svm.W_base, svm.scale, svm.W_delta)
-    else:
-        out["W"] = cf.scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta)
-    if svm.a.size >= cf.FACTORED_MIN_ENTRIES and np.count_nonzero(svm.a) <= SPARSE_DUAL_MAX_FILL * svm.a.size:
-        out["a_sparse"] = cf.sparse_record(svm.a)
-    else:
-        out["a"] = cf.to_strings_dyadic(svm.a)
-    return out
-
-
 def exact_certify(
     instance: NTPInstance,
     *,
@@ -319,7 +209,7 @@ def exact_certify(
         keys for the report and certificate sections, which are written and checked with the rest
         (:func:`ntpcert.pipeline.explain.why_not_with_sections`, passed in by ``certify --exact``).
     source : dict, optional
-        The certificate's ``source`` section (:mod:`ntpcert.pipeline.provenance`): the model files the
+        The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`): the model files the
         instance was read from, by SHA-256.
     """
     t0 = time.perf_counter()
@@ -359,18 +249,18 @@ def exact_certify(
             stages.seconds["why_not"] = time.perf_counter() - tw
         with stages.stage("independent check", key="independent_check"):
             # one encoding of the (large) certificate serves its checksum and the file
-            body = _certificate_body(instance, compat, sep, bound, wstar)
+            body = certificate_body(instance, compat, sep, bound, wstar)
             if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
             body.update(why_sections)
             if source is not None:
                 body["source"] = source
-            cert, text = cf.seal_canonical(body)
+            cert, text = seal_canonical(body)
             check_produced(cert)  # the table verify reads: a field it would refuse is never written
             # the checksum over the text to be written, not a second encoding of cert
             verdict = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
             if certificate_out is not None and verdict.valid:  # its checksum checked just now
-                cf.save(cert, certificate_out, reseal=False, canonical=text)
+                save(cert, certificate_out, reseal=False, canonical=text)
             written = certificate_out if verdict.valid else None  # a certificate its checker refuses is not written
     finally:
         stages.close()

@@ -1,6 +1,6 @@
 r"""The independent check of a certificate's ``excess`` section (the excess-loss bracket).
 
-Called by :func:`ntpcert.pipeline.verify.verify_certificate`; it imports no solver, only the file
+Called by :func:`ntpcert.certificate.checker.verify_certificate`; it imports no solver, only the file
 format and exact arithmetic (:mod:`ntpcert.exact.excess`). It re-derives, from the instance alone:
 
 * **the instance's exact probabilities lie in the simplex** (not so for some read from floats);
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ntpcert.certificate.decode import matrix_fractions, sparse_dict
+from ntpcert.certificate.schema import show
 from ntpcert.exact import excess as xe
 from ntpcert.instance import NTPInstance
-from ntpcert.pipeline import certificate as cf
 
 
 def check_excess(sec: dict | None, inst: NTPInstance, checks: list[str]) -> str:
@@ -28,12 +29,12 @@ def check_excess(sec: dict | None, inst: NTPInstance, checks: list[str]) -> str:
     if sec is None:
         return ""
     m, V, d = inst.m, inst.V, inst.d
-    q = cf.sparse_dict(sec["q"], "excess.q")
+    q = sparse_dict(sec["q"], "excess.q")
     for (j, v), x in q.items():
         if not (j < m and v < V):
             return f"excess.q: index ({j}, {v}) is outside the (m, V) = ({m}, {V}) table"
         if x < 0:
-            return f"excess.q: entry ({j}, {v}) is negative ({cf.show(str(x))})"
+            return f"excess.q: entry ({j}, {v}) is negative ({show(str(x))})"
     data = xe.ExactData.of(inst)
     off = data.row_off_simplex()
     if off is not None:
@@ -45,7 +46,7 @@ def check_excess(sec: dict | None, inst: NTPInstance, checks: list[str]) -> str:
     if any(xe.residual(data, q, m, V).entries()):
         return "excess.q: sum_j pi_j (q_j - p_j) h_j^T is not 0: q is not dual feasible"
     checks.append(f"excess: q exactly dual feasible ({len(q)} non-zeros in the simplex, sum_j pi_j (q_j - p_j) h_j^T = 0)")
-    W = cf.matrix_fractions(sec["W"], (V, d), "excess.W")
+    W = matrix_fractions(sec["W"], (V, d), "excess.W")
     num, den = xe.rational_decoder(W)
     balls = xe.bracket_balls(data, q, num, den, m, V)
     if Fraction(sec["lower"]) > xe.lower_end(balls.entropy_q):
