@@ -5,7 +5,8 @@ rational arithmetic (python-flint), with no tolerance, and imports nothing that 
 certificate (no solver, no LP, no float pipeline, no encoder): only the data model, the file format,
 the decoders and exact arithmetic. An import-linter ``forbidden`` contract (``pyproject.toml``) keeps it
 so: ``ntpcert.certificate.checker`` imports nothing from ``ntpcert.solve``, ``ntpcert.rows``,
-``ntpcert.pipeline``, :mod:`ntpcert.certificate.encode` or the producing modules of ``ntpcert.exact``. Large integer matrix products are computed exactly with float64 BLAS on limbs
+``ntpcert.pipeline``, :mod:`ntpcert.certificate.encode` or the producing modules of ``ntpcert.exact``.
+Large integer matrix products are computed exactly with float64 BLAS on limbs
 small enough that every product and partial sum is an integer below :math:`2^{52}` (so no
 rounding can occur); they only screen the margins (6b), each of which is then proven from an
 exact integer lower bound or settled in Python integers. What it checks:
@@ -135,7 +136,8 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 @unlimited_int_digits()  # witnesses hold integers of any length; the limit is restored after
-def verify_certificate(cert: dict, instance: NTPInstance | None = None, *, sealed_text: str | None = None) -> CheckResult:
+def verify_certificate(cert: dict, instance: NTPInstance | None = None, *,
+                       sealed_text: str | None = None) -> CheckResult:
     """Check a parsed certificate against ``instance`` (default: the one embedded in it).
 
     The schema first (:func:`~ntpcert.certificate.structure.check_schema`), then the checksum, the
@@ -169,7 +171,7 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *, seale
         compat = check_compatibility(cert["compatibility"], ex, checks)
         sep = check_separability(cert["separability"], ex, checks)
         svm = check_svm(cert["svm"], ex, checks)
-        why = check_excess(cert.get("excess"), inst, checks)
+        why = check_excess(cert.get("excess"), inst, checks, ex)
         need(not why, why)
         why = check_why_not(cert, ex, compat, sep, checks)
         need(not why, why)
