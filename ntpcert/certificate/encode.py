@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 #: Counts are embedded sparse when at most this fraction of them is positive (and m·V fits
-#: :data:`~ntpcert.certificate.format.MAX_SPARSE_CELLS`); a word-level corpus (m = V = 3,594, 0.3 % positive) took 26 MB dense.
+#: :data:`~ntpcert.certificate.format.MAX_SPARSE_CELLS`); a word-level corpus (m = V = 3,594,
+#: 0.3 % positive) took 26 MB dense.
 SPARSE_COUNTS_MAX_FILL = 0.25
 
 

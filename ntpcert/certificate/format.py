@@ -39,7 +39,8 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   :math:`W = \text{scale}\cdot(B + \Delta)`: ``base`` B holds finite floats, read as the exact
   dyadic rationals they are (like the embeddings), and ``delta`` the nonzero entries of a sparse
   rational :math:`\Delta` (each (v, i) once). It replaces ``W`` (exactly one of the two); the
-  checker forms the same exact rationals from it (:func:`~ntpcert.certificate.decode.factored_rationals`). Likewise a large,
+  checker forms the same exact rationals from it
+  (:func:`~ntpcert.certificate.decode.factored_rationals`). Likewise a large,
   mostly-zero dual ``a`` is written as ``a_sparse``, its nonzero entries (each (v, j) once).
 * Equality rows are named by ``(j, z)``: context j, token :math:`z \in S_j` other than the anchor
   :math:`z_j = \min S_j`; the row is :math:`(e_z - e_{z_j}) \otimes h_j`.
@@ -65,19 +66,19 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
 * ``checksum`` catches truncation and accidental edits; a deliberate forger can recompute it, which
   is why :mod:`ntpcert.certificate.checker` re-derives every claim from the instance.
 
-**Strictness.** A file is read by :func:`~ntpcert.certificate.jsonio.loads` / :func:`~ntpcert.certificate.jsonio.load` and
-checked by :func:`~ntpcert.certificate.structure.check_schema`
-before anything else looks at it:
+**Strictness.** A file is read by :func:`~ntpcert.certificate.jsonio.loads` /
+:func:`~ntpcert.certificate.jsonio.load` and checked by
+:func:`~ntpcert.certificate.structure.check_schema` before anything else looks at it:
 
 * the file is at most :data:`MAX_CERTIFICATE_BYTES` (256 MiB), refused *before* it is read;
 * a repeated key in any JSON object, the constants ``NaN``/``Infinity``/``-Infinity``, a number
   literal that overflows to infinity, and an integer literal of more than
-  :data:`~ntpcert.certificate.schema.MAX_JSON_INTEGER_DIGITS` digits are refused while parsing (so two readers can never see
-  two different certificates in one file);
-* every object has exactly the keys of its section in :data:`~ntpcert.certificate.schema.SCHEMA` (unknown keys are refused at
-  every level, ``claims`` included), each of the kind written there, **type-exactly**: a boolean
-  is ``true``/``false`` (never ``1``, ``0`` or ``1.0``), an integer is not a boolean, a bound is a
-  finite JSON float;
+  :data:`~ntpcert.certificate.schema.MAX_JSON_INTEGER_DIGITS` digits are refused while parsing (so
+  two readers can never see two different certificates in one file);
+* every object has exactly the keys of its section in :data:`~ntpcert.certificate.schema.SCHEMA`
+  (unknown keys are refused at every level, ``claims`` included), each of the kind written there,
+  **type-exactly**: a boolean is ``true``/``false`` (never ``1``, ``0`` or ``1.0``), an integer is
+  not a boolean, a bound is a finite JSON float;
 * rationals are *canonical* strings (lowest terms, no ``+``, no leading zeros, no ``-0``, no
   ``/1``), so every value has exactly one spelling;
 * matrix and list shapes agree with the header ``m``, ``d``, ``V``.
