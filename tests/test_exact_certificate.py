@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ from ntpcert.exact.rational import fraction_str, parse_fraction
 from ntpcert.instance.io import write_json
 
 from .conftest import random_instance
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _separable(seed=1):
@@ -313,6 +316,39 @@ def test_large_certificates_are_written_compact_and_read_the_same(monkeypatch):
     assert jsonio.loads(compact) == jsonio.loads(pretty) == jsonio.seal(cert)
     assert verify_text(compact).valid
     assert jsonio.dumps(cert, reseal=False) == compact  # a sealed certificate keeps its checksum
+
+
+def test_the_int_string_limit_is_lifted_only_around_reading_and_writing(tmp_path):
+    """Importing ntpcert, certifying, writing, reading back and checking a certificate leave the
+    interpreter's int-string limit as it was; inside, a witness of more digits than the limit is read
+    and written all the same."""
+    import subprocess
+    import sys
+
+    code = (  # a fresh interpreter: nothing imported before the check
+        "import sys; sys.set_int_max_str_digits(4321)\n"
+        "import numpy as np, ntpcert\n"
+        "from ntpcert.certificate import decode, encode, jsonio\n"
+        "from ntpcert.certificate.checker import verify_file\n"
+        "from tests.conftest import random_instance\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'import'\n"
+        "inst = random_instance(np.random.default_rng(3), m=6, d=4, V=5)\n"
+        f"rep = ntpcert.exact_certify(inst, progress=False, certificate_out={str(tmp_path / 'c.json')!r})\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'exact_certify'\n"
+        f"cert = jsonio.load({str(tmp_path / 'c.json')!r}); jsonio.save(cert, {str(tmp_path / 'd.json')!r})\n"
+        f"assert verify_file({str(tmp_path / 'd.json')!r}).valid and ntpcert.verify(cert).valid\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'load, save, verify'\n"
+        "with jsonio.unlimited_int_digits():\n"
+        "    assert sys.get_int_max_str_digits() == 0\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'restored'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with jsonio.unlimited_int_digits():
+        text = str(10**5000 + 1)  # past the default limit of 4,300 digits
+    rows = [[text, "0"]]
+    assert decode.matrix_rationals(rows, (1, 2), "W").fractions() == [[10**5000 + 1, 0]]
+    assert encode.sparse_list({(0, 0): Fraction(10**5000 + 1)})[0][2] == text
 
 
 def test_a_certificate_its_checker_refuses_is_not_written(tmp_path, monkeypatch):

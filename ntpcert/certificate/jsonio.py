@@ -29,11 +29,6 @@ from ntpcert.certificate.schema import MAX_JSON_INTEGER_DIGITS, show
 from ntpcert.errors import CertificateError, InputError
 
 
-# Lifted for the whole process for now, as before the move; only unlimited_int_digits should.
-if hasattr(sys, "set_int_max_str_digits"):
-    sys.set_int_max_str_digits(0)
-
-
 @contextlib.contextmanager
 def unlimited_int_digits() -> Iterator[None]:
     """Lift the interpreter's int-string conversion limit inside the block (or the decorated
