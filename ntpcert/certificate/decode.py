@@ -55,7 +55,8 @@ def instance_from_record(rec: Any) -> NTPInstance:
 
 
 def dense_embeddings(rec: dict) -> np.ndarray:
-    """The dense H of shape (m, d) of a record checked by :func:`check_sparse_embeddings`."""
+    """The dense H of shape (m, d) of a record checked by
+    :func:`~ntpcert.certificate.structure.check_sparse_embeddings`."""
     m, d = rec["embeddings_shape"]
     H = np.zeros((m, d), dtype=np.float64)
     items = rec["embeddings_sparse"]
@@ -134,8 +135,8 @@ def matrix_rationals(rows: Any, shape: tuple[int, int], field: str) -> RationalM
     read by ``int`` (which refuses an empty part and a ``-`` anywhere but first), each exactly as
     long as the decimal spelling of its value (no leading zero, no ``-0``, no zero numerator), every
     denominator above 1, every pair coprime. Parts too long for int64 are read one by one like
-    :func:`parse_rational`. Whatever fails any of this is read again entry by entry by
-    :func:`parse_rational`, which raises on the first bad entry in row-major order, naming it."""
+    :func:`~ntpcert.certificate.schema.parse_rational`. Whatever fails any of this is read again entry by
+    entry by :func:`~ntpcert.certificate.schema.parse_rational`, which raises on the first bad entry in row-major order, naming it."""
     if type(rows) is not list:
         raise CertificateError(f"{field}: expected a list of {shape[0]} rows, got {type_name(rows)} {show(rows)}")
     check_shape(rows, shape[0], shape[1], field)
@@ -223,7 +224,8 @@ def _coprime(p: np.ndarray, q: np.ndarray) -> bool:
 
 
 def _rational_pair(text: str) -> tuple[int, int] | None:
-    """``(p, q)`` of a canonical rational string (the rules of :func:`parse_rational`), or None."""
+    """``(p, q)`` of a canonical rational string (the rules of
+    :func:`~ntpcert.certificate.schema.parse_rational`), or None."""
     match = RATIONAL_RE.fullmatch(text)
     if match is None or text == "-0":
         return None
@@ -237,7 +239,8 @@ def _rational_pair(text: str) -> tuple[int, int] | None:
 
 
 def _rationals_one_by_one(rows: list, shape: tuple[int, int], field: str) -> RationalMatrix:
-    """The slow reading of :func:`matrix_rationals`: :func:`parse_rational` entry by entry."""
+    """The slow reading of :func:`matrix_rationals`:
+    :func:`~ntpcert.certificate.schema.parse_rational` entry by entry."""
     num = np.zeros(shape, dtype=np.int64)
     den = np.ones(shape, dtype=np.int64)
     big: dict[tuple[int, int], tuple[int, int]] = {}

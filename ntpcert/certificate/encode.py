@@ -108,7 +108,7 @@ def _pow2_strings(exps: np.ndarray) -> dict[int, str]:
 def to_strings_dyadic(A: np.ndarray) -> list[list[str]]:
     r"""A float matrix (exact dyadics) as rows of canonical rational strings, shape (r, c).
 
-    Vectorised: each entry is :math:`N 2^E` with N odd (:func:`odd_parts`), so ``"N*2^E"`` for
+    Vectorised: each entry is :math:`N 2^E` with N odd (:func:`~ntpcert.certificate.decode.odd_parts`), so ``"N*2^E"`` for
     :math:`E \ge 0` and ``"N/2^-E"`` otherwise is already in lowest terms; equal to
     ``fraction_str(float(x))`` entry by entry."""
     A = np.asarray(A, dtype=np.float64)

@@ -21,12 +21,13 @@ from ntpcert.errors import CertificateError
 
 
 def check_schema(cert: Any) -> None:
-    """Check the whole structure of a parsed certificate against :data:`SCHEMA`.
+    """Check the whole structure of a parsed certificate against :data:`~ntpcert.certificate.schema.SCHEMA`.
 
     Keys, kinds, header sizes, the shapes and entry types of the embedded instance, of the witness
     matrices and of the sparse vectors, ``primes`` and the names: after it, every value in the
     object is a JSON value of its kind (no huge integer, no NaN, nothing that is not JSON). The
-    spelling of each witness rational is checked as it is parsed (:func:`parse_rational`).
+    spelling of each witness rational is checked as it is parsed
+    (:func:`~ntpcert.certificate.schema.parse_rational`).
 
     Raises
     ------
