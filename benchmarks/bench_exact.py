@@ -45,8 +45,8 @@ def _timed(fn, repeat: int):
 def bench_setting(name: str, inst, repeat: int) -> dict:
     """Each run of ``exact_certify`` contains a full float pipeline run: its time is the baseline of
     that run, so the ratio is taken within one call (robust to load on a shared machine)."""
+    from ntpcert.certificate.checker import verify_file
     from ntpcert.pipeline.exact_verdicts import exact_certify
-    from ntpcert.pipeline.verify import verify_file
 
     runs = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -77,9 +77,9 @@ def compare(rows: list[str]) -> None:
 
 
 def pydoc(rows: list[str], figure: bool) -> None:
+    from ntpcert.certificate.checker.excess import check_excess
     from ntpcert.instance.load import load_instance
     from ntpcert.pipeline.excess_certificate import exact_excess
-    from ntpcert.pipeline.excess_verify import check_excess
     from ntpcert.solve.excess import float_bracket
 
     inst = load_instance("pydoc")
@@ -96,7 +96,7 @@ def pydoc(rows: list[str], figure: bool) -> None:
              f"{b.excess_upper:.10g}], relative width {b.relative_width:.2g} |",
              f"| exact repair of q + arb balls | {ee.seconds:.2f} | certified [{ee.excess_lower:.10g}, "
              f"{ee.excess_upper:.10g}], relative width {ee.relative_width:.2g}, q: {len(ee.section['q'])} non-zeros ({ee.repair}) |",
-             f"| independent check (excess_verify) | {tc:.2f} | {'VALID' if not why else 'INVALID: ' + why} |"]
+             f"| independent check (checker.excess) | {tc:.2f} | {'VALID' if not why else 'INVALID: ' + why} |"]
     print("\n".join(rows[-5:]), flush=True)
     if figure:
         from ntpcert.report.excess_figure import context_labels, plot_excess

@@ -26,8 +26,6 @@ import platform
 import sys
 import time
 
-import numpy as np
-
 from ntpcert.util.versions import stamp_versions
 
 from ntpcert import NTPInstance

@@ -40,7 +40,7 @@ from ntpcert.instance.load import load_instance as load_instance
 if TYPE_CHECKING:
     from ntpcert.pipeline.exact_verdicts import exact_certify as exact_certify
     from ntpcert.pipeline.float_verdicts import certify as certify
-    from ntpcert.pipeline.verify import verify as verify
+    from ntpcert.certificate.checker import verify as verify
     from ntpcert.solve.svm import solve_svm as solve_svm
     from ntpcert.verdict import Verdict as Verdict
 
@@ -50,7 +50,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "certify": "ntpcert.pipeline.float_verdicts",
     "exact_certify": "ntpcert.pipeline.exact_verdicts",
-    "verify": "ntpcert.pipeline.verify",
+    "verify": "ntpcert.certificate.checker",
     "solve_svm": "ntpcert.solve.svm",
     "Verdict": "ntpcert.verdict",
 }

@@ -65,7 +65,7 @@ def _standalone_beside_verify():
     import json
     import sys
 
-    from ntpcert.pipeline import verify as vf
+    from ntpcert.certificate.checker import api as vf
 
     from .standalone import standalone, unchecked
 

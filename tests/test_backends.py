@@ -116,7 +116,7 @@ def test_status_table_is_closed():
 
 
 def test_summary_counts_failures_at_the_time_limit():
-    from ntpcert.experiments.bench.report import drivers, infeasible_summary, summarize
+    from ntpcert.experiments.bench.report import infeasible_summary, summarize
     from ntpcert.experiments.bench.runner import Run
 
     runs = [Run("f", "a", "fast", "solved", True, 1.0), Run("f", "b", "fast", "time limit", False, None),

@@ -3,7 +3,7 @@
 A property test over every family of :mod:`ntpcert.experiments.strategies` (embedding families and
 distributions), plus probabilities given as fraction strings whose denominators are primes of 20 to 30
 digits (the count ratios then have primes far beyond the 2^63 of a schema ``int``). Each certificate
-goes through its text (dumps, the strict reader) and :func:`ntpcert.pipeline.verify.verify_text`,
+goes through its text (dumps, the strict reader) and :func:`ntpcert.certificate.checker.verify_text`,
 with and without the instance.
 """
 
@@ -16,11 +16,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ntpcert import NTPInstance, exact_certify
+from ntpcert.certificate import encode
+from ntpcert.certificate import jsonio
+from ntpcert.certificate import schema
+from ntpcert.certificate import structure
+from ntpcert.certificate.checker import verify_text
 from ntpcert.errors import CertificateError
 from ntpcert.experiments.strategies import DISTRIBUTIONS, EMBEDDING_FAMILIES, ntp_instances
-from ntpcert.pipeline import cert_schema
-from ntpcert.pipeline import certificate as cf
-from ntpcert.pipeline.verify import verify_text
 
 #: The red team's 26-digit primes, and two more.
 BIG_PRIMES = (10**25 + 13, 10**25 + 223, 10**21 + 117, 10**29 + 319)
@@ -59,7 +61,7 @@ def certified_instances(draw):
 
 def _valid(inst: NTPInstance) -> dict:
     rep = exact_certify(inst, excess=False)
-    text = cf.dumps(rep.certificate)
+    text = jsonio.dumps(rep.certificate)
     for against in (None, inst):
         verdict = verify_text(text, against)
         assert verdict.valid, (repr(inst), verdict.reason)
@@ -80,20 +82,21 @@ def test_the_red_team_26_digit_primes():
                                    [f"{r}/{r + 2}", "0", f"2/{r + 2}"]], ["1/3", "1/3", "1/3"])
     cert = _valid(inst)
     assert {p, q, r} <= set(cert["compatibility"]["primes"])
-    assert max(cert["compatibility"]["primes"]) > cf.MAX_SCHEMA_INT
+    assert max(cert["compatibility"]["primes"]) > schema.MAX_SCHEMA_INT
 
 
 @pytest.mark.parametrize("primes,needle", [
     ([2, 2], "not above"), ([1], "integer >= 2"), ([True], "integer >= 2"), ("2", "a list"),
-    ([10**cert_schema.MAX_PRIME_DIGITS], "digits"),
+    ([10**schema.MAX_PRIME_DIGITS], "digits"),
 ])
 def test_primes_kind_refuses(primes, needle):
     with pytest.raises(CertificateError, match=needle):
-        cert_schema.check_kind(primes, "primes", "compatibility.primes")
+        schema.check_kind(primes, "primes", "compatibility.primes")
 
 
 def test_producer_and_checker_read_one_table():
-    """The checker's module re-exports the table of cert_schema: the same object, not a copy."""
-    assert cf.SCHEMA is cert_schema.SCHEMA
+    """The writer checks every section it writes, and the checker every section it reads, against one
+    table: the schema module's, not a copy."""
+    assert structure.check_section is schema.check_section and encode.check_produced is schema.check_produced
     for section in ("compatibility/true", "compatibility/false", "compatibility/null"):
-        assert cert_schema.SCHEMA[section]["primes"] == "primes"
+        assert schema.SCHEMA[section]["primes"] == "primes"

@@ -27,6 +27,8 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.certificate.checker import verify_certificate
+from ntpcert.certificate.jsonio import seal
 from ntpcert.exact.compatibility import (
     eq_rows,
     exact_null_space,
@@ -35,10 +37,8 @@ from ntpcert.exact.compatibility import (
 from ntpcert.exact.separability import check_ray
 from ntpcert.pipeline import decide as dm
 from ntpcert.pipeline import parts
-from ntpcert.pipeline.certificate import seal
 from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.pipeline.exact_witness import compatibility_exact, separability_exact
-from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.verdict import FarkasRay, FeasiblePoint, NullSpaceBasis, Verdict
 

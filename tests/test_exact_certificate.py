@@ -5,19 +5,24 @@ from __future__ import annotations
 import copy
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.certificate import decode
+from ntpcert.certificate import encode
+from ntpcert.certificate import jsonio
+from ntpcert.certificate.checker import verify_certificate, verify_text
 from ntpcert.cli.app import main
 from ntpcert.cli.verify import EXIT_INVALID
-from ntpcert.pipeline import certificate as cf
 from ntpcert.exact.rational import fraction_str, parse_fraction
-from ntpcert.pipeline.verify import verify_certificate, verify_text
 from ntpcert.instance.io import write_json
 
 from .conftest import random_instance
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _separable(seed=1):
@@ -67,7 +72,7 @@ def _verify(cert: dict) -> tuple[bool, str]:
 
 
 def _resealed(cert: dict) -> dict:
-    return cf.seal(cert)
+    return jsonio.seal(cert)
 
 
 # ---------------------------------------------------------------------------- accepted
@@ -275,7 +280,7 @@ def _dyadic_matrix(rng: np.random.Generator, shape=(30, 20)) -> np.ndarray:
 @pytest.mark.parametrize("seed", range(3))
 def test_to_strings_dyadic_matches_fraction_str(seed):
     A = _dyadic_matrix(np.random.default_rng(seed))
-    assert cf.to_strings_dyadic(A) == [[fraction_str(Fraction(float(x))) for x in row] for row in A]
+    assert encode.to_strings_dyadic(A) == [[fraction_str(Fraction(float(x))) for x in row] for row in A]
 
 
 @pytest.mark.parametrize("scale", [Fraction(1), Fraction(3, 7), Fraction(2**40, 3**20), Fraction(9, 5 * 2**30),
@@ -288,15 +293,15 @@ def test_scaled_dyadic_strings_matches_fractions(scale):
     for i, k, dl in delta:
         exact[i][k] += dl
     want = [[fraction_str(x * scale) for x in row] for row in exact]
-    got = cf.scaled_dyadic_strings(B, scale, delta)
+    got = encode.scaled_dyadic_strings(B, scale, delta)
     assert got == want
     # and what the reader takes back is the same matrix
-    assert cf.matrix_fractions(got, B.shape, "W") == [[x * scale for x in row] for row in exact]
+    assert decode.matrix_fractions(got, B.shape, "W") == [[x * scale for x in row] for row in exact]
 
 
 def test_scaled_dyadic_strings_refuses_a_non_positive_scale():
     with pytest.raises(Exception, match="not positive"):
-        cf.scaled_dyadic_strings(np.ones((1, 1)), Fraction(0))
+        encode.scaled_dyadic_strings(np.ones((1, 1)), Fraction(0))
 
 
 def test_large_certificates_are_written_compact_and_read_the_same(monkeypatch):
@@ -304,13 +309,46 @@ def test_large_certificates_are_written_compact_and_read_the_same(monkeypatch):
     from ntpcert.pipeline.exact_verdicts import exact_certify
 
     cert = exact_certify(inst, progress=False).certificate
-    pretty = cf.dumps(cert)
-    monkeypatch.setattr(cf, "PRETTY_MAX_ENTRIES", 0)
-    compact = cf.dumps(cert)
+    pretty = jsonio.dumps(cert)
+    monkeypatch.setattr(jsonio, "PRETTY_MAX_ENTRIES", 0)
+    compact = jsonio.dumps(cert)
     assert "\n " in pretty and compact.count("\n") == 1
-    assert cf.loads(compact) == cf.loads(pretty) == cf.seal(cert)
+    assert jsonio.loads(compact) == jsonio.loads(pretty) == jsonio.seal(cert)
     assert verify_text(compact).valid
-    assert cf.dumps(cert, reseal=False) == compact  # a sealed certificate keeps its checksum
+    assert jsonio.dumps(cert, reseal=False) == compact  # a sealed certificate keeps its checksum
+
+
+def test_the_int_string_limit_is_lifted_only_around_reading_and_writing(tmp_path):
+    """Importing ntpcert, certifying, writing, reading back and checking a certificate leave the
+    interpreter's int-string limit as it was; inside, a witness of more digits than the limit is read
+    and written all the same."""
+    import subprocess
+    import sys
+
+    code = (  # a fresh interpreter: nothing imported before the check
+        "import sys; sys.set_int_max_str_digits(4321)\n"
+        "import numpy as np, ntpcert\n"
+        "from ntpcert.certificate import decode, encode, jsonio\n"
+        "from ntpcert.certificate.checker import verify_file\n"
+        "from tests.conftest import random_instance\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'import'\n"
+        "inst = random_instance(np.random.default_rng(3), m=6, d=4, V=5)\n"
+        f"rep = ntpcert.exact_certify(inst, progress=False, certificate_out={str(tmp_path / 'c.json')!r})\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'exact_certify'\n"
+        f"cert = jsonio.load({str(tmp_path / 'c.json')!r}); jsonio.save(cert, {str(tmp_path / 'd.json')!r})\n"
+        f"assert verify_file({str(tmp_path / 'd.json')!r}).valid and ntpcert.verify(cert).valid\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'load, save, verify'\n"
+        "with jsonio.unlimited_int_digits():\n"
+        "    assert sys.get_int_max_str_digits() == 0\n"
+        "assert sys.get_int_max_str_digits() == 4321, 'restored'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with jsonio.unlimited_int_digits():
+        text = str(10**5000 + 1)  # past the default limit of 4,300 digits
+    rows = [[text, "0"]]
+    assert decode.matrix_rationals(rows, (1, 2), "W").fractions() == [[10**5000 + 1, 0]]
+    assert encode.sparse_list({(0, 0): Fraction(10**5000 + 1)})[0][2] == text
 
 
 def test_a_certificate_its_checker_refuses_is_not_written(tmp_path, monkeypatch):

@@ -113,7 +113,7 @@ def _section(inst, tol=1e-7):
 def _check(inst, sec):
     import copy
 
-    from ntpcert.pipeline.excess_verify import check_excess
+    from ntpcert.certificate.checker.excess import check_excess
 
     checks: list[str] = []
     return check_excess(copy.deepcopy(sec), inst, checks), checks
@@ -181,9 +181,9 @@ def test_forged_excess_sections_are_rejected(tamper, field):
 
 
 def test_forged_section_fails_the_whole_certificate():
-    from ntpcert.pipeline import certificate as cf
+    from ntpcert.certificate import jsonio
+    from ntpcert.certificate.checker import verify_certificate
     from ntpcert.pipeline.exact_verdicts import exact_certify
-    from ntpcert.pipeline.verify import verify_certificate
 
     inst = random_instance(np.random.default_rng(7), m=30, d=4, V=5, kmin=1, kmax=3)
     rep = exact_certify(inst, svm=False, excess=True)
@@ -191,7 +191,7 @@ def test_forged_section_fails_the_whole_certificate():
     assert any(c.startswith("excess: q exactly") for c in rep.check.checks)
     cert = dict(rep.certificate)
     cert["excess"] = dict(cert["excess"], lower=cert["excess"]["lower"] + 1e-3)
-    v = verify_certificate(cf.seal(cert))
+    v = verify_certificate(jsonio.seal(cert))
     assert not v.valid and "excess.lower" in v.reason
 
 
@@ -205,3 +205,52 @@ def test_pydoc_exact_bracket_is_certified_and_checked():
     assert _check(inst, ee.section)[0] == ""
     ce = _pydoc_lbfgs()  # the independent L-BFGS lands inside the certified bracket too
     assert ee.lower <= ce <= ee.upper
+
+
+def test_the_checker_evaluates_the_bracket_by_itself_and_agrees_with_the_producer():
+    """The checker's own balls (ntpcert.certificate.checker.excess, which may not import
+    ntpcert.exact.excess) contain the producer's quantities: their ends agree far below the floats'
+    rounding, on counts and on exact fraction probabilities with uneven weights."""
+    from fractions import Fraction
+
+    import flint
+
+    from ntpcert.certificate.checker import excess as ck
+    from ntpcert.certificate.checker.exact import ExactInstance
+    from ntpcert.exact import excess as xe
+
+    counts = random_instance(np.random.default_rng(7), m=12, d=3, V=5, kmin=1, kmax=3)
+    laws = [[f"{c}/{sum(row)}" for c in row] for row in counts.counts.tolist()]
+    probs = NTPInstance.from_probs(counts.embeddings, laws, [f"{j + 1}/78" for j in range(12)])
+    for inst in (counts, probs):
+        sec = _section(inst).section
+        why, checks = _check(inst, sec)
+        assert why == "" and len(checks) == 3, why
+        data, q = xe.ExactData.of(inst), {(j, v): Fraction(x) for j, v, x in sec["q"]}
+        W = [[Fraction(x) for x in row] for row in sec["W"]]
+        balls = xe.bracket_balls(data, q, *xe.rational_decoder(W), inst.m, inst.V)
+        A, a, b = ck._weights_and_laws(inst)
+        pi = [Fraction(x, A) for x in a]
+        p = [{v: Fraction(c, x) for v, c in row.items()} for x, row in zip(a, b)]
+        old = flint.ctx.prec
+        flint.ctx.prec = ck.PREC
+        try:
+            mine = {"entropy_q": ck._entropy(pi, ck._rows_of(q, inst.m)), "entropy_p": ck._entropy(pi, p),
+                    "ce": ck._cross_entropy(ExactInstance(inst), pi, p, W)}
+        finally:
+            flint.ctx.prec = old
+        for key, ball in mine.items():
+            lo, hi = ck._ends(ball)
+            theirs = getattr(balls, key)
+            tiny = Fraction(1, 2**100)
+            assert abs(lo - xe.lower_end(theirs)) < tiny and abs(hi - xe.upper_end(theirs)) < tiny
+            assert xe.lower_end(theirs) - Fraction(1, 2**120) <= lo <= hi <= xe.upper_end(theirs) + Fraction(1, 2**120)
+
+
+def test_the_checker_refuses_a_bracket_of_probabilities_off_the_simplex():
+    from ntpcert.certificate.checker.excess import check_excess
+
+    inst = NTPInstance.from_probs(np.eye(2), [[0.1, 0.9], [0.5, 0.5]], [0.5, 0.5])  # 0.1 + 0.9 != 1 as dyadics
+    sec = {"q": [], "W": [["0", "0"], ["0", "0"]], "lower": 0.0, "upper": 1.0, "excess_lower": 0.0, "excess_upper": 1.0}
+    why = check_excess(sec, inst, [])
+    assert why.startswith("excess: the exact probabilities of context 0 do not sum to 1"), why

@@ -61,13 +61,13 @@ def test_certify_without_excess_is_zero_by_the_theorem_or_says_how(capsys, nonse
 
 
 def test_verify_rejects_a_raised_lower_end(capsys, nonsep, tmp_path):
-    from ntpcert.pipeline import certificate as cf
+    from ntpcert.certificate import jsonio
 
     cert = tmp_path / "c.json"
     _json(capsys, ["certify", nonsep, "--exact", "--excess", "--json", "--certificate-out", str(cert)])
-    c = cf.load(cert)
+    c = jsonio.load(cert)
     c["excess"]["excess_lower"] = c["excess"]["excess_upper"] + 1e-3
-    cf.save(c, tmp_path / "forged.json")
+    jsonio.save(c, tmp_path / "forged.json")
     assert main(["verify", str(tmp_path / "forged.json")]) == 3
     assert "excess.excess_lower" in capsys.readouterr().out
 
@@ -89,8 +89,8 @@ def test_explain_prints_and_returns_the_bracket(capsys):
 
 def test_probabilities_read_from_floats_that_miss_the_simplex_are_not_certified(tmp_path, capsys):
     from ntpcert.errors import InputError
-    from ntpcert.pipeline.excess_certificate import exact_excess
     from ntpcert.pipeline.exact_verdicts import exact_certify
+    from ntpcert.pipeline.excess_certificate import exact_excess
 
     inst = NTPInstance.from_probs(np.random.default_rng(3).standard_normal((3, 5)),
                                   [[0.1, 0.9, 0, 0], [0, 0.3, 0.7, 0], [0.25, 0, 0, 0.75]])
@@ -103,7 +103,7 @@ def test_probabilities_read_from_floats_that_miss_the_simplex_are_not_certified(
 
 
 def test_checker_refuses_a_section_on_probabilities_off_the_simplex():
-    from ntpcert.pipeline.excess_verify import check_excess
+    from ntpcert.certificate.checker.excess import check_excess
 
     inst = NTPInstance.from_probs(np.random.default_rng(3).standard_normal((3, 5)),
                                   [[0.1, 0.9, 0, 0], [0, 0.3, 0.7, 0], [0.25, 0, 0, 0.75]])

@@ -7,9 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-import sys
 from collections.abc import Callable
-from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 
@@ -17,13 +15,12 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.cli.app import main
-from ntpcert.cli.verify import EXIT_INVALID
-from ntpcert.exact.rational import fraction_str, parse_fraction
-from ntpcert.instance.io import write_json
-from ntpcert.pipeline import certificate as cf
-from ntpcert.pipeline.exact_verdicts import exact_certify
-from ntpcert.pipeline.verify import (
+from ntpcert.certificate import decode
+from ntpcert.certificate import encode
+from ntpcert.certificate import format as fmt
+from ntpcert.certificate import jsonio
+from ntpcert.certificate import schema
+from ntpcert.certificate.checker import (
     INSTANCE_DATA,
     INSTANCE_EMBEDDED,
     verify,
@@ -31,6 +28,11 @@ from ntpcert.pipeline.verify import (
     verify_file,
     verify_text,
 )
+from ntpcert.cli.app import main
+from ntpcert.cli.verify import EXIT_INVALID
+from ntpcert.exact.rational import fraction_str, parse_fraction
+from ntpcert.instance.io import write_json
+from ntpcert.pipeline.exact_verdicts import exact_certify
 
 from .conftest import random_instance
 from .standalone import checker as standalone_checker
@@ -87,20 +89,10 @@ def cases(tmp_path_factory) -> dict[str, Case]:
 # ---------------------------------------------------------------------------- the harness
 def _sealed_text(cert: dict) -> str:
     """A forged dict as file text, with a correct checksum (the forger's best effort)."""
-    text = cf.dumps(cert)
+    text = jsonio.dumps(cert)
     body = json.loads(text)
-    assert body["checksum"] == cf.checksum(body)  # only the schema or the semantics can catch it
+    assert body["checksum"] == jsonio.checksum(body)  # only the schema or the semantics can catch it
     return text
-
-
-@contextmanager
-def _unlimited_int_digits():
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(0)
-    try:
-        yield
-    finally:
-        sys.set_int_max_str_digits(old)
 
 
 def _rejected(case: Case, text: str, needle: str, tmp_path, capsys, *, as_dict: bool = True,
@@ -167,7 +159,7 @@ def test_genuine_certificates_verify_and_say_against_what(cases, name, capsys):
     v = verify_certificate(case.cert, case.instance)
     assert v.valid and v.instance_source == INSTANCE_DATA and v.against == "the DATA given"
     assert verify(case.path).valid
-    assert cf.dumps(case.cert) == Path(case.path).read_text()  # the genuine text is what the harness re-seals
+    assert jsonio.dumps(case.cert) == Path(case.path).read_text()  # the genuine text is what the harness re-seals
 
 
 def test_undetermined_is_spelled_null_and_verifies(cases, capsys):
@@ -317,9 +309,9 @@ def _duplicate_first(text: str, anchor: str, inserted: str) -> str:
 ])
 def test_duplicate_keys_are_rejected_at_parse_time(cases, name, anchor, inserted, needle, tmp_path, capsys):
     case = cases[name]
-    text = _duplicate_first(cf.dumps(case.cert), anchor, inserted)
+    text = _duplicate_first(jsonio.dumps(case.cert), anchor, inserted)
     last_wins = json.loads(text)
-    assert last_wins == case.cert and last_wins["checksum"] == cf.checksum(last_wins)  # sealed for a last-wins reader
+    assert last_wins == case.cert and last_wins["checksum"] == jsonio.checksum(last_wins)  # sealed for a last-wins reader
     reason = _rejected(case, text, "duplicate key", tmp_path, capsys, as_dict=False)
     assert needle in reason
 
@@ -328,7 +320,7 @@ def test_duplicate_keys_are_rejected_at_parse_time(cases, name, anchor, inserted
                                             ("1e999", "infinity")])
 def test_non_finite_numbers_are_rejected_at_parse_time(cases, literal, needle, tmp_path, capsys):
     case = cases["sep"]
-    text = cf.dumps(case.cert)
+    text = jsonio.dumps(case.cert)
     key = '"distance_bound": '
     start = text.index(key) + len(key)
     end = text.index(",", start)
@@ -442,7 +434,7 @@ def test_missing_keys_are_rejected(cases, path, tmp_path, capsys):
 
     cert = case.copy()
     edit(cert)
-    text = cf.dumps(cert) if path != ("checksum",) else json.dumps(cert)
+    text = jsonio.dumps(cert) if path != ("checksum",) else json.dumps(cert)
     _rejected(case, text, ".".join(path) + ": missing", tmp_path, capsys)
 
 
@@ -450,10 +442,10 @@ def test_missing_keys_are_rejected(cases, path, tmp_path, capsys):
 def test_oversize_file_is_refused_unread(cases, tmp_path, capsys):
     case = cases["sep"]
     path = tmp_path / "huge.cert.json"
-    path.write_text(cf.dumps(case.cert))
+    path.write_text(jsonio.dumps(case.cert))
     with open(path, "r+b") as fh:  # sparse: no disk used, nothing worth reading
-        fh.truncate(cf.MAX_CERTIFICATE_BYTES + 1)
-    assert os.path.getsize(path) > cf.MAX_CERTIFICATE_BYTES
+        fh.truncate(jsonio.MAX_CERTIFICATE_BYTES + 1)
+    assert os.path.getsize(path) > jsonio.MAX_CERTIFICATE_BYTES
     for extra, against in (([], "the embedded data"), (["--data", case.data], "the DATA given")):
         assert main(["verify", str(path), *extra]) == EXIT_INVALID
         lines = capsys.readouterr().out.splitlines()
@@ -466,11 +458,11 @@ def test_oversize_file_is_refused_unread(cases, tmp_path, capsys):
 
 def test_size_cap_is_a_module_constant_applied_to_text_too(cases, tmp_path, capsys, monkeypatch):
     case = cases["sep"]
-    text = cf.dumps(case.cert)
-    monkeypatch.setattr(cf, "MAX_CERTIFICATE_BYTES", len(text) - 1)
+    text = jsonio.dumps(case.cert)
+    monkeypatch.setattr(jsonio, "MAX_CERTIFICATE_BYTES", len(text) - 1)
     monkeypatch.setattr(standalone_checker, "MAX_BYTES", len(text) - 1)  # the reference checker's own cap
     _rejected(case, text, "over the cap", tmp_path, capsys, as_dict=False)
-    monkeypatch.setattr(cf, "MAX_CERTIFICATE_BYTES", len(text))
+    monkeypatch.setattr(jsonio, "MAX_CERTIFICATE_BYTES", len(text))
     assert verify_text(text).valid
 
 
@@ -478,13 +470,13 @@ def test_size_cap_is_a_module_constant_applied_to_text_too(cases, tmp_path, caps
                                        ("nosep", ("separability", "ray", 0, 0)), ("sep", ("compatibility", "dim_F"))])
 def test_integer_literal_over_the_digit_cap_is_invalid_not_a_crash(cases, name, path, tmp_path, capsys):
     case = cases[name]
-    huge = 10 ** (cf.MAX_JSON_INTEGER_DIGITS + 700)
-    with _unlimited_int_digits():  # the forger's Python has no int-string limit
+    huge = 10 ** (schema.MAX_JSON_INTEGER_DIGITS + 700)
+    with jsonio.unlimited_int_digits():  # the forger's Python has no int-string limit
         text = _forge(case, _set((path, huge)))
     reason = _rejected(case, text, "digits", tmp_path, capsys, as_dict=False)
     assert "MAX_JSON_INTEGER_DIGITS" in reason
     # the same object handed over as a dict: refused by the schema, printed without converting it
-    with _unlimited_int_digits():
+    with jsonio.unlimited_int_digits():
         cert = json.loads(text)
     for inst in (None, case.instance):
         v = verify_certificate(cert, inst)
@@ -535,7 +527,7 @@ def test_sparse_counts_are_written_and_verify(sparse_case, capsys):
     assert "counts" not in rec and rec["V"] == 12
     C = sparse_case.instance.counts
     assert rec["counts_sparse"] == [[int(j), int(t), int(C[j, t])] for j, t in zip(*np.nonzero(C))]
-    assert cf.instance_from_record(rec).fingerprint() == sparse_case.instance.fingerprint()
+    assert decode.instance_from_record(rec).fingerprint() == sparse_case.instance.fingerprint()
     assert main(["verify", sparse_case.path, "--data", sparse_case.data]) == 0
     assert capsys.readouterr().out.startswith("VALID")
 
@@ -574,7 +566,7 @@ def test_sparse_counts_of_a_huge_matrix_are_refused_before_it_is_built(sparse_ca
     def edit(cert: dict) -> None:
         cert["instance"]["V"] = 10**12
         cert["instance"]["embedded"]["V"] = 10**12
-    _rejected(sparse_case, _forge(sparse_case, edit), f"exceeds {cf.MAX_SPARSE_CELLS} cells", tmp_path, capsys)
+    _rejected(sparse_case, _forge(sparse_case, edit), f"exceeds {fmt.MAX_SPARSE_CELLS} cells", tmp_path, capsys)
 
 
 # ---------------------------------------------------------------------------- factored svm.W
@@ -585,14 +577,12 @@ def factored_case(tmp_path_factory) -> Case:
     tmp = tmp_path_factory.mktemp("forgery-factored")
     data, path = tmp / "sep.json", tmp / "sep.cert.json"
     write_json(inst, data)
-    from ntpcert.pipeline import exact_verdicts as ev
-
-    old = cf.FACTORED_MIN_ENTRIES, ev.SPARSE_DUAL_MAX_FILL
-    cf.FACTORED_MIN_ENTRIES, ev.SPARSE_DUAL_MAX_FILL = 0, 1.0
+    old = encode.FACTORED_MIN_ENTRIES, encode.SPARSE_DUAL_MAX_FILL
+    encode.FACTORED_MIN_ENTRIES, encode.SPARSE_DUAL_MAX_FILL = 0, 1.0
     try:
         rep = exact_certify(inst, certificate_out=str(path), use_lemma1=False)
     finally:
-        cf.FACTORED_MIN_ENTRIES, ev.SPARSE_DUAL_MAX_FILL = old
+        encode.FACTORED_MIN_ENTRIES, encode.SPARSE_DUAL_MAX_FILL = old
     assert rep.check.valid, rep.check.reason
     return Case(inst, str(data), str(path), json.loads(path.read_text()))
 
@@ -604,8 +594,8 @@ def test_factored_w_is_the_same_matrix_and_verifies(cases, factored_case, capsys
     dense = cases["sep"].cert["svm"]
     assert dense["gap"] == svm["gap"]  # the same pair, written two ways
     V, d = factored_case.instance.V, factored_case.instance.d
-    assert cf.factored_rationals(svm["W_factored"], (V, d), "W").fractions() == \
-        cf.matrix_fractions(dense["W"], (V, d), "W")
+    assert decode.factored_rationals(svm["W_factored"], (V, d), "W").fractions() == \
+        decode.matrix_fractions(dense["W"], (V, d), "W")
     assert main(["verify", factored_case.path, "--data", factored_case.data]) == 0
     assert capsys.readouterr().out.startswith("VALID")
 
@@ -663,8 +653,8 @@ def test_sparse_dual_is_the_same_matrix_and_verifies(cases, factored_case):
     svm = factored_case.cert["svm"]
     V, m = factored_case.instance.V, factored_case.instance.m
     assert "a" not in svm and svm["a_sparse"]
-    dense = cf.matrix_fractions(cases["sep"].cert["svm"]["a"], (V, m), "a")
-    assert cf.sparse_rationals(svm["a_sparse"], (V, m), "a").fractions() == dense
+    dense = decode.matrix_fractions(cases["sep"].cert["svm"]["a"], (V, m), "a")
+    assert decode.sparse_rationals(svm["a_sparse"], (V, m), "a").fractions() == dense
     assert verify_certificate(factored_case.cert, factored_case.instance).valid
 
 
@@ -692,14 +682,14 @@ def test_integral_embeddings_are_written_as_integers_and_read_back_to_the_same_b
     H = np.eye(4)[[0, 1, 2, 3, 0, 1]] * 2.0
     C = np.array([[1, 2, 0], [0, 1, 3], [2, 0, 1], [1, 1, 0], [0, 4, 1], [3, 0, 2]])
     inst = NTPInstance.from_counts(H, C)
-    rec = cf.instance_record(inst)
+    rec = encode.instance_record(inst)
     assert all(type(x) is int for row in rec["embeddings"] for x in row)
-    assert cf.instance_from_record(rec).fingerprint() == inst.fingerprint()
+    assert decode.instance_from_record(rec).fingerprint() == inst.fingerprint()
     rep = exact_certify(inst, certificate_out=str(tmp_path / "c.json"))
     assert rep.check.valid and verify_file(tmp_path / "c.json", inst).valid
     Hz = H.copy()
     Hz[0, 3] = -0.0
     inst_z = NTPInstance.from_counts(Hz, C)
-    rec_z = cf.instance_record(inst_z)
+    rec_z = encode.instance_record(inst_z)
     assert type(rec_z["embeddings"][0][3]) is float
-    assert cf.instance_from_record(rec_z).fingerprint() == inst_z.fingerprint() != inst.fingerprint()
+    assert decode.instance_from_record(rec_z).fingerprint() == inst_z.fingerprint() != inst.fingerprint()

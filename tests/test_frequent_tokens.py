@@ -12,7 +12,8 @@ from ntpcert.exact.modular import PRIMES
 from ntpcert.pipeline import decide as dm
 from ntpcert.pipeline import parts
 from ntpcert.exact.left_null import log_odds_sign
-from ntpcert.pipeline.frequent_tokens import left_null_dimension_bound, reduce_compatibility
+from ntpcert.certificate.checker.reduction import left_null_dimension_bound
+from ntpcert.pipeline.frequent_tokens import reduce_compatibility
 from ntpcert.rows.kesler import KeslerSystem
 
 
@@ -99,9 +100,9 @@ def test_reduction_certificate_verifies_and_its_forgeries_fail(monkeypatch):
     y^T b = 0, so compatible; the certificate's basis and bound are re-checked by verify."""
     import copy
 
-    from ntpcert.pipeline.certificate import seal
+    from ntpcert.certificate.checker import verify_certificate
+    from ntpcert.certificate.jsonio import seal
     from ntpcert.pipeline.exact_verdicts import exact_certify
-    from ntpcert.pipeline.verify import verify_certificate
 
     monkeypatch.setattr(dm, "GRAM_MAX_ROWS", 1)
     monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 10 ** 9)

@@ -38,7 +38,8 @@ def _lint(cwd: Path, env_path: Path) -> subprocess.CompletedProcess:
 def test_import_contracts_hold():
     proc = _lint(ROOT, ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 kept, 0 broken" in proc.stdout
+    assert "3 kept, 0 broken" in proc.stdout
+    assert f"{CHECKER_CONTRACT} KEPT" in proc.stdout
 
 
 @pytest.mark.parametrize("module, line", [
@@ -57,6 +58,37 @@ def test_contracts_fail_on_an_upward_import_or_a_cycle(tmp_path, module, line):
     proc = _lint(tmp_path, tmp_path)
     assert proc.returncode != 0, proc.stdout
     assert "BROKEN" in proc.stdout
+
+
+#: The name of the forbidden contract that keeps the certificate checker away from the producer.
+CHECKER_CONTRACT = "The certificate checker is independent of the producer"
+
+
+@pytest.mark.parametrize("module, line", [
+    ("ntpcert/certificate/checker/primal.py", "import ntpcert.solve  # noqa: F401\n"),
+    ("ntpcert/certificate/checker/sections.py", "from ntpcert.solve.svm import solve_svm  # noqa: F401\n"),
+    ("ntpcert/certificate/checker/excess.py", "from ntpcert.certificate.encode import sparse_list  # noqa: F401\n"),
+    ("ntpcert/certificate/checker/limbs.py", "from ntpcert.exact.dyadic import LimbMatrix  # noqa: F401\n"),
+    ("ntpcert/certificate/checker/excess.py", "from ntpcert.exact.excess import bracket_balls  # noqa: F401\n"),
+    ("ntpcert/certificate/checker/compatibility.py", "import ntpcert.rows.kesler  # noqa: F401\n"),
+    ("ntpcert/certificate/checker/api.py", "from ntpcert.pipeline.frequent_tokens import MAX_KERNEL  # noqa: F401\n"),
+    # indirectly: a module the checker reads (the decoders) importing an encoder breaks it too
+    ("ntpcert/certificate/decode.py", "import ntpcert.certificate.encode  # noqa: F401\n"),
+])
+def test_the_checker_contract_fails_when_the_checker_imports_the_producer(tmp_path, module, line):
+    """The checker's independence is a test: a copy of the package in which a checker module (or one it
+    imports) imports a solver, the Kesler rows, the pipeline, an encoder or a producing module of
+    ntpcert.exact breaks the forbidden contract (an import of the pipeline breaks the layers as well)."""
+    shutil.copytree(PACKAGE, tmp_path / "ntpcert", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / module
+    text = target.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("from __future__ import annotations\n")
+    assert sep, module
+    target.write_text(head + sep + line + rest, encoding="utf-8")
+    proc = _lint(tmp_path, tmp_path)
+    assert proc.returncode != 0, proc.stdout
+    assert f"{CHECKER_CONTRACT} BROKEN" in proc.stdout
 
 
 def test_no_module_imports_a_private_name_of_another():

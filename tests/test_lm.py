@@ -242,20 +242,20 @@ def test_certify_a_model_exactly_and_verify_the_certificate(tmp_path, capsys):
 
 
 def test_a_tampered_source_section_is_refused(tmp_path):
+    from ntpcert.certificate import schema
     from ntpcert.errors import CertificateError
-    from ntpcert.pipeline import certificate as cf
 
     body = {"kind": "model", "files": [["model.safetensors", "ab" * 32]], "corpus_sha256": "cd" * 32,
             "context": "tokens:2", "bos": False, "embeddings": "model"}
-    cf.check_section(body, "source", "source")
-    from ntpcert.pipeline.provenance import check_source
+    schema.check_section(body, "source", "source")
+    from ntpcert.certificate.provenance import check_source
 
     check_source(body)
     for bad, needle in (({**body, "files": [["x", "not-a-hash"]]}, "source.files[0]"),
                         ({**body, "embeddings": "guess"}, "source.embeddings"),
                         ({**body, "extra": 1}, "extra")):
         with pytest.raises(CertificateError, match=re.escape(needle)):
-            cf.check_section(bad, "source", "source")
+            schema.check_section(bad, "source", "source")
             check_source(bad)
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.certificate.checker import verify_certificate
+from ntpcert.certificate.jsonio import seal
 from ntpcert.exact.rank_witness import certify_rank, check_rank_witness, peel
 from ntpcert.pipeline import decide as dm
-from ntpcert.pipeline.certificate import seal
 from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.pipeline.float_verdicts import certify
-from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.onehot import onehot_columns, onehot_w_star
 from ntpcert.rows.subspace import Subspace, least_squares_fit

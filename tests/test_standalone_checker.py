@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 
 from ntpcert import NTPInstance
+from ntpcert.certificate import jsonio
+from ntpcert.certificate.checker import verify_text
 from ntpcert.experiments.strategies import ntp_instances
 from ntpcert.instance.datasets.compatible import integer_log_odds
 from ntpcert.instance.load import load_instance
-from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.exact_verdicts import exact_certify
-from ntpcert.pipeline.verify import verify_text
 
 from .conftest import random_instance
 from .standalone import PATH, standalone
@@ -44,7 +44,7 @@ def test_it_imports_only_the_standard_library_and_flint() -> None:
 def _agree(inst: NTPInstance, **kwargs) -> str:
     """Certify ``inst`` exactly; verify and the standalone checker both accept the certificate."""
     rep = exact_certify(inst, **kwargs)
-    text = cf.dumps(rep.certificate, reseal=False)
+    text = jsonio.dumps(rep.certificate, reseal=False)
     assert verify_text(text).valid
     ok, line = standalone(text)
     assert ok, line
@@ -105,7 +105,7 @@ def test_the_command_line_exits_0_on_valid_and_1_naming_the_claim(tmp_path) -> N
     cert = rep.certificate
     cert["claims"]["compatible"] = True
     cert["claims"]["entropy_bound_reachable"] = cert["claims"]["separable"]
-    (tmp_path / "bad.json").write_text(cf.dumps(cert))
+    (tmp_path / "bad.json").write_text(jsonio.dumps(cert))
     bad = run(tmp_path / "bad.json")
     assert bad.returncode == 1 and bad.stdout.startswith("INVALID: claims.compatible") and len(bad.stdout.splitlines()) == 1
     assert run(tmp_path / "absent.json").returncode == 2

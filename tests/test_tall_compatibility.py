@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.certificate import jsonio
+from ntpcert.certificate.checker import verify_certificate
 from ntpcert.exact.compatibility import check_compatibility_by_columns, eq_rows, exact_null_space
+from ntpcert.exact.rational import fraction_str
 from ntpcert.instance.datasets.compatible import integer_log_odds
-from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.pipeline.exact_witness import compatibility_exact
-from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.verdict import ParticularSolutions, Verdict
 
 
@@ -77,14 +78,14 @@ def _forged(edit) -> str:
     cert = copy.deepcopy(rep.certificate)
     cert.pop("checksum")
     edit(cert["compatibility"])
-    v = verify_certificate(cf.seal(cert))
+    v = verify_certificate(jsonio.seal(cert))
     assert not v.valid
     return v.reason
 
 
 def _bump_entry(sec):
     entry = sec["particular_solutions"]["3"][0]
-    entry[2] = cf.fraction_str(Fraction(entry[2]) + 1)
+    entry[2] = fraction_str(Fraction(entry[2]) + 1)
 
 
 def test_forged_particular_solutions_are_refused():

@@ -1,6 +1,6 @@
 """``verify_certificate(cert, sealed_text=...)``: the checksum taken over the text about to be written.
 
-``certify --exact`` seals a certificate once (:func:`~ntpcert.pipeline.certificate.seal_canonical`)
+``certify --exact`` seals a certificate once (:func:`~ntpcert.certificate.jsonio.seal_canonical`)
 and checks it before writing; the checker then hashes those bytes instead of encoding the object a
 second time. A text that is not the certificate's sealed text must fail as a checksum mismatch, and
 every other section is still checked on the object.
@@ -13,9 +13,9 @@ import copy
 import numpy as np
 import pytest
 
-from ntpcert.pipeline import certificate as cf
+from ntpcert.certificate import jsonio
+from ntpcert.certificate.checker import verify_certificate, verify_text
 from ntpcert.pipeline.exact_verdicts import exact_certify
-from ntpcert.pipeline.verify import verify_certificate, verify_text
 
 from .conftest import random_instance
 
@@ -26,14 +26,14 @@ def sealed():
     rep = exact_certify(inst, use_lemma1=False)
     assert rep.check.valid, rep.check.reason
     body = {k: v for k, v in rep.certificate.items() if k != "checksum"}
-    cert, text = cf.seal_canonical(body)
+    cert, text = jsonio.seal_canonical(body)
     assert text.startswith('{"checksum":')
     return cert, text
 
 
 def test_sealed_text_of_the_certificate_is_valid_and_reads_back_the_same(sealed):
     cert, text = sealed
-    assert cf.sealed_text_matches(cert, text)
+    assert jsonio.sealed_text_matches(cert, text)
     v = verify_certificate(cert, sealed_text=text)
     assert v.valid, v.reason
     assert "checksum" in v.checks
@@ -55,10 +55,10 @@ def test_a_text_that_is_not_the_sealed_one_is_a_checksum_mismatch(sealed, change
     if change == "body altered":
         bad = _flip_digit(text)
     elif change == "checksum of another text":
-        other = cf.seal_canonical({**{k: v for k, v in cert.items() if k != "checksum"}, "svm": None})[1]
+        other = jsonio.seal_canonical({**{k: v for k, v in cert.items() if k != "checksum"}, "svm": None})[1]
         bad = other
     elif change == "no checksum first":
-        bad = cf.canonical_json({k: v for k, v in cert.items() if k != "checksum"})
+        bad = jsonio.canonical_json({k: v for k, v in cert.items() if k != "checksum"})
     elif change == "truncated":
         bad = text[:-1]
     elif change == "empty":
@@ -66,7 +66,7 @@ def test_a_text_that_is_not_the_sealed_one_is_a_checksum_mismatch(sealed, change
     else:  # the same digest, a body under a key the certificate lacks
         head = '{"checksum":"' + cert["checksum"] + '",'
         bad = head + '"zz":1,' + text[len(head):]
-    assert not cf.sealed_text_matches(cert, bad)
+    assert not jsonio.sealed_text_matches(cert, bad)
     v = verify_certificate(cert, sealed_text=bad)
     assert not v.valid
     assert "checksum mismatch" in v.reason
@@ -76,7 +76,7 @@ def test_sections_are_still_checked_on_the_object(sealed):
     cert, text = sealed
     forged = copy.deepcopy(cert)
     forged["svm"]["gap"] = "0"  # the text (and its checksum) untouched: only the object is forged
-    assert cf.sealed_text_matches(forged, text)
+    assert jsonio.sealed_text_matches(forged, text)
     v = verify_certificate(forged, sealed_text=text)
     assert not v.valid
     assert "svm.gap" in v.reason or "claims.svm" in v.reason
@@ -88,5 +88,5 @@ def test_exact_certify_writes_the_checksum_it_checked(tmp_path):
     rep = exact_certify(inst, use_lemma1=False, certificate_out=str(out))
     assert rep.check.valid, rep.check.reason
     written = out.read_text()
-    assert cf.loads(written)["checksum"] == rep.certificate["checksum"]
+    assert jsonio.loads(written)["checksum"] == rep.certificate["checksum"]
     assert verify_text(written).valid

@@ -1,6 +1,6 @@
 """The checker's array paths agree exactly with its direct exact ones.
 
-:mod:`ntpcert.pipeline.verify` reads witness matrices with :func:`~ntpcert.pipeline.certificate.matrix_rationals`
+:mod:`ntpcert.certificate.checker` reads witness matrices with :func:`~ntpcert.certificate.decode.matrix_rationals`
 (no Fraction per entry), screens the margins (6b) with exact integer products computed in limbs by
 float64 BLAS, and sums the dual terms in integer arrays. Each of these must reach the same verdict,
 the same values and the same message as the direct computation it replaces (``matrix_fractions``,
@@ -18,10 +18,15 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.certificate import decode
+from ntpcert.certificate import schema
+from ntpcert.certificate import structure
+from ntpcert.certificate.checker import api as vf
+from ntpcert.certificate.checker import limbs, primal
+from ntpcert.certificate.checker.common import Invalid
+from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.errors import CertificateError
 from ntpcert.exact.rational import fraction_str
-from ntpcert.pipeline import certificate as cf
-from ntpcert.pipeline import verify as vf
 from ntpcert.pipeline.exact_verdicts import exact_certify
 
 from .conftest import random_instance
@@ -39,18 +44,18 @@ def _value(limbs: list[np.ndarray], c: int) -> np.ndarray:
 @pytest.mark.parametrize("inner", [1, 7, 1000, 1024, 1025])
 def test_limb_product_is_the_exact_integer_product(inner):
     rng = np.random.default_rng(inner)
-    c = vf._limb_width(inner)
+    c = limbs.limb_width(inner)
     assert inner * (1 << (2 * c)) <= 1 << 53
     X = rng.integers(-(1 << 62), 1 << 62, size=(5, inner), dtype=np.int64)
     Y = rng.integers(-(1 << 62), 1 << 62, size=(inner, 4), dtype=np.int64)
     X[0] = (1 << 62) - 1  # the extremes
     Y[:, 0] = -((1 << 62) - 1)
-    n = vf._limbs_needed(62, c)
-    Q = vf._limb_product(vf._int_limbs(X, c, n), vf._int_limbs(Y, c, n))
+    n = limbs.limbs_needed(62, c)
+    Q = limbs.limb_product(limbs.int_limbs(X, c, n), limbs.int_limbs(Y, c, n))
     exact = X.astype(object) @ Y.astype(object)
     assert (_value(Q, c) == exact).all()
     Z = Q + [np.zeros_like(Q[0]) for _ in range(3)]
-    vf._normalise(Z, c)
+    limbs.normalise(Z, c)
     assert (_value(Z, c) == exact).all()
     assert ((Z[-1] >= 0) == (exact >= 0)).all()
     assert all(((z >= 0) & (z < (1 << c))).all() for z in Z[:-1])
@@ -68,7 +73,7 @@ def test_normalised_limbs_give_sign_and_zero():
         z[50:60] = 0
     before = _value(Z, c)
     Z += [np.zeros(200, dtype=np.int64) for _ in range(2)]
-    vf._normalise(Z, c)
+    limbs.normalise(Z, c)
     assert (_value(Z, c) == before).all()
     assert ((Z[-1] >= 0) == (before >= 0)).all()
     assert ((np.array([z != 0 for z in Z]).any(axis=0)) == (before != 0)).all()
@@ -84,21 +89,21 @@ def test_fixed_point_limbs_are_the_exact_floor(K):
     ap[40:50] = 0
     c = 21
     want = [(int(a) << K) // int(b) for a, b in zip(ap, q)]
-    n = vf._limbs_needed(max(w.bit_length() for w in want), c)
-    got = vf._fixed_point_limbs(ap, q, K, c, n)
+    n = limbs.limbs_needed(max(w.bit_length() for w in want), c)
+    got = limbs.fixed_point_limbs(ap, q, K, c, n)
     assert got is not None and list(_value(got, c)) == want
     if max(want) >> (c * (n - 1)):
-        assert vf._fixed_point_limbs(ap, q, K, c, n - 1) is None
+        assert limbs.fixed_point_limbs(ap, q, K, c, n - 1) is None
 
 
 def test_fraction_sum_and_sum_of_products():
     rng = np.random.default_rng(2)
     terms = [(int(a), int(b)) for a, b in zip(rng.integers(-10**9, 10**9, 40), rng.integers(1, 10**6, 40))]
-    assert vf._sum_fractions(terms) == sum((Fraction(a, b) for a, b in terms), Fraction(0))
-    assert vf._sum_fractions([]) == 0
+    assert limbs.sum_fractions(terms) == sum((Fraction(a, b) for a, b in terms), Fraction(0))
+    assert limbs.sum_fractions([]) == 0
     x = rng.integers(-(1 << 21), 1 << 21, size=5000, dtype=np.int64)
     y = rng.integers(-(1 << 21), 1 << 21, size=5000, dtype=np.int64)
-    assert vf._sum_of_products(x, y, 21) == sum(int(a) * int(b) for a, b in zip(x, y))
+    assert limbs.sum_of_products(x, y, 21) == sum(int(a) * int(b) for a, b in zip(x, y))
 
 
 # ---------------------------------------------------------------------------- the integer embeddings
@@ -115,7 +120,7 @@ def _odd_embeddings() -> np.ndarray:
 def test_integer_embeddings_are_those_of_as_integer_ratio():
     H = _odd_embeddings()
     inst = NTPInstance.from_counts(H, np.ones((4, 3), dtype=np.int64))
-    ex = vf._Exact(inst)
+    ex = ExactInstance(inst)
     ratios = [float(x).as_integer_ratio() for x in H.ravel()]
     den = max(q for _, q in ratios)
     assert ex.hden == den
@@ -163,12 +168,12 @@ def test_matrix_rationals_reads_what_matrix_fractions_reads():
     rows = _random_strings(rng, (7, 9))
     rows[3][4] = fraction_str(Fraction(10**1500 + 1, 2**4000))  # digits that python-flint converts
     rows[5] = ["0"] * 9
-    want = cf.matrix_fractions(rows, (7, 9), "W")
-    got = cf.matrix_rationals(rows, (7, 9), "W")
+    want = decode.matrix_fractions(rows, (7, 9), "W")
+    got = decode.matrix_rationals(rows, (7, 9), "W")
     assert got.fractions() == want
     assert got.nonzero() == {(i, k): x for i, r in enumerate(want) for k, x in enumerate(r) if x}
     assert got.shape == (7, 9)
-    assert cf.matrix_rationals([["0", "0"]], (1, 2), "a").fractions() == [[0, 0]]
+    assert decode.matrix_rationals([["0", "0"]], (1, 2), "a").fractions() == [[0, 0]]
 
 
 @pytest.mark.parametrize("bad", _BAD, ids=lambda x: repr(x)[:24])
@@ -178,9 +183,9 @@ def test_matrix_rationals_names_the_entry_matrix_fractions_names(bad):
     rows[2][3] = bad
     rows[3][1] = "2/4"  # a later bad entry is not the one named
     with pytest.raises(CertificateError) as want:
-        cf.matrix_fractions(copy.deepcopy(rows), (4, 5), "svm.W")
+        decode.matrix_fractions(copy.deepcopy(rows), (4, 5), "svm.W")
     with pytest.raises(CertificateError) as got:
-        cf.matrix_rationals(rows, (4, 5), "svm.W")
+        decode.matrix_rationals(rows, (4, 5), "svm.W")
     assert str(got.value) == str(want.value)
     assert "svm.W[2][3]" in str(got.value)
 
@@ -188,9 +193,9 @@ def test_matrix_rationals_names_the_entry_matrix_fractions_names(bad):
 @pytest.mark.parametrize("rows", [[["1"]], [["1", "2"], ["3"]], "W", [["1", "2"], "x"]], ids=repr)
 def test_matrix_rationals_checks_the_shape_first(rows):
     with pytest.raises(CertificateError) as want:
-        cf.matrix_fractions(rows, (2, 2), "svm.W")
+        decode.matrix_fractions(rows, (2, 2), "svm.W")
     with pytest.raises(CertificateError) as got:
-        cf.matrix_rationals(rows, (2, 2), "svm.W")
+        decode.matrix_rationals(rows, (2, 2), "svm.W")
     assert str(got.value) == str(want.value)
 
 
@@ -209,21 +214,21 @@ def _rows(W: list[list[Fraction]]) -> list[list[str]]:
     return [[fraction_str(x) for x in row] for row in W]
 
 
-def _both_primal(ex: vf._Exact, rows: list[list[str]]):
+def _both_primal(ex: ExactInstance, rows: list[list[str]]):
     """(result or message) of the screened and of the direct check."""
     out = []
     for how in ("screened", "direct"):
         try:
             if how == "screened":
-                out.append(ex.check_primal(cf.matrix_rationals(rows, (ex.V, ex.d), "svm.W"), "svm.W"))
+                out.append(primal.check_primal(ex, decode.matrix_rationals(rows, (ex.V, ex.d), "svm.W"), "svm.W"))
             else:
-                out.append(ex.check_primal_exact(cf.matrix_fractions(rows, (ex.V, ex.d), "svm.W"), "svm.W"))
-        except vf._Invalid as err:
+                out.append(primal.check_primal_exact(ex, decode.matrix_fractions(rows, (ex.V, ex.d), "svm.W"), "svm.W"))
+        except Invalid as err:
             out.append(str(err))
     return out
 
 
-def _margins(ex: vf._Exact, W: list[list[Fraction]]) -> list[tuple[Fraction, int, int]]:
+def _margins(ex: ExactInstance, W: list[list[Fraction]]) -> list[tuple[Fraction, int, int]]:
     H = [[Fraction(x) for x in row] for row in ex.inst.embeddings.tolist()]
     L = [[sum(w * h for w, h in zip(W[v], H[j])) for j in range(ex.m)] for v in range(ex.V)]
     return [(L[ex.anchor[j]][j] - L[v][j], v, j) for j in range(ex.m) for v in range(ex.V) if v not in ex.in_S[j]]
@@ -231,8 +236,8 @@ def _margins(ex: vf._Exact, W: list[list[Fraction]]) -> list[tuple[Fraction, int
 
 def test_screened_primal_agrees_on_genuine_forged_and_tight_witnesses(genuine):
     inst, cert = genuine
-    ex = vf._Exact(inst)
-    W = cf.matrix_fractions(cert["svm"]["W"], (ex.V, ex.d), "svm.W")
+    ex = ExactInstance(inst)
+    W = decode.matrix_fractions(cert["svm"]["W"], (ex.V, ex.d), "svm.W")
     a, b = _both_primal(ex, cert["svm"]["W"])
     assert isinstance(a, Fraction) and a == b
     margins = _margins(ex, W)
@@ -260,46 +265,46 @@ def test_screened_primal_agrees_on_genuine_forged_and_tight_witnesses(genuine):
 def test_the_screen_proves_the_loose_margins(genuine, monkeypatch):
     """Only the equalities (6a) and the margins the screen cannot prove are computed exactly."""
     inst, cert = genuine
-    ex = vf._Exact(inst)
+    ex = ExactInstance(inst)
     seen = []
-    real = vf._ExactLogits.logit
-    monkeypatch.setattr(vf._ExactLogits, "logit", lambda self, v, j, X, c: seen.append((v, j)) or real(self, v, j, X, c))
-    ex.check_primal(cf.matrix_rationals(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W")
+    real = primal._ExactLogits.logit
+    monkeypatch.setattr(primal._ExactLogits, "logit", lambda self, v, j, X, c: seen.append((v, j)) or real(self, v, j, X, c))
+    primal.check_primal(ex, decode.matrix_rationals(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W")
     on_support = {(v, j) for j in range(ex.m) for v in ex.S[j]}
     assert set(seen) <= on_support
 
 
 def test_screened_primal_falls_back_when_the_product_disagrees(genuine, monkeypatch):
     inst, cert = genuine
-    ex = vf._Exact(inst)
-    want = ex.check_primal_exact(cf.matrix_fractions(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W")
-    real = vf._limb_product
-    monkeypatch.setattr(vf, "_limb_product", lambda X, Y: [q + 1 for q in real(X, Y)])
-    assert ex.check_primal(cf.matrix_rationals(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W") == want
+    ex = ExactInstance(inst)
+    want = primal.check_primal_exact(ex, decode.matrix_fractions(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W")
+    real = limbs.limb_product
+    monkeypatch.setattr(primal, "limb_product", lambda X, Y: [q + 1 for q in real(X, Y)])
+    assert primal.check_primal(ex, decode.matrix_rationals(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W") == want
 
 
-def _both_dual(ex: vf._Exact, rows: list[list[str]]):
+def _both_dual(ex: ExactInstance, rows: list[list[str]]):
     out = []
     for how in ("arrays", "direct"):
         try:
-            A = cf.matrix_rationals(rows, (ex.V, ex.m), "svm.a")
+            A = decode.matrix_rationals(rows, (ex.V, ex.m), "svm.a")
             if how == "arrays":
-                out.append(ex.dual_terms(A, "svm.a"))
+                out.append(primal.dual_terms(ex, A, "svm.a"))
             else:
                 out.append(ex.aH_zero_and_sums(A.nonzero(), "svm.a", require_zero_aH=False))
-        except vf._Invalid as err:
+        except Invalid as err:
             out.append(str(err))
     return out
 
 
 def test_dual_terms_agree_with_the_direct_sums(genuine):
     inst, cert = genuine
-    ex = vf._Exact(inst)
+    ex = ExactInstance(inst)
     rows = cert["svm"]["a"]
     a, b = _both_dual(ex, rows)
     assert isinstance(a, tuple) and a == b and a[0] > 0
-    assert ex._dual_terms_arrays(cf.matrix_rationals(rows, (ex.V, ex.m), "svm.a")) == b  # the array path ran
-    A = cf.matrix_fractions(rows, (ex.V, ex.m), "svm.a")
+    assert primal._dual_terms_arrays(ex, decode.matrix_rationals(rows, (ex.V, ex.m), "svm.a")) == b  # the array path ran
+    A = decode.matrix_fractions(rows, (ex.V, ex.m), "svm.a")
     off = [(v, j) for v in range(ex.V) for j in range(ex.m) if v not in ex.in_S[j]]
     v, j = off[len(off) // 2]
     forged = copy.deepcopy(A)
@@ -322,12 +327,12 @@ def test_the_whole_check_agrees_with_the_direct_sections(genuine):
     inst, cert = genuine
     v = vf.verify_certificate(cert, inst)
     assert v.valid, v.reason
-    ex = vf._Exact(inst)
-    primal = ex.check_primal_exact(cf.matrix_fractions(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W")
-    A = cf.matrix_fractions(cert["svm"]["a"], (ex.V, ex.m), "svm.a")
+    ex = ExactInstance(inst)
+    half_sq = primal.check_primal_exact(ex, decode.matrix_fractions(cert["svm"]["W"], (ex.V, ex.d), "svm.W"), "svm.W")
+    A = decode.matrix_fractions(cert["svm"]["a"], (ex.V, ex.m), "svm.a")
     mass, sq = ex.aH_zero_and_sums({(i, j): x for i, r in enumerate(A) for j, x in enumerate(r) if x}, "svm.a",
                                    require_zero_aH=False)
-    assert primal - (mass - sq / 2) == cf.parse_rational(cert["svm"]["gap"], "svm.gap")
+    assert half_sq - (mass - sq / 2) == schema.parse_rational(cert["svm"]["gap"], "svm.gap")
 
 
 # ---------------------------------------------------------------------------- the schema, row by row
@@ -350,7 +355,7 @@ def test_whole_row_checks_name_the_entry(genuine, key, value, needle):
     if key == "embeddings":
         forged["instance"]["embedded"][key][1][0] = 1  # an integer a float64 holds: fine
     with pytest.raises(CertificateError, match=None) as err:
-        cf.check_schema(forged)
+        structure.check_schema(forged)
     assert needle in str(err.value)
 
 
@@ -373,4 +378,4 @@ def test_whole_row_checks_accept_what_the_entry_checks_accept(genuine):
     forged["instance"]["embedded"]["embeddings"][0][1] = 1.7e308
     forged["instance"]["embedded"]["embeddings"][0][2] = 1.7e308  # finite entries whose sum overflows
     forged["instance"]["embedded"]["counts"][0][0] = 2**63 - 1
-    cf.check_schema(forged)
+    structure.check_schema(forged)

@@ -7,13 +7,13 @@ import copy
 
 import pytest
 
+from ntpcert.certificate import jsonio
+from ntpcert.certificate import structure
+from ntpcert.certificate.checker import verify_certificate
 from ntpcert.cli.app import main
 from ntpcert.instance import NTPInstance
-from ntpcert.instance.load import load_instance
-from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.pipeline.explain import why_not_with_sections
-from ntpcert.pipeline.verify import verify_certificate
 
 from .test_explain import doubling_toy, two_context_toy
 
@@ -29,7 +29,7 @@ def _unsealed(rep) -> dict:
 
 
 def _verdict(cert: dict):
-    return verify_certificate(cf.seal(cert))
+    return verify_certificate(jsonio.seal(cert))
 
 
 def test_two_context_toy_certificate_carries_the_pair_and_checks():
@@ -158,7 +158,7 @@ def test_schema_refuses_malformed_sections():
     cert = _sep_cert()
     cert["why_not_separable"]["contexts"] = [1, 0]
     with pytest.raises(Exception, match="strictly"):
-        cf.check_schema(cf.seal(cert))
+        structure.check_schema(jsonio.seal(cert))
     cert = _sep_cert()
     cert["why_not_separable"]["deletions"][0]["surprise"] = 1
     assert "unknown key" in _verdict(cert).reason
@@ -170,7 +170,7 @@ def test_pydoc_certificate_carries_both_culprits(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "why not separable          : 4 contexts, irreducible" in out
     assert "why not compatible         : an irreducible cycle" in out and "in the certificate" in out
-    cert = cf.load(path)
+    cert = jsonio.load(path)
     assert len(cert["why_not_separable"]["contexts"]) == 4
     assert main(["verify", str(path), "--data", "pydoc"]) == 0
     text = capsys.readouterr().out

@@ -2,8 +2,8 @@
 
 Prints ``VALID`` (exit 0) or ``INVALID: reason`` (exit 3). A truncated or unparseable file is
 INVALID with its reason; so is a CERT over the size cap
-(:data:`ntpcert.pipeline.certificate.MAX_CERTIFICATE_BYTES`, refused unread) and one with an integer
-literal of more than :data:`~ntpcert.pipeline.certificate.MAX_JSON_INTEGER_DIGITS` digits. A CERT
+(:data:`ntpcert.certificate.format.MAX_CERTIFICATE_BYTES`, refused unread) and one with an integer
+literal of more than :data:`~ntpcert.certificate.schema.MAX_JSON_INTEGER_DIGITS` digits. A CERT
 that cannot be opened, or a DATA that cannot be loaded, is bad input (exit 2).
 
 Without ``--data`` the instance embedded in the certificate is used; with it, DATA must be the very
@@ -39,7 +39,7 @@ def register(subparsers: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ntpcert.pipeline.verdict_report import verdict_json, verdict_lines
-    from ntpcert.pipeline.verify import verify_file
+    from ntpcert.certificate.checker import verify_file
 
     instance = load_data(args) if args.data is not None else None
     verdict = verify_file(args.cert, instance)  # InputError (exit 2) only when CERT cannot be opened

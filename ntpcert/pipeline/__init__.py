@@ -1,1 +1,2 @@
-"""The verdict layer: the float pipeline, the exact pipeline, the certificate file and its checker."""
+"""The verdict layer: the float pipeline and the exact pipeline (the certificate and its checker are in
+:mod:`ntpcert.certificate`)."""

@@ -3,7 +3,8 @@ r"""``ntpcert certify DATA --exact``: float answers turned into a certificate, c
 Stages: the float pipeline (:func:`ntpcert.pipeline.float_verdicts.certify`), exact compatibility
 (:mod:`~ntpcert.exact.compatibility`), an exact separability witness
 (:mod:`~ntpcert.exact.separability`), the exact NTP-SVM gap (:mod:`~ntpcert.exact.svm_gap`), then the
-certificate is assembled and checked by the independent checker (:mod:`~ntpcert.pipeline.verify`).
+certificate is assembled (:mod:`~ntpcert.certificate.encode`) and checked by the independent checker
+(:mod:`~ntpcert.certificate.checker`).
 **Every reported verdict is the checked one**: a section that fails the check, or a witness that
 could not be made exact, is reported as undetermined.
 
@@ -17,7 +18,6 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -27,31 +27,27 @@ from ntpcert.exact.compatibility import (
     prime_exponents,
     w_star_closed_form,
 )
+from ntpcert.certificate.checker import CheckResult, verify_certificate
+from ntpcert.certificate.encode import build_certificate, certificate_body
+from ntpcert.certificate.jsonio import save, seal_canonical
+from ntpcert.certificate.schema import check_produced
 from ntpcert.exact.rational import fraction_str
 from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
-from ntpcert.pipeline import certificate as cf
-from ntpcert.pipeline.cert_schema import check_produced
 from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER
 from ntpcert.pipeline.exact_witness import compatibility_exact, separability_exact
 from ntpcert.pipeline.float_verdicts import Report, certify
-from ntpcert.pipeline.verify import Verdict as CheckResult
-from ntpcert.pipeline.verify import verify_certificate
 from ntpcert.solve.svm import DEFAULT_SOLVER
 from ntpcert.util.files import check_output_file
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
 from ntpcert.util.summary import short_str
-from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, FeasiblePoint, FullRowRank, NoEquations, NullSpaceBasis,
-                             ParticularSolutions, Verdict, ViolatingNullVector)
+from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, NoEquations, ParticularSolutions, Verdict, ViolatingNullVector)
 
 #: W* is put in closed form automatically only when the equality system is this small (rows) and
 #: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.
 W_STAR_MAX_ROWS = 60
 W_STAR_MAX_WORK = 600
-
-#: A large dual ``a`` is written sparse (``a_sparse``) when at most this fraction of it is nonzero.
-SPARSE_DUAL_MAX_FILL = 0.25
 
 #: Digits of the closed-form W* norm in the report.
 W_STAR_DIGITS = 30
@@ -213,126 +209,6 @@ def _w_star(instance: NTPInstance, compat: Verdict, primes: tuple, E: np.ndarray
     return w_star_closed_form(instance), ""
 
 
-def build_certificate(
-    instance: NTPInstance,
-    compat: Verdict,
-    sep: Verdict,
-    svm: SVMBound | None,
-    w_star: WStarClosedForm | None = None,
-    primes: tuple | None = None,
-    E: np.ndarray | None = None,
-) -> dict:
-    """Assemble and seal the certificate of :mod:`ntpcert.pipeline.certificate`; every section is
-    written against the table the checker reads (:func:`ntpcert.pipeline.cert_schema.check_produced`)."""
-    if primes is None or E is None:
-        primes, E = prime_exponents(instance)
-    cert = cf.seal(_certificate_body(instance, compat, sep, svm, w_star, primes, E))
-    check_produced(cert)
-    return cert
-
-
-def _compatibility_section(compat: Verdict, n_eq: int, primes: tuple, E: np.ndarray,
-                           w_star: WStarClosedForm | None) -> dict:
-    """The ``compatibility`` section: the claim and its exact witness (:mod:`ntpcert.verdict`)."""
-    w = compat.witness
-    comp: dict[str, Any] = {"claim": compat.holds, "n_eq": n_eq}
-    if compat.holds is None:
-        comp["primes"] = list(primes)
-        comp["reason"] = compat.reason or "undetermined"
-        return comp
-    comp["dim_F"] = getattr(w, "rank", None)
-    comp["primes"] = list(primes)
-    if isinstance(w, ViolatingNullVector):
-        comp["violating_null_vector"] = cf.sparse_list(w.y)
-        return comp
-    comp["null_space_basis"] = [cf.sparse_list(y) for y in w.basis] if isinstance(w, NullSpaceBasis) else []
-    if isinstance(w, ParticularSolutions):  # R_p with A_eq vec(R_p) = E_p: the primes whose exponents move
-        comp["particular_solutions"] = {str(p): cf.sparse_list(w.particular[p])
-                                        for q, p in enumerate(primes) if any(E[:, q])}
-    elif isinstance(w, NullSpaceBasis) and w.engine == "frequent-tokens":  # the checker rebuilds the bound
-        comp["frequent_tokens_modulus"] = w.modulus
-    elif isinstance(w, EmbeddingsFullRank):
-        key, value = w.rank_witness.certificate_entry
-        comp[key] = value
-    elif isinstance(w, (FullRowRank, NullSpaceBasis)) and w.modulus is not None:
-        comp["rank_modulus"] = w.modulus
-    if w_star is not None and not isinstance(w, ParticularSolutions):  # the R_p already give a solution of (4)
-        comp["W_star"] = {"coefficients": {str(p): cf.sparse_list(g) for p, g in w_star.coefficients.items() if g}}
-    return comp
-
-
-def _separability_section(sep: Verdict) -> dict:
-    """The ``separability`` section: the claim and its exact witness."""
-    w = sep.witness
-    if isinstance(w, EmbeddingsFullRank):
-        key, value = w.rank_witness.certificate_entry
-        return {"claim": True, key: value}
-    if isinstance(w, FeasiblePoint):
-        return {"claim": True, "W": cf.matrix_strings(w.point.fractions())}
-    if isinstance(w, FarkasRay):
-        return {"claim": False, "ray": cf.sparse_list(w.ray)}
-    return {"claim": None, "reason": sep.reason}
-
-
-def _certificate_body(
-    instance: NTPInstance,
-    compat: Verdict,
-    sep: Verdict,
-    svm: SVMBound | None,
-    w_star: WStarClosedForm | None,
-    primes: tuple,
-    E: np.ndarray,
-) -> dict:
-    """The certificate before its checksum."""
-    svmsec = None
-    claims_svm = None
-    if svm is not None and svm.primal_feasible and sep.holds is True:
-        svmsec = {
-            **_svm_matrices(svm),
-            "gap": fraction_str(svm.gap),
-            "distance_bound": svm.distance_bound,
-            "norm_lower": svm.norm_lower,
-            "norm_upper": svm.norm_upper,
-        }
-        claims_svm = {k: svmsec[k] for k in ("gap", "distance_bound", "norm_lower", "norm_upper")}
-    return {
-        "format": cf.FORMAT,
-        "version": cf.VERSION,
-        "instance": {
-            "fingerprint": instance.fingerprint(),
-            "m": instance.m,
-            "d": instance.d,
-            "V": instance.V,
-            "embedded": cf.instance_record(instance),
-        },
-        "probabilities_exact_from_floats": bool(instance.probs_exact_from_floats),
-        "claims": {
-            "compatible": compat.holds,
-            "separable": sep.holds,
-            "entropy_bound_reachable": and3(compat.holds, sep.holds),
-            "svm": claims_svm,
-        },
-        "compatibility": _compatibility_section(compat, len(E), primes, E, w_star),
-        "separability": _separability_section(sep),
-        "svm": svmsec,
-    }
-
-
-def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
-    """``W`` (rational strings) or, when large, ``W_factored``; ``a`` or, when large and mostly
-    zero, ``a_sparse`` (:mod:`ntpcert.pipeline.certificate`)."""
-    out: dict[str, Any] = {}
-    if svm.W_base.size >= cf.FACTORED_MIN_ENTRIES:
-        out["W_factored"] = cf.factored_record(svm.W_base, svm.scale, svm.W_delta)
-    else:
-        out["W"] = cf.scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta)
-    if svm.a.size >= cf.FACTORED_MIN_ENTRIES and np.count_nonzero(svm.a) <= SPARSE_DUAL_MAX_FILL * svm.a.size:
-        out["a_sparse"] = cf.sparse_record(svm.a)
-    else:
-        out["a"] = cf.to_strings_dyadic(svm.a)
-    return out
-
-
 def exact_certify(
     instance: NTPInstance,
     *,
@@ -420,18 +296,18 @@ def exact_certify(
             stages.seconds["why_not"] = time.perf_counter() - tw
         with stages.stage("independent check", key="independent_check"):
             # one encoding of the (large) certificate serves its checksum and the file
-            body = _certificate_body(instance, compat, sep, bound, wstar, primes, E)
+            body = certificate_body(instance, compat, sep, bound, wstar, primes, E)
             if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
             body.update(why_sections)
             if source is not None:
                 body["source"] = source
-            cert, text = cf.seal_canonical(body)
+            cert, text = seal_canonical(body)
             check_produced(cert)  # the table verify reads: a field it would refuse is never written
             # the checksum over the text to be written, not a second encoding of cert
             check = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
             if certificate_out is not None and check.valid:  # its checksum checked just now
-                cf.save(cert, certificate_out, reseal=False, canonical=text)
+                save(cert, certificate_out, reseal=False, canonical=text)
             written = certificate_out if check.valid else None  # a certificate its checker refuses is not written
     finally:
         stages.close()

@@ -9,7 +9,7 @@ feasible up to ~1e-12), :func:`exact_excess` makes
 * the four numbers ``lower``, ``upper``, ``excess_lower``, ``excess_upper`` from ``arb`` balls
   (:mod:`ntpcert.exact.excess`), rounded outward to floats;
 
-and the certificate section ``excess`` that :mod:`ntpcert.pipeline.excess_verify` re-checks.
+and the certificate section ``excess`` that :mod:`ntpcert.certificate.checker.excess` re-checks.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from ntpcert.certificate.encode import matrix_strings, sparse_list
 from ntpcert.errors import InputError
 from ntpcert.exact import excess as xe
 from ntpcert.exact.dyadic import fraction_down, fraction_up
 from ntpcert.instance import NTPInstance
-from ntpcert.pipeline import certificate as cf
 from ntpcert.solve.excess import EXCESS_TOL, ExcessBracket, float_bracket
 from ntpcert.util.numbers import single_thread
 
@@ -111,7 +111,7 @@ def exact_excess(instance: NTPInstance, bracket: ExcessBracket | None = None, *,
     upper = fraction_up(xe.upper_end(balls.ce))
     ex_lo = fraction_down(xe.lower_end(balls.excess_q))
     ex_up = fraction_up(xe.upper_end(balls.excess_ce))
-    section = {"q": cf.sparse_list(q), "W": cf.matrix_strings(Wf), "lower": lower, "upper": upper,
+    section = {"q": sparse_list(q), "W": matrix_strings(Wf), "lower": lower, "upper": upper,
                "excess_lower": max(ex_lo, 0.0), "excess_upper": ex_up}
     return ExactExcess(b, lower, upper, ex_lo, ex_up, section, how, time.perf_counter() - t0)
 
@@ -132,7 +132,7 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     """The ``excess_loss`` key of ``certify --json`` / ``explain --json`` and the object behind it
     (an :class:`ExactExcess`, an :class:`ExcessBracket`, or None when skipped). With ``exact`` and
     ``check``, the section is also re-checked by the independent checker
-    (:mod:`ntpcert.pipeline.excess_verify`): keys ``checked`` and ``checks``."""
+    (:mod:`ntpcert.certificate.checker.excess`): keys ``checked`` and ``checks``."""
     if cap is not None and instance.m * instance.V > cap:
         return {"skipped": skipped_bracket_text(instance.m * instance.V, cap)}, None
     b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, time_limit=TIME_LIMIT,
@@ -146,7 +146,7 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     ee = exact_excess(instance, b)
     out = ee.to_json()
     if check:
-        from ntpcert.pipeline.excess_verify import check_excess
+        from ntpcert.certificate.checker.excess import check_excess
 
         checks: list[str] = []
         why = check_excess(ee.section, instance, checks)

@@ -35,11 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ntpcert.exact.modular import PRIMES, lift_vector, nmod_matrix, residues
+from ntpcert.certificate.checker.reduction import (  # the checker's construction, rebuilt there from the instance
+    MAX_REDUCED_CELLS, ReducedSystem, reduced_system,
+)
+from ntpcert.exact.modular import PRIMES, lift_vector, nmod_matrix
 from ntpcert.rows.kesler import KeslerSystem
 
-#: Largest reduced matrix (rows x columns) whose kernel is computed mod p.
-MAX_REDUCED_CELLS = 6_000_000
 #: Kernel vectors lifted at most (a violation is usually the first).
 MAX_KERNEL = 4000
 
@@ -75,92 +76,6 @@ class Reduction:
     modulus: int
     why: str
     seconds: float
-
-
-def _independent(Hres: np.ndarray, rows: list[int], p: int) -> bool:
-    """Rows of H (their residues mod p) certified independent: rank mod p equals their number."""
-    if len(rows) > Hres.shape[1]:
-        return False
-    sub = Hres[rows]
-    if len(rows) == 1:
-        return bool(np.any(sub))
-    return int(nmod_matrix(sub, p).rank()) == len(rows)
-
-
-@dataclass(frozen=True, eq=False)
-class ReducedSystem:
-    """The reduced matrix mod p (module doc): ``A`` (int64 residues) of shape (rows, len(var)), whose
-    column i belongs to the pair ``var[i] = (j, z)``; ``tokens`` are the dependent tokens left."""
-
-    A: np.ndarray
-    var: list
-    tokens: tuple[int, ...]
-
-
-def reduced_system(instance, p: int, *, max_cells: int = MAX_REDUCED_CELLS) -> ReducedSystem | tuple[int, int]:
-    """The reduced system mod p of ``instance`` (module doc), or its shape (rows, columns) when it has
-    more than ``max_cells`` cells. Deterministic: the checker rebuilds the same matrix."""
-    m, V = instance.m, instance.V
-    contexts_of: list[list[int]] = [[] for _ in range(V)]
-    for j, S in enumerate(instance.supports):
-        for z in S.tolist():
-            contexts_of[z].append(j)
-    Hres = residues(instance.embeddings, p)
-    live = {z: list(J) for z, J in enumerate(contexts_of) if len(J) >= 2 or (J and not np.any(Hres[J[0]]))}
-    dependent: set[int] = set()  # tokens whose current rows are known not to be certified independent
-    while True:  # drop independent tokens, then contexts left with a single dependent token
-        changed = False
-        for z in list(live):
-            if z in dependent:
-                continue
-            if _independent(Hres, live[z], p):
-                del live[z]
-                changed = True
-            else:
-                dependent.add(z)
-        per_ctx: dict[int, int] = {}
-        for J in live.values():
-            for j in J:
-                per_ctx[j] = per_ctx.get(j, 0) + 1
-        for z in list(live):
-            kept = [j for j in live[z] if per_ctx[j] >= 2]
-            if len(kept) != len(live[z]):
-                changed = True
-                dependent.discard(z)  # fewer rows: may be independent now
-                if kept:
-                    live[z] = kept
-                else:
-                    del live[z]
-        if not changed:
-            break
-    tokens = tuple(sorted(live))
-    var = [(j, z) for z in tokens for j in live[z]]
-    blocks = [(z, live[z], np.flatnonzero(np.any(Hres[live[z]] != 0, axis=0))) for z in tokens]
-    ctxs = sorted({j for j, _ in var})
-    n_rows = sum(u.size for _, _, u in blocks) + len(ctxs)
-    if n_rows * len(var) > max_cells:
-        return n_rows, len(var)
-    col = {v: i for i, v in enumerate(var)}
-    A = np.zeros((n_rows, len(var)), dtype=np.int64)
-    r0 = 0
-    for z, J, used in blocks:
-        A[r0:r0 + used.size, [col[(j, z)] for j in J]] = Hres[np.ix_(J, used)].T
-        r0 += used.size
-    crow = {j: r0 + i for i, j in enumerate(ctxs)}
-    for (j, z), c in col.items():
-        A[crow[j], c] = 1
-    return ReducedSystem(A, var, tokens)
-
-
-def left_null_dimension_bound(instance, p: int) -> int | None:
-    """An upper bound on dim null(A_eq^T): the kernel dimension of the reduced system mod p (module doc);
-    None when the reduced system is too large to build."""
-    red = reduced_system(instance, p)
-    if not isinstance(red, ReducedSystem):
-        return None
-    if not red.var:
-        return 0
-    return len(red.var) - int(nmod_matrix(red.A, p).rank())
 
 
 def reduce_compatibility(system: KeslerSystem, *, p: int = PRIMES[0],
@@ -219,5 +134,4 @@ def reduce_compatibility(system: KeslerSystem, *, p: int = PRIMES[0],
                "and span that null space", basis=basis, tokens=tokens, shape=shape)
 
 
-__all__ = ["MAX_KERNEL", "MAX_REDUCED_CELLS", "ReducedSystem", "Reduction", "left_null_dimension_bound",
-           "reduce_compatibility", "reduced_system"]
+__all__ = ["MAX_KERNEL", "Reduction", "reduce_compatibility"]

@@ -1,5 +1,5 @@
 """The JSON object and the text lines of a certificate check (``ntpcert verify``), built from a
-:class:`~ntpcert.pipeline.verify.Verdict` in the library so that the command only renders them."""
+:class:`~ntpcert.certificate.checker.CheckResult` in the library so that the command only renders them."""
 
 from __future__ import annotations
 

@@ -233,7 +233,7 @@ def excess_lines(key: dict, inst: Any) -> list[str]:
     if per:
         tot = sum(per) or 1.0
         order = sorted(range(len(per)), key=lambda j: -per[j])[:EXCESS_SHOWN]
-        lines.append(f"  contexts carrying the most excess loss at the optimum (pi_j KL(p_j || softmax(W h_j))):")
+        lines.append("  contexts carrying the most excess loss at the optimum (pi_j KL(p_j || softmax(W h_j))):")
         width = max(len(q(context_text(inst, j))) for j in order)
         for j in order:
             lines.append(f"    {q(context_text(inst, j)).ljust(width)}  {per[j]:.4g} nats  ({100 * per[j] / tot:.1f} %)")

@@ -70,7 +70,7 @@ class ModelData:
     token_frequency: np.ndarray
 
     def source_record(self) -> dict[str, Any]:
-        """The certificate's ``source`` section (:mod:`ntpcert.pipeline.provenance`)."""
+        """The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`)."""
         return {"kind": "model", "files": [[n, h] for n, h in self.files], "corpus_sha256": self.corpus_sha256,
                 "context": str(self.context), "bos": self.bos, "embeddings": self.embeddings}
 

@@ -1,15 +1,16 @@
 r"""The irreducible culprits as certificate sections (``why_not_separable``, ``why_not_compatible``).
 
 Written by ``certify --exact`` beside a false claim and checked by
-:mod:`ntpcert.pipeline.why_not_verify`; the layout is in :mod:`ntpcert.pipeline.certificate`. Only
+:mod:`ntpcert.certificate.checker.why_not`; the layout is in :mod:`ntpcert.certificate.format`. Only
 culprits proved irreducible here are written, and a set whose deletion points would hold more than
-:data:`~ntpcert.pipeline.certificate.MAX_WHY_NOT_CELLS` entries is left out (the JSON key says why).
+:data:`~ntpcert.certificate.format.MAX_WHY_NOT_CELLS` entries is left out (the JSON key says why).
 """
 
 from __future__ import annotations
 
+from ntpcert.certificate.encode import sparse_list
+from ntpcert.certificate.format import MAX_WHY_NOT_CELLS
 from ntpcert.exact.rational import fraction_str
-from ntpcert.pipeline import certificate as cf
 from ntpcert.pipeline.explain.compatibility import WhyNotCompatible
 from ntpcert.pipeline.explain.separability import WhyNotSeparable
 
@@ -20,8 +21,8 @@ def separability_section(wns: WhyNotSeparable | None) -> tuple[dict | None, str]
         return None, "no set proved irreducible"
     V = wns.instance.V
     cells = sum(V * len(d.point.cols) for d in wns.deletions if d.point is not None)
-    if cells > cf.MAX_WHY_NOT_CELLS:
-        return None, (f"its deletion points hold {cells} entries, more than the {cf.MAX_WHY_NOT_CELLS} a certificate "
+    if cells > MAX_WHY_NOT_CELLS:
+        return None, (f"its deletion points hold {cells} entries, more than the {MAX_WHY_NOT_CELLS} a certificate "
                       "takes")
     deletions = []
     for d in wns.deletions:
@@ -30,7 +31,7 @@ def separability_section(wns: WhyNotSeparable | None) -> tuple[dict | None, str]
         else:
             deletions.append({"context": int(d.context), "cols": [int(i) for i in d.point.cols],
                               "W": [[fraction_str(x) for x in row] for row in d.point.W]})
-    return {"contexts": [int(j) for j in wns.contexts], "ray": cf.sparse_list(wns.ray), "deletions": deletions}, ""
+    return {"contexts": [int(j) for j in wns.contexts], "ray": sparse_list(wns.ray), "deletions": deletions}, ""
 
 
 def compatibility_section(wnc: WhyNotCompatible | None) -> tuple[dict | None, str]:

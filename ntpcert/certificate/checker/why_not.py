@@ -1,6 +1,6 @@
 r"""The independent check of a certificate's ``why_not_separable`` and ``why_not_compatible`` sections.
 
-Called by :func:`ntpcert.pipeline.verify.verify_certificate` with its exact forms of the instance
+Called by :func:`ntpcert.certificate.checker.verify_certificate` with its exact forms of the instance
 (integer embeddings :math:`\mathrm{Hint} = 2^s H`, supports, prime exponents of the count ratios); it
 imports no solver. It re-derives, from the instance alone:
 
@@ -31,12 +31,13 @@ from typing import Any
 import flint
 
 from ntpcert.exact.logsum import log_combination_sign, log_combination_value
-from ntpcert.pipeline import certificate as cf
+from ntpcert.certificate.decode import matrix_fractions, sparse_dict
+from ntpcert.certificate.schema import show
 
 
 def check_why_not(cert: dict, ex: Any, compat: bool | None, sep: bool | None, checks: list[str]) -> str:
     """Check both sections (each optional). ``ex`` is the checker's exact instance
-    (``ntpcert.pipeline.verify._Exact``); ``compat`` and ``sep`` the claims already checked. Returns
+    (:class:`~ntpcert.certificate.checker.exact.ExactInstance`); ``compat`` and ``sep`` the claims already checked. Returns
     ``""`` when every present section holds, else the reason (one line naming the field); appends the
     checks that passed to ``checks``."""
     for key, claim, what, check in (("why_not_separable", sep, "separability", _separable),
@@ -54,7 +55,7 @@ def check_why_not(cert: dict, ex: Any, compat: bool | None, sep: bool | None, ch
 def _separable(sec: dict, ex: Any, checks: list[str]) -> str:
     field = "why_not_separable"
     C = list(sec["contexts"])  # strictly increasing indices < m (schema)
-    a = cf.sparse_dict(sec["ray"], f"{field}.ray")
+    a = sparse_dict(sec["ray"], f"{field}.ray")
     a = {k: x for k, x in a.items() if x != 0}
     touched = sorted({j for _, j in a})
     if touched != C:
@@ -65,7 +66,7 @@ def _separable(sec: dict, ex: Any, checks: list[str]) -> str:
     for k, (j, rec) in enumerate(zip(C, sec["deletions"])):
         name = f"{field}.deletions[{k}]"
         if rec["context"] != j:
-            return f"{name}.context: {cf.show(rec['context'])}, the set's context in that place is {j}"
+            return f"{name}.context: {show(rec['context'])}, the set's context in that place is {j}"
         rest = [c for c in C if c != j]
         why = _separates(rec, rest, ex, name)
         if why:
@@ -82,7 +83,7 @@ def _separates(rec: dict, rest: list[int], ex: Any, name: str) -> str:
     cols = list(rec["cols"])
     if not cols:
         return f"{name}.W: no columns, but {len(rest)} contexts are left to separate"
-    W = cf.matrix_fractions(rec["W"], (ex.V, len(cols)), f"{name}.W")
+    W = matrix_fractions(rec["W"], (ex.V, len(cols)), f"{name}.W")
     D = 1
     for row in W:
         for x in row:
@@ -110,7 +111,7 @@ def _separates(rec: dict, rest: list[int], ex: Any, name: str) -> str:
 
 def _compatible(sec: dict, ex: Any, checks: list[str]) -> str:
     field = "why_not_compatible.y"
-    y = cf.sparse_dict(sec["y"], field)
+    y = sparse_dict(sec["y"], field)
     if any(x == 0 for x in y.values()):
         return f"{field}: a zero entry (the rows of a cycle carry non-zero multipliers)"
     if not y:

@@ -1,8 +1,8 @@
 r"""The certificate schema, as data: one table that the producer and the checker both read.
 
 :data:`SCHEMA` lists, per section, its keys and the kind of each value; :func:`check_section` checks an
-object against it. The checker (:func:`ntpcert.pipeline.certificate.check_schema`) applies it to a file
-it reads; the producer (:func:`ntpcert.pipeline.exact_verdicts.build_certificate`) applies the same
+object against it. The checker (:func:`ntpcert.certificate.structure.check_schema`) applies it to a file
+it reads; the producer (:func:`ntpcert.certificate.encode.build_certificate`) applies the same
 table to every section it writes (:func:`check_produced`), so a field the checker would refuse is
 never written: a 26-digit prime of a count ratio is written, and read, as the kind ``primes``.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import flint
 
 from ntpcert.errors import CertificateError
-from ntpcert.pipeline.provenance import SOURCE_SCHEMA
+from ntpcert.certificate.provenance import SOURCE_SCHEMA
 
 #: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
 #: of any length travel as rational strings; the integers of the schema are sizes and indices.
@@ -96,7 +96,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "why_not_separable": {"contexts": "list", "ray": "list", "deletions": "list"},
     "why_not_separable.deletion": {"context": "int", "cols": "list", "W": "list"},
     "why_not_compatible": {"y": "list"},
-    "source": SOURCE_SCHEMA,  # where the instance was read from (ntpcert.pipeline.provenance)
+    "source": SOURCE_SCHEMA,  # where the instance was read from (ntpcert.certificate.provenance)
     "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
             "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},

@@ -19,7 +19,7 @@ from ntpcert.errors import CertificateError
 
 __all__ = ["SOURCE_SCHEMA", "check_source"]
 
-#: The keys of the section, with the kinds of :data:`ntpcert.pipeline.certificate.SCHEMA`.
+#: The keys of the section, with the kinds of :data:`ntpcert.certificate.schema.SCHEMA`.
 SOURCE_SCHEMA = {"kind": "str", "files": "list", "corpus_sha256": "sha256", "context": "str", "bos": "bool",
                  "embeddings": "str"}
 
@@ -33,7 +33,7 @@ def show(value: Any) -> str:
 
 def check_source(sec: Any) -> None:
     """Check the values of a ``source`` section whose keys and kinds
-    :func:`ntpcert.pipeline.certificate.check_schema` checked already: ``kind`` and ``embeddings``
+    :func:`ntpcert.certificate.structure.check_schema` checked already: ``kind`` and ``embeddings``
     known words, each ``files`` entry a pair of a non-empty name and a SHA-256."""
     if sec["kind"] != "model":
         raise CertificateError(f"source.kind: {show(sec['kind'])}, expected 'model'")
