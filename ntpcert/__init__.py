@@ -6,8 +6,10 @@ enforces this with import-linter)::
     cli            the command line: parse → call the library → render
     experiments    hypothesis strategies, sweeps, the solver benchmark harness
     report         text/JSON renderings and figures
+    geometry       unconstrained features: the nuclear-norm NTP-SVM on the logits
     dynamics       optimisers, trajectories, the regularisation path
-    pipeline       float and exact verdicts, the certificate file and its checker
+    pipeline       float and exact verdicts (certify, exact_certify, explain)
+    certificate    the certificate format, its writers and readers, and the independent checker
     verdict        Verdict(holds, witness): the one verdict type, with its closed set of witnesses
     solve          the separability LP, NTP-SVM backends, the structured solver, other norms
     exact          rational arithmetic and exact checks
