@@ -86,6 +86,13 @@ class Witness:
         failure."""
         raise NotImplementedError
 
+    def to_exact(self, instance: NTPInstance, **options: Any) -> "Witness":
+        """This witness made exact: itself when it was checked exactly when found, else an
+        :class:`Undetermined` saying why it cannot be (:class:`FeasiblePoint` repairs its point)."""
+        if self.is_exact:
+            return self
+        return Undetermined(f"{self.text}; the witness ({self.engine}) is not exact")
+
     def summary(self) -> dict:
         """Short JSON facts of the witness (sizes, primes), beyond its kind and engine."""
         return {}
@@ -325,6 +332,19 @@ class FeasiblePoint(Witness):
     def is_exact(self) -> bool:
         return self.point is not None
 
+    def to_exact(self, instance: NTPInstance, **options: Any) -> Witness:
+        """The float point repaired exactly onto the constraints (:func:`ntpcert.exact.separability.
+        exact_feasible_point`; ``options``: ``bounder``, ``bits``), or :class:`Undetermined` saying why not."""
+        if self.point is not None:
+            return self
+        from ntpcert.exact.separability import exact_feasible_point
+
+        point, ell, why = exact_feasible_point(instance, self.W, **options)
+        if point is None:
+            return Undetermined(f"feasible point not exact: {why}")
+        return FeasiblePoint(W=self.W, engine="exact-point", point=point, min_margin=ell,
+                             text=f"exact feasible point (from {self.engine}), margins >= 1")
+
     def check(self, instance: NTPInstance) -> str:
         from ntpcert.exact.rational import frac
 
@@ -455,21 +475,12 @@ class Verdict:
         return self.witness.check(instance)
 
     def exact(self, instance: NTPInstance, **options: Any) -> "Verdict":
-        """This verdict with an exact witness: the same one when it was checked exactly when found; a
-        float feasible point repaired exactly (:func:`ntpcert.exact.separability.exact_feasible_point`,
-        ``options``: ``bounder``, ``bits``); otherwise undetermined, saying why."""
+        """This verdict with an exact witness (:meth:`Witness.to_exact`): the same verdict when its witness
+        was checked exactly when found; a float feasible point repaired exactly; otherwise undetermined,
+        saying why."""
         if self.is_exact:
             return self
-        w = self.witness
-        if isinstance(w, FeasiblePoint) and w.W is not None:
-            from ntpcert.exact.separability import exact_feasible_point
-
-            point, ell, why = exact_feasible_point(instance, w.W, **options)
-            if point is None:
-                return Verdict.undetermined(f"feasible point not exact: {why}")
-            return Verdict(True, FeasiblePoint(W=w.W, engine="exact-point", point=point, min_margin=ell,
-                                               text=f"exact feasible point (from {w.engine}), margins >= 1"))
-        return Verdict.undetermined(f"{w.text}; the witness ({w.engine}) is not exact")
+        return Verdict.of(self.witness.to_exact(instance, **options))
 
     def to_json(self) -> dict:
         """``holds``, ``engine``, ``witness`` (the kind), ``reason`` and the witness's short facts."""

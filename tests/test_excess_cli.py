@@ -50,7 +50,7 @@ def test_certify_exact_writes_a_checked_excess_section(capsys, nonsep, tmp_path)
 def test_certify_without_excess_is_zero_by_the_theorem_or_says_how(capsys, nonsep, tmp_path):
     reached = _json(capsys, ["certify", "paper", "--json"])
     assert reached["entropy_bound_reachable"] is True
-    assert reached["excess_loss"]["by"] == "theorem"
+    assert reached["excess_loss"]["engine"] == "theorem" and "compatible and separable" in reached["excess_loss"]["reason"]
     assert reached["excess_loss"]["excess_lower"] == reached["excess_loss"]["excess_upper"] == 0.0
     assert "excess_bracket" not in reached["stages"]
     for extra in ([], ["--exact", "--certificate-out", str(tmp_path / "c.json")]):

@@ -150,3 +150,13 @@ def test_the_command_line_offers_the_library_choices_and_default():
 
     assert options.SEPARABILITY_SOLVERS == decide.SEPARABILITY_SOLVERS
     assert options.SEPARABILITY_SOLVERS[0] == decide.DEFAULT_SEPARABILITY_SOLVER
+
+
+def test_make_it_exact_is_one_method_of_the_witness():
+    inst = NTPInstance.from_counts(np.eye(3), [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    w = vd.FeasiblePoint(2.0 * np.eye(3), "structured-point", "a float point")
+    made = w.to_exact(inst)
+    assert isinstance(made, vd.FeasiblePoint) and made.is_exact and made.check(inst) == ""
+    assert made.to_exact(inst) is made
+    rank = vd.FullRowRank(0, None, "float-rank", "eigenvalues above the rounding bound")
+    assert isinstance(rank.to_exact(inst), vd.Undetermined) and "not exact" in rank.to_exact(inst).text

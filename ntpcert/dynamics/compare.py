@@ -151,7 +151,8 @@ def excess_bracket(limits: Limits) -> dict[str, Any]:
     verdicts of ``limits`` are compatible and separable, else
     :func:`ntpcert.pipeline.excess_certificate.excess_key` (its scalar keys only)."""
     if limits.compatible is True and limits.svm is not None:
-        return {"excess_lower": 0.0, "excess_upper": 0.0, "by": "theorem (float verdicts: compatible and separable)"}
+        return {"excess_lower": 0.0, "excess_upper": 0.0, "engine": "theorem",
+                "reason": "the float verdicts say compatible and separable"}
     from ntpcert.pipeline.excess_certificate import excess_key
 
     key = excess_key(limits.instance, exact=False)[0]

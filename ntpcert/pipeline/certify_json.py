@@ -33,8 +33,8 @@ def excess_without_bracket(out: dict) -> dict:
     checked = not out.get("exact") or out.get("certificate_valid") is True
     if out.get("entropy_bound_reachable") is True and checked:
         h = out["entropy"]
-        return {"lower": h, "upper": h, "entropy": h, "excess_lower": 0.0, "excess_upper": 0.0, "by": "theorem",
-                "why": "compatible and separable (the verdicts above): inf CE = H, reached along W* + R W^mm as "
+        return {"lower": h, "upper": h, "entropy": h, "excess_lower": 0.0, "excess_upper": 0.0,
+                "engine": "theorem", "reason": "compatible and separable (the verdicts above): inf CE = H, reached along W* + R W^mm as "
                        "R grows (at W* itself when no support is proper: entropy_attained_at_finite_W)"}
     return {"skipped": "not computed: give --excess for the bracket on L* - H (certified with --exact), "
                        "or run 'ntpcert explain DATA'"}
