@@ -43,15 +43,66 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.pipeline.float_verdicts import certify
     from ntpcert.report.text import float_report_lines
 
-    inst = load_data(args)
-    rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args),
+    inst, data = _load(args)
+    rep = certify(inst, svm=_svm_wanted(args, data), solver=args.solver, progress=progress_enabled(args),
                   separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
                   svm_certificate="float")  # verdicts are float here; --exact bounds the gap exactly
     if args.json:
-        emit_json(_with_why_not(rep, args))
+        emit_json(_with_merge(_with_why_not(rep, args), args, data))
     else:
-        emit_lines(float_report_lines(rep))
+        emit_lines(float_report_lines(rep) + _merge_lines(args, data))
     return EXIT_OK
+
+
+#: Why ``certify --model`` does not solve the NTP-SVM when unseen tokens were merged.
+MERGED_SVM_NOTE = ("not solved: the instance merges the unseen tokens into one representative, which keeps "
+                   "compatibility and separability exact but not W^mm (the full NTP-SVM weighs the representative's "
+                   "row by the number of tokens it stands for); see ntpcert.instance.lm.merge")
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The instance and, through ``--model``, its :class:`~ntpcert.instance.lm.ModelData` (else None). With a
+    model, the tokens that follow no context are merged into one (exact for the verdicts), unless ``--excess``
+    asks for the bracket on L* - H, which counts every token."""
+    from ntpcert.cli.model_options import check_model_flags, load_model, uses_model
+
+    if hasattr(args, "model"):
+        check_model_flags(args)
+    if uses_model(args):
+        data = load_model(args, merge_unseen=not args.excess)
+        return data.instance, data
+    return load_data(args), None
+
+
+def _merged(data: Any) -> bool:
+    return data is not None and data.merge is not None and data.merge.merged > 0
+
+
+def _svm_wanted(args: argparse.Namespace, data: Any) -> bool:
+    return not args.no_svm and not _merged(data)
+
+
+def _with_merge(out: dict, args: argparse.Namespace, data: Any) -> dict:
+    """The JSON report with the model's vocabulary record, and why the NTP-SVM was not solved."""
+    if data is not None and data.merge is not None:
+        out["vocabulary"] = data.merge.to_json()
+    if _merged(data) and not args.no_svm:
+        out["svm_error"] = MERGED_SVM_NOTE
+    return out
+
+
+def _merge_lines(args: argparse.Namespace, data: Any) -> list[str]:
+    if data is None or data.merge is None:
+        return []
+    mg = data.merge
+    if not mg.merged:
+        return [f"vocabulary: all {mg.V:,} tokens of the model follow some context; nothing merged"]
+    lines = [f"vocabulary: the model has V = {mg.V:,} tokens; the instance keeps the {mg.observed.size:,} that follow "
+             f"some context and one representative (token {mg.representative}) of the {mg.merged:,} others, "
+             "which leaves compatibility and separability exactly as for the full vocabulary"]
+    if not args.no_svm:
+        lines.append("NTP-SVM: " + MERGED_SVM_NOTE)
+    return lines
 
 
 def _run_exact(args: argparse.Namespace) -> int:
@@ -64,10 +115,11 @@ def _run_exact(args: argparse.Namespace) -> int:
 
     if args.certificate_out is not None:  # before the work, not after it
         check_output_file(args.certificate_out, "--certificate-out", overwrite=args.force, inputs=data_inputs(args))
-    inst, source = _load_with_source(args)
+    inst, data = _load(args)
+    source = None if data is None else data.source_record()
     rep = exact_certify(
         inst,
-        svm=not args.no_svm,
+        svm=_svm_wanted(args, data),
         solver=args.solver,
         progress=progress_enabled(args),
         certificate_out=args.certificate_out,
@@ -79,20 +131,10 @@ def _run_exact(args: argparse.Namespace) -> int:
         source=source,  # the model files, by SHA-256, when DATA was read through --model
     )
     if args.json:
-        emit_json(_with_why_not(rep, args))
+        emit_json(_with_merge(_with_why_not(rep, args), args, data))
     else:
-        emit_lines(exact_report_lines(rep))
+        emit_lines(exact_report_lines(rep) + _merge_lines(args, data))
     return EXIT_OK
-
-
-def _load_with_source(args: argparse.Namespace) -> tuple[Any, dict | None]:
-    """The instance, and the certificate's ``source`` section when it was read through ``--model``."""
-    from ntpcert.cli.model_options import load_model, uses_model
-
-    if uses_model(args):
-        data = load_model(args)
-        return data.instance, data.source_record()
-    return load_data(args), None
 
 
 def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:
