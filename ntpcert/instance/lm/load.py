@@ -22,7 +22,7 @@ from ntpcert.errors import InputError
 from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries
 from ntpcert.instance.lm.contexts import ContextCounts, ContextSpec, count_contexts, split_documents
 from ntpcert.instance.lm.files import ModelFiles, locate_model
-from ntpcert.instance.lm.merge import TokenMerge, merge_unseen as merge_counts
+from ntpcert.instance.lm.merge import TokenMerge, reduced_counts, token_merge
 from ntpcert.instance.model import NTPInstance
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line, read_input_bytes
@@ -225,9 +225,7 @@ def load_model_data(
     V = _model_vocab(files, static)
     ids, tok = tokenize_documents(files.tokenizer, split_documents(text))
     counts = count_contexts(ids, spec, V)
-    merge = None
-    if merge_unseen:
-        merge = merge_counts(counts)[1]  # the kept tokens only; the (m, V') counts are built below
+    merge = token_merge(counts) if merge_unseen else None
     Vi = V if merge is None else merge.V_reduced
     check_entries("contexts", counts.m, Vi, max_entries, "the count matrix (m, V)")
     if static:
@@ -259,7 +257,7 @@ def load_model_data(
     if merge is None:
         C, tnames = counts.dense(), names
     else:
-        C, merge = merge_counts(counts)
+        C = reduced_counts(counts, merge)
         tnames = [names[t] for t in merge.observed] + ([f"<{merge.merged} unseen>"] if merge.merged else [])
     inst = NTPInstance.from_counts(H, C, token_names=tnames, context_names=cnames, name=name)
     del C

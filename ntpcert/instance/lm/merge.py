@@ -49,7 +49,7 @@ import numpy as np
 
 from ntpcert.instance.lm.contexts import ContextCounts
 
-__all__ = ["TokenMerge", "merge_unseen"]
+__all__ = ["TokenMerge", "merge_unseen", "reduced_counts", "token_merge"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,13 +117,9 @@ class TokenMerge:
                 "merged": self.merged, "representative": self.representative}
 
 
-def merge_unseen(counts: ContextCounts) -> tuple[np.ndarray, TokenMerge]:
-    """The reduced counts (m, V') and the merge, from the sparse counts.
-
-    The observed tokens are those with a positive count; the representative, when some token of
-    ``[V]`` is unseen, is the smallest unseen id and has no count. With fewer than two tokens left
-    (one observed token and no unseen one cannot happen: V ≥ 2) the instance keeps V' ≥ 2.
-    """
+def token_merge(counts: ContextCounts) -> TokenMerge:
+    """The merge of ``counts``: the observed tokens (those with a positive count) and, when some token of
+    ``[V]`` is unseen, the smallest unseen id as the representative."""
     V = counts.V
     observed = np.unique(counts.tokens).astype(np.int64)
     merged = V - observed.size
@@ -132,8 +128,20 @@ def merge_unseen(counts: ContextCounts) -> tuple[np.ndarray, TokenMerge]:
         free = np.ones(V, dtype=bool)
         free[observed] = False
         kept = np.concatenate([observed, [int(np.argmax(free))]]).astype(np.int64)
-    col = np.searchsorted(observed, counts.tokens)
-    C = np.zeros((counts.m, kept.size), dtype=np.int64)
-    C[counts.rows, col] = counts.values
     kept.setflags(write=False)
-    return C, TokenMerge(int(V), kept, int(merged))
+    return TokenMerge(int(V), kept, int(merged))
+
+
+def reduced_counts(counts: ContextCounts, merge: TokenMerge) -> np.ndarray:
+    """The counts (m, V') over the reduced tokens (the representative's column is 0), from the sparse ones."""
+    col = np.searchsorted(merge.observed, counts.tokens)
+    C = np.zeros((counts.m, merge.V_reduced), dtype=np.int64)
+    C[counts.rows, col] = counts.values
+    return C
+
+
+def merge_unseen(counts: ContextCounts) -> tuple[np.ndarray, TokenMerge]:
+    """The reduced counts (m, V') and the merge (:func:`token_merge`, :func:`reduced_counts`). V ≥ 2, so
+    V' ≥ 2: one observed token leaves at least one unseen."""
+    merge = token_merge(counts)
+    return reduced_counts(counts, merge), merge
