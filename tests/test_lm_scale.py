@@ -250,3 +250,21 @@ def test_compare_model_takes_the_merged_path_above_the_full_vocabulary_limit(wid
     assert out["cos_perp_mm"] is None or np.isnan(out["cos_perp_mm"])
     assert main(["compare", wide["corpus"], "--model", wide["model"]]) == 0
     assert "after merging" in capsys.readouterr().out
+
+
+def test_the_capped_lsmr_projection_agrees_with_the_dense_one_and_says_when_it_stops_early(wide, monkeypatch):
+    from ntpcert.dynamics import compare as cm
+    from ntpcert.instance.lm import load_model_data
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.rows.subspace import Subspace
+
+    md = load_model_data(wide["corpus"], wide["model"], merge_unseen=True)
+    system = KeslerSystem.build(md.instance)
+    W = md.merge.reduce_rows(md.decoder)
+    dense, note = cm._project(Subspace.build(system, method="eigh"), W)
+    assert note == ""
+    sparse, note = cm._project(Subspace.build(system, method="lsmr"), W)
+    np.testing.assert_allclose(sparse, dense, rtol=1e-7, atol=1e-9 * np.abs(dense).max())
+    monkeypatch.setattr(cm, "MERGED_LSMR_MAX_ITER", 1)
+    _, note = cm._project(Subspace.build(system, method="lsmr"), W)
+    assert "stopped after 1 iterations" in note and "approximate" in note
