@@ -268,3 +268,15 @@ def test_the_capped_lsmr_projection_agrees_with_the_dense_one_and_says_when_it_s
     monkeypatch.setattr(cm, "MERGED_LSMR_MAX_ITER", 1)
     _, note = cm._project(Subspace.build(system, method="lsmr"), W)
     assert "stopped after 1 iterations" in note and "approximate" in note
+
+
+@pytest.mark.parametrize("key, value", [("V", 0), ("merged", -1), ("merged", True), ("representative", "0"),
+                                        ("observed", 1.0)])
+def test_vocabulary_record_kinds_are_checked(key, value):
+    from ntpcert.pipeline.provenance import check_source
+
+    voc = {"V": 64, "V_reduced": 47, "observed": 46, "merged": 18, "representative": 0}
+    body = {"kind": "model", "files": [["model.safetensors", "ab" * 32]], "corpus_sha256": "cd" * 32,
+            "context": "tokens:2", "bos": False, "embeddings": "model", "vocabulary": {**voc, key: value}}
+    with pytest.raises(CertificateError, match=f"source.vocabulary.{key}: expected"):
+        check_source(body)

@@ -60,8 +60,8 @@ def check_source(sec: Any) -> None:
 
 
 def _check_vocabulary(voc: Any) -> None:
-    from ntpcert.pipeline.cert_schema import check_kind
-
+    if type(voc) is not dict:
+        raise CertificateError(f"source.vocabulary: expected an object, got {show(voc)}")
     for key in voc:
         if key not in VOCABULARY_SCHEMA:
             raise CertificateError(f"source.vocabulary: unknown key {show(key)} (allowed: "
@@ -69,7 +69,10 @@ def _check_vocabulary(voc: Any) -> None:
     for key, kind in VOCABULARY_SCHEMA.items():
         if key not in voc:
             raise CertificateError(f"source.vocabulary.{key}: missing")
-        check_kind(voc[key], kind, f"source.vocabulary.{key}")
+        value, low = voc[key], 1 if kind == "size" else 0
+        if not ((kind == "int|null" and value is None) or (type(value) is int and low <= value < 2 ** 63)):
+            raise CertificateError(f"source.vocabulary.{key}: expected {'a positive' if low else 'a non-negative'} "
+                                   f"integer{' or null' if kind == 'int|null' else ''}, got {show(value)}")
     merged, rep = voc["merged"], voc["representative"]
     if voc["observed"] + merged != voc["V"] or voc["V_reduced"] != voc["observed"] + (1 if merged else 0):
         raise CertificateError(f"source.vocabulary: observed {voc['observed']} + merged {merged} is not V = "
