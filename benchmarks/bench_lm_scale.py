@@ -80,8 +80,18 @@ def timed(cmd: list[str], timeout: float) -> dict:
         out["merged"] = voc.get("merged", 0)
         if isinstance(rep.get("stages"), dict):
             out["stages"] = {k: round(v, 1) for k, v in rep["stages"].items()}
-        if isinstance(rep.get("separable"), dict) and rep["separable"].get("holds") is None:
-            out["note"] = "separable undetermined: " + str(rep["separable"].get("reason"))[:160]
+        notes = []
+        if isinstance(rep.get("separable"), dict):
+            sep = rep["separable"]
+            notes.append(f"separable: {sep.get('engine')}" if sep.get("holds") is not None
+                         else "separable undetermined: " + str(sep.get("reason"))[:160])
+        if isinstance(rep.get("notes"), dict) and rep["notes"].get("F"):
+            notes.append(rep["notes"]["F"][:240])
+        if "cos_perp_mm" in rep:
+            mm = rep.get("cos_perp_mm")
+            notes.append("W^mm: " + ("not computed (merged vocabulary)" if mm is None or mm != mm else "computed"))
+        if notes:
+            out["note"] = "; ".join(notes)
     except (ValueError, IndexError):
         lines = [ln for ln in p.stderr.splitlines() if ln.startswith("ntpcert")]
         out["note"] = lines[-1][:200] if lines else p.stderr.strip().splitlines()[0][:200]
