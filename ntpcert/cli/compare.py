@@ -44,7 +44,9 @@ def _decoder_and_frequency(args: argparse.Namespace) -> tuple[Any, Any, Any, dic
     model = {"model": data.to_json(), "note": data.decoder_note}
     if data.merge is None or not data.merge.merged:
         return data.instance, data.decoder, data.token_frequency, model, None
-    if data.instance.m * data.V <= FULL_VOCAB_MAX_ENTRIES:
+    limit = FULL_VOCAB_MAX_ENTRIES if getattr(args, "max_entries", None) is None else min(FULL_VOCAB_MAX_ENTRIES,
+                                                                                         args.max_entries)
+    if data.instance.m * data.V <= limit:  # the full (m, V) counts within --max-entries too
         return data.full_instance(), data.decoder, data.token_frequency, model, None
     return data.instance, data.decoder, data.token_frequency, model, data.merge
 
