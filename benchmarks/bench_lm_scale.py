@@ -5,8 +5,10 @@ contexts. Each command runs as a whole process under ``/usr/bin/time -v`` (wall 
     python benchmarks/bench_lm_scale.py --chars 2000 5000 --out benchmarks/results/lm-scale.md
 
 ``--chars 0`` means the whole text (465k characters). The setup (tokenizer, model) is timed apart and not
-part of the figures. Peak RSS is the figure to watch: the instance holds its counts and probabilities as
-dense (m, V) arrays, which is what limits m × V today.
+part of the figures; ``--workdir DIR`` keeps it for the next run. ``certify --model`` and ``compare --model``
+merge the tokens that follow no context into one (:mod:`ntpcert.instance.lm.merge`), so the instance has
+V' = observed + 1 tokens; the table gives m, V' and m·V' with the verdicts and each command's stages.
+``--commands`` picks some of certify, certify+svm, compare.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ V_MODEL, D_MODEL = 50_257, 768
 
 
 def setup(root: str) -> tuple[str, str]:
-    """The corpus file (whole pydoc text) and the model directory."""
+    """The corpus file (whole pydoc text) and the model directory (reused when ``root`` has them)."""
+    corpus, model = os.path.join(root, "pydoc.txt"), os.path.join(root, "gpt2-small-shaped")
+    if os.path.exists(os.path.join(model, "model.safetensors")) and os.path.exists(corpus):
+        return corpus, model
     import torch
     import transformers as tf
 
@@ -39,10 +44,8 @@ def setup(root: str) -> tuple[str, str]:
     from tests.lm_models import train_tokenizer
 
     text = pydoc_text(None)
-    corpus = os.path.join(root, "pydoc.txt")
     with open(corpus, "w", encoding="utf-8") as f:
         f.write(text)
-    model = os.path.join(root, "gpt2-small-shaped")
     os.makedirs(model, exist_ok=True)
     train_tokenizer(text, V_MODEL, os.path.join(model, "tokenizer.json"), byte_level=True)
     torch.manual_seed(0)
@@ -51,6 +54,10 @@ def setup(root: str) -> tuple[str, str]:
     tf.utils.logging.disable_progress_bar()
     tf.GPT2LMHeadModel(cfg).save_pretrained(model)
     return corpus, model
+
+
+def _holds(v):
+    return v.get("holds") if isinstance(v, dict) else v
 
 
 def timed(cmd: list[str], timeout: float) -> dict:
@@ -66,8 +73,25 @@ def timed(cmd: list[str], timeout: float) -> dict:
     out = {"rc": p.returncode, "wall_s": round(wall, 1), "peak_gb": round(int(rss.group(1)) / 2**20, 2) if rss else None}
     try:
         rep = json.loads(p.stdout.strip().splitlines()[-1])
-        out.update({k: rep.get(k) for k in ("m", "d", "V", "compatible", "separable", "entropy_bound_reachable",
-                                            "excess_loss", "rel_dist_F")})
+        out.update({k: _holds(rep.get(k)) for k in ("m", "d", "compatible", "separable", "entropy_bound_reachable",
+                                                    "excess_loss", "rel_dist_F", "margin")})
+        voc = rep.get("vocabulary") or {}
+        out["V_reduced"] = voc.get("V_reduced", rep.get("V"))
+        out["merged"] = voc.get("merged", 0)
+        if isinstance(rep.get("stages"), dict):
+            out["stages"] = {k: round(v, 1) for k, v in rep["stages"].items()}
+        notes = []
+        if isinstance(rep.get("separable"), dict):
+            sep = rep["separable"]
+            notes.append(f"separable: {sep.get('engine')}" if sep.get("holds") is not None
+                         else "separable undetermined: " + str(sep.get("reason"))[:160])
+        if isinstance(rep.get("notes"), dict) and rep["notes"].get("F"):
+            notes.append(rep["notes"]["F"][:240])
+        if "cos_perp_mm" in rep:
+            mm = rep.get("cos_perp_mm")
+            notes.append("W^mm: " + ("not computed (merged vocabulary)" if mm is None or mm != mm else "computed"))
+        if notes:
+            out["note"] = "; ".join(notes)
     except (ValueError, IndexError):
         lines = [ln for ln in p.stderr.splitlines() if ln.startswith("ntpcert")]
         out["note"] = lines[-1][:200] if lines else p.stderr.strip().splitlines()[0][:200]
@@ -79,9 +103,14 @@ def main() -> None:
     ap.add_argument("--chars", type=int, nargs="+", default=[2000, 5000])
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--workdir", default=None, help="keep the corpus and model here (reused when present)")
+    ap.add_argument("--commands", nargs="+", default=["certify", "certify+svm", "compare"],
+                    choices=["certify", "certify+svm", "compare"])
     args = ap.parse_args()
     rows = []
-    with tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.workdir or tmp
+        os.makedirs(root, exist_ok=True)
         t0 = time.perf_counter()
         corpus, model = setup(root)
         setup_s = time.perf_counter() - t0
@@ -90,6 +119,8 @@ def main() -> None:
             cut = [] if chars == 0 else ["--max-chars", str(chars)]
             common = [corpus, "--model", model, "--context", "tokens:2", "--json", "--max-entries", str(4 * 10**9)] + cut
             for name, extra in (("certify", ["--no-svm"]), ("certify+svm", []), ("compare", [])):
+                if name not in args.commands:
+                    continue
                 cmd = py + [name.split("+")[0]] + common + extra
                 r = timed(cmd, args.timeout)
                 rows.append({"chars": chars or 465_000, "command": name, **r})
@@ -98,11 +129,14 @@ def main() -> None:
     lines = [f"# Model commands at V = {V_MODEL:,}, d = {D_MODEL} (GPT-2-small shaped, random weights, 1 block)",
              "", f"Setup (BPE tokenizer trained on the whole pydoc text, model saved) {setup_s:.0f} s; "
              f"load average {load:.1f} at the end. Whole processes, `/usr/bin/time -v`.", "",
-             "| corpus chars | command | m | m × V | wall s | peak GB | rc | note |", "|---|---|---|---|---|---|---|---|"]
+             "| corpus chars | command | m | V' | m × V' | compatible | separable | wall s | peak GB | rc | stages (s) "
+             "| note |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        mv = f"{r['m'] * V_MODEL:,}" if r.get("m") else ""
-        lines.append(f"| {r['chars']:,} | {r['command']} | {r.get('m') or ''} | {mv} | {r['wall_s']} | "
-                     f"{r['peak_gb']} | {r['rc']} | {r.get('note', '')} |")
+        m, vr = r.get("m"), r.get("V_reduced")
+        mv = f"{m * vr:,}" if m and vr else ""
+        st = ", ".join(f"{k} {v}" for k, v in (r.get("stages") or {}).items())
+        lines.append(f"| {r['chars']:,} | {r['command']} | {m or ''} | {vr or ''} | {mv} | {r.get('compatible')} | "
+                     f"{r.get('separable')} | {r['wall_s']} | {r['peak_gb']} | {r['rc']} | {st} | {r.get('note', '')} |")
     text = stamp_versions("\n".join(lines) + "\n")
     if args.out:
         atomic_write_text(args.out, text)

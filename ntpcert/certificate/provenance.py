@@ -3,7 +3,12 @@
 An instance read from a model (:mod:`ntpcert.instance.lm`) carries::
 
     "source": {"kind": "model", "files": [[NAME, SHA256], ...], "corpus_sha256": SHA256,
-               "context": "tokens:K" | "prefix:T", "bos": bool, "embeddings": "model" | "static"}
+               "context": "tokens:K" | "prefix:T", "bos": bool, "embeddings": "model" | "static",
+               "vocabulary": {"V": V, "V_reduced": V', "observed": ..., "merged": ..., "representative": id}}
+
+``vocabulary`` (optional) says that the embedded instance keeps only the observed next tokens and one
+representative of the ``merged`` unseen ones (:mod:`ntpcert.instance.lm.merge`: compatibility and
+separability of the embedded instance are those of the model's full vocabulary of V tokens).
 
 The section is covered by the checksum and checked for its shape here; it is provenance, not a
 claim: the verdicts are re-derived from the embedded instance alone, and anyone holding the model
@@ -21,7 +26,11 @@ __all__ = ["SOURCE_SCHEMA", "check_source"]
 
 #: The keys of the section, with the kinds of :data:`ntpcert.certificate.schema.SCHEMA`.
 SOURCE_SCHEMA = {"kind": "str", "files": "list", "corpus_sha256": "sha256", "context": "str", "bos": "bool",
-                 "embeddings": "str"}
+                 "embeddings": "str", "vocabulary?": "object"}
+
+#: The keys of ``source.vocabulary`` and their kinds.
+VOCABULARY_SCHEMA = {"V": "size", "V_reduced": "size", "observed": "size", "merged": "int",
+                     "representative": "int|null"}
 
 _SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 
@@ -46,3 +55,28 @@ def check_source(sec: Any) -> None:
               and type(item[1]) is str and _SHA256.fullmatch(item[1]) is not None)
         if not ok:
             raise CertificateError(f"source.files[{i}]: expected [name, 64 lowercase hex digits], got {show(item)}")
+    if "vocabulary" in sec:
+        _check_vocabulary(sec["vocabulary"])
+
+
+def _check_vocabulary(voc: Any) -> None:
+    if type(voc) is not dict:
+        raise CertificateError(f"source.vocabulary: expected an object, got {show(voc)}")
+    for key in voc:
+        if key not in VOCABULARY_SCHEMA:
+            raise CertificateError(f"source.vocabulary: unknown key {show(key)} (allowed: "
+                                   f"{', '.join(sorted(VOCABULARY_SCHEMA))})")
+    for key, kind in VOCABULARY_SCHEMA.items():
+        if key not in voc:
+            raise CertificateError(f"source.vocabulary.{key}: missing")
+        value, low = voc[key], 1 if kind == "size" else 0
+        if not ((kind == "int|null" and value is None) or (type(value) is int and low <= value < 2 ** 63)):
+            raise CertificateError(f"source.vocabulary.{key}: expected {'a positive' if low else 'a non-negative'} "
+                                   f"integer{' or null' if kind == 'int|null' else ''}, got {show(value)}")
+    merged, rep = voc["merged"], voc["representative"]
+    if voc["observed"] + merged != voc["V"] or voc["V_reduced"] != voc["observed"] + (1 if merged else 0):
+        raise CertificateError(f"source.vocabulary: observed {voc['observed']} + merged {merged} is not V = "
+                               f"{voc['V']}, or V_reduced {voc['V_reduced']} is not observed + (1 if merged)")
+    if (rep is None) != (merged == 0) or (rep is not None and rep >= voc["V"]):
+        raise CertificateError(f"source.vocabulary.representative: {show(rep)} with {merged} merged tokens of V = "
+                               f"{voc['V']} (a token id below V exactly when some are merged)")

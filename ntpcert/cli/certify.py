@@ -41,15 +41,17 @@ def run(args: argparse.Namespace) -> int:
     if args.exact:
         return _run_exact(args)
     from ntpcert.pipeline.float_verdicts import certify
-    from ntpcert.report.text import float_report_lines
+    from ntpcert.report.text import float_report_lines, vocabulary_lines
 
-    inst = load_data(args)
-    rep = certify(inst, svm=not args.no_svm, solver=args.solver, progress=progress_enabled(args),
-                  separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1)
+    inst, data = _load(args)
+    merge = None if data is None else data.merge
+    rep = certify(inst, svm=not args.no_svm and (merge is None or merge.keeps_svm), solver=args.solver,
+                  progress=progress_enabled(args), separability_solver=args.separability_solver,
+                  use_lemma1=not args.no_lemma1)
     if args.json:
-        emit_json(_with_why_not(rep, args))
+        emit_json(_json(rep, args, merge))
     else:
-        emit_lines(float_report_lines(rep))
+        emit_lines(float_report_lines(rep) + vocabulary_lines(merge, svm_asked=not args.no_svm))
     return EXIT_OK
 
 
@@ -58,15 +60,16 @@ def _run_exact(args: argparse.Namespace) -> int:
 
     from ntpcert.pipeline.exact_verdicts import exact_certify
     from ntpcert.pipeline.explain import why_not_with_sections
-    from ntpcert.report.text import exact_report_lines
+    from ntpcert.report.text import exact_report_lines, vocabulary_lines
     from ntpcert.util.files import check_output_file
 
     if args.certificate_out is not None:  # before the work, not after it
         check_output_file(args.certificate_out, "--certificate-out", overwrite=args.force, inputs=data_inputs(args))
-    inst, source = _load_with_source(args)
+    inst, data = _load(args)
+    merge = None if data is None else data.merge
     rep = exact_certify(
         inst,
-        svm=not args.no_svm,
+        svm=not args.no_svm and (merge is None or merge.keeps_svm),
         solver=args.solver,
         progress=progress_enabled(args),
         certificate_out=args.certificate_out,
@@ -75,26 +78,31 @@ def _run_exact(args: argparse.Namespace) -> int:
         excess=args.excess,
         # negative verdicts explained by irreducible culprits, written into the certificate and checked
         why_not=partial(why_not_with_sections, separability_solver=args.separability_solver),
-        source=source,  # the model files, by SHA-256, when DATA was read through --model
+        # the model files, by SHA-256, when DATA was read through --model
+        source=None if data is None else data.source_record(),
     )
     if args.json:
-        emit_json(_with_why_not(rep, args))
+        emit_json(_json(rep, args, merge))
     else:
-        emit_lines(exact_report_lines(rep))
+        emit_lines(exact_report_lines(rep) + vocabulary_lines(merge, svm_asked=not args.no_svm))
     return EXIT_OK
 
 
-def _load_with_source(args: argparse.Namespace) -> tuple[Any, dict | None]:
-    """The instance, and the certificate's ``source`` section when it was read through ``--model``."""
+def _load(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The instance and, through ``--model``, its :class:`~ntpcert.instance.lm.ModelData` (else None). With a
+    model, the tokens that follow no context are merged into one (exact for the verdicts,
+    :mod:`ntpcert.instance.lm.merge`), unless ``--excess`` asks for the bracket on L* - H, which counts every
+    token."""
     from ntpcert.cli.model_options import load_model, uses_model
 
     if uses_model(args):
-        data = load_model(args)
-        return data.instance, data.source_record()
+        data = load_model(args, merge_unseen=not args.excess)
+        return data.instance, data
     return load_data(args), None
 
 
-def _with_why_not(rep: Any, args: argparse.Namespace) -> dict:
+def _json(rep: Any, args: argparse.Namespace, merge: Any) -> dict:
     from ntpcert.pipeline.certify_json import certify_json
 
-    return certify_json(rep, excess=args.excess, separability_solver=args.separability_solver)
+    return certify_json(rep, excess=args.excess, separability_solver=args.separability_solver, merge=merge,
+                        svm_asked=not args.no_svm)

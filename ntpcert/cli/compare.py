@@ -29,18 +29,21 @@ def register(subparsers: Any, name: str) -> None:
     p.set_defaults(func=run)
 
 
-def _decoder_and_frequency(args: argparse.Namespace) -> tuple[Any, Any, Any, dict | None]:
-    """(instance, W or None, token frequency or None, model description or None)."""
+def _decoder_and_frequency(args: argparse.Namespace) -> tuple[Any, Any, Any, dict | None, Any]:
+    """(instance, W or None, token frequency or None, model description or None, merge or None); through a
+    model, the instance :func:`ntpcert.dynamics.compare.model_instance` chooses."""
     from ntpcert.cli.model_options import load_model, uses_model
+    from ntpcert.dynamics.compare import model_instance
 
     if not uses_model(args):
-        return load_data(args), None, None, None
-    data = load_model(args)
-    return data.instance, data.decoder, data.token_frequency, {"model": data.to_json(), "note": data.decoder_note}
+        return load_data(args), None, None, None, None
+    data = load_model(args, merge_unseen=True)
+    inst, merge = model_instance(data, max_entries=getattr(args, "max_entries", None))
+    return inst, data.decoder, data.token_frequency, {"model": data.to_json(), "note": data.decoder_note}, merge
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.dynamics.compare import compare_decoder
+    from ntpcert.dynamics.compare import compare_decoder, compare_model_merged
     from ntpcert.dynamics.trajectory import Limits
     from ntpcert.errors import InputError
     from ntpcert.instance.lm.decoder_file import read_decoder, snapshot_files
@@ -56,16 +59,17 @@ def run(args: argparse.Namespace) -> int:
     series = args.W is not None and os.path.isdir(args.W)
     if args.table is not None and not series:
         raise InputError("--table: applies to a directory of snapshots given as --W")
-    inst, W, freq, model = _decoder_and_frequency(args)
+    inst, W, freq, model, merge = _decoder_and_frequency(args)
     if args.W is None and W is None:
         raise InputError(f"--W: {model['note']}")
-    limits = Limits.compute(inst, solver=args.solver)
     source = None if model is None else model["model"]
-    if series:
-        snaps = [(t, read_decoder(p)) for t, p in snapshot_files(args.W)]
-        rep = compare_decoder(inst, limits, snapshots=snaps, frequency=freq, source=source)
+    snaps = [(t, read_decoder(p)) for t, p in snapshot_files(args.W)] if series else None
+    W = None if series else (read_decoder(args.W) if args.W is not None else W)
+    if merge is not None:
+        rep = compare_model_merged(inst, merge, W, snapshots=snaps, frequency=freq, source=source,
+                                   separability_solver=getattr(args, "separability_solver", None))
     else:
-        rep = compare_decoder(inst, limits, read_decoder(args.W) if args.W is not None else W, frequency=freq,
+        rep = compare_decoder(inst, Limits.compute(inst, solver=args.solver), W, snapshots=snaps, frequency=freq,
                               source=source)
     if args.table is not None:
         atomic_write_text(args.table, series_csv(rep.series))

@@ -31,8 +31,9 @@ def uses_model(args: argparse.Namespace) -> bool:
     return getattr(args, "model", None) is not None
 
 
-def load_model(args: argparse.Namespace) -> Any:
-    """The :class:`~ntpcert.instance.lm.ModelData` of ``args`` (DATA through ``--model``)."""
+def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
+    """The :class:`~ntpcert.instance.lm.ModelData` of ``args`` (DATA through ``--model``); ``merge_unseen``:
+    the observed next tokens and one representative of the rest (:mod:`ntpcert.instance.lm.merge`)."""
     from ntpcert.errors import InputError
     from ntpcert.instance.lm import load_model_data
 
@@ -41,7 +42,8 @@ def load_model(args: argparse.Namespace) -> Any:
             raise InputError(f"{flag}: does not apply with --model (the model tokenises and embeds; see --context)")
     kw = {} if getattr(args, "max_entries", None) is None else {"max_entries": args.max_entries}
     return load_model_data(args.data, args.model, context=args.context, bos=args.bos, static=args.static,
-                           tokenizer=args.model_tokenizer, max_chars=getattr(args, "max_chars", None), **kw)
+                           tokenizer=args.model_tokenizer, max_chars=getattr(args, "max_chars", None),
+                           merge_unseen=merge_unseen, **kw)
 
 
 def check_model_flags(args: argparse.Namespace) -> None:

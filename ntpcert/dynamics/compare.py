@@ -24,6 +24,21 @@ corpus frequency f, a Zipf axis), on the rows of the bin's tokens: ``rel_dist_F`
 and ``excess_share`` :math:`\sum_j\pi_j\sum_{z\in S_j\cap B}p_{j,z}(\log p_{j,z}-\log\mathbb S_z(Wh_j))`,
 the bin's share of the excess loss (the shares sum to ``excess_loss``; one share can be negative).
 Every number is float64 and carries no tolerance: these are measurements, not verdicts.
+
+**A model's vocabulary, merged** (:func:`merged_limits`, :func:`compare_merged`). For an instance read
+through a model with its unseen tokens merged into one representative
+(:mod:`ntpcert.instance.lm.merge`), the decoder keeps all V rows and every number above that involves
+only W is computed over the full vocabulary, block by block of contexts (a block's logits are
+(``BLOCK_ROWS``, V); the supports come from the reduced instance, mapped back to token ids): ``loss``,
+``excess_loss``, ``margin`` (the out-of-support maximum over all V tokens), ``support_spread``,
+``log_odds_error`` and each bin's ``excess_share``. W* and F need only the observed tokens: no unseen
+token is in an equation of (4), so F is zero on their rows and W* is 0 there; :math:`P_F W` is the
+reduced instance's projection of the observed rows, placed back, and 0 on the unseen rows. The NTP-SVM
+of the full vocabulary weighs the representative's row by the number of tokens it stands for, so the
+reduced instance's W^mm is not it: ``cos_mm``, ``cos_perp_mm`` and ``norm_matched_distance`` are NaN,
+with the reason in ``notes``. The bracket on :math:`L^*-\mathcal H` is ``[0, 0]`` when the (exact for the
+full vocabulary) verdicts are compatible and separable, else not computed (the reduced instance's
+:math:`L^*` is not the full one's).
 """
 
 from __future__ import annotations
@@ -37,8 +52,9 @@ from ntpcert.dynamics.trajectory import Limits, metrics
 from ntpcert.errors import InputError
 from ntpcert.util.numbers import cosine
 
-__all__ = ["COMPARE_METRICS", "BIN_METRICS", "Comparison", "DecoderReport", "compare", "compare_decoder", "compare_series",
-           "excess_bracket", "frequency_bins"]
+__all__ = ["COMPARE_METRICS", "BIN_METRICS", "Comparison", "DecoderReport", "compare", "compare_decoder",
+           "compare_merged", "compare_model_merged", "compare_series", "excess_bracket", "frequency_bins",
+           "merged_limits", "model_instance"]
 
 #: The headline numbers of one comparison, in report order.
 COMPARE_METRICS = ("loss", "excess_loss", "excess_over_bracket", "margin", "min_margin", "support_spread",
@@ -79,14 +95,20 @@ class Comparison:
     bins : list of dict
         Per frequency bin: ``label``, ``tokens`` (how many), ``frequency`` (total occurrences) and
         :data:`BIN_METRICS`.
+    notes : dict of str to str
+        What a number means or why it is missing (the merged comparison: ``F``, ``W_mm``, ``vocabulary``).
     """
 
     values: dict[str, float]
     bracket: dict[str, Any]
     bins: list[dict[str, Any]] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.values, "entropy": self.values.get("entropy"), "bracket": self.bracket, "bins": self.bins}
+        out = {**self.values, "entropy": self.values.get("entropy"), "bracket": self.bracket, "bins": self.bins}
+        if self.notes:
+            out["notes"] = dict(self.notes)
+        return out
 
 
 #: Contexts per block of logits (a block holds a few (rows, V) float64 arrays).
@@ -221,6 +243,10 @@ class DecoderReport:
         Snapshots ``(t, comparison)`` (None for one decoder).
     source : dict or None
         The model the decoder and the instance were read from, when they were.
+    merge : TokenMerge or None
+        When the instance merges the model's unseen tokens (:func:`compare_merged`); then ``separable`` is
+        the float verdict on (6), since the merged limits have no NTP-SVM.
+    separable : bool or None
     """
 
     instance: Any
@@ -228,14 +254,19 @@ class DecoderReport:
     comparison: Comparison | None = None
     series: list[tuple[int, Comparison]] | None = None
     source: dict[str, Any] | None = None
+    merge: Any = None
+    separable: bool | None = None
 
     def to_json(self, *, figure: str | None = None, table: str | None = None) -> dict[str, Any]:
         """The comparison (or ``snapshots``), the instance's sizes and verdicts, and the files written."""
         inst, limits = self.instance, self.limits
         out = (self.comparison.to_json() if self.comparison is not None
                else {"snapshots": [{"t": t, **c.to_json()} for t, c in self.series or []]})
-        out.update({"m": inst.m, "d": inst.d, "V": inst.V, "compatible": limits.compatible,
-                    "separable": limits.svm is not None, "figure": figure, "table": table})
+        separable = limits.svm is not None if self.merge is None else self.separable
+        out.update({"m": inst.m, "d": inst.d, "V": inst.V if self.merge is None else self.merge.V,
+                    "compatible": limits.compatible, "separable": separable, "figure": figure, "table": table})
+        if self.merge is not None:
+            out.update({"V_instance": inst.V, "vocabulary": self.merge.to_json()})
         if self.source is not None:
             out["source"] = self.source
         return out
@@ -252,3 +283,195 @@ def compare_decoder(instance: Any, limits: Limits, W: np.ndarray | None = None, 
     cmp = compare(instance.check_decoder(W), limits, frequency=frequency)
     return DecoderReport(instance, limits, comparison=cmp, source=source)
 
+
+def model_instance(data: Any, *, max_entries: int | None = None) -> tuple[Any, Any]:
+    """The instance to compare a model's decoder on (``data`` a :class:`~ntpcert.instance.lm.ModelData`
+    read with its unseen tokens merged): the instance over the whole vocabulary when nothing was merged or
+    when m·V is at most :data:`FULL_VOCAB_MAX_ENTRIES` (and ``max_entries``), so that W^mm is the full one;
+    else the merged instance. Returns ``(instance, merge)``, ``merge`` None for the full instance."""
+    if data.merge is None or not data.merge.merged:
+        return data.instance, None
+    limit = FULL_VOCAB_MAX_ENTRIES if max_entries is None else min(FULL_VOCAB_MAX_ENTRIES, max_entries)
+    if data.instance.m * data.V <= limit:
+        return data.full_instance(), None
+    return data.instance, data.merge
+
+
+def compare_model_merged(instance: Any, merge: Any, W: np.ndarray | None = None, *,
+                         snapshots: Sequence[tuple[int, np.ndarray]] | None = None, frequency: np.ndarray,
+                         source: dict[str, Any] | None = None,
+                         separability_solver: str | None = None) -> DecoderReport:
+    """:func:`compare_merged` of one decoder ``W`` (shape (V, d), the full vocabulary), or of each snapshot,
+    against :func:`merged_limits`, as a :class:`DecoderReport`."""
+    limits, separable = merged_limits(instance, separability_solver=separability_solver)
+    if snapshots is not None:
+        bracket = merged_bracket(limits, separable)
+        series = [(t, compare_merged(Wt, limits, merge, frequency=frequency, separable=separable, bracket=bracket))
+                  for t, Wt in snapshots]
+        return DecoderReport(instance, limits, series=series, source=source, merge=merge, separable=separable)
+    cmp = compare_merged(W, limits, merge, frequency=frequency, separable=separable)
+    return DecoderReport(instance, limits, comparison=cmp, source=source, merge=merge, separable=separable)
+
+
+#: Largest m·V for which a model's comparison builds the instance over its whole vocabulary (dense (m, V)
+#: counts), so that W^mm and every number are the full vocabulary's; above it, :func:`compare_merged`.
+FULL_VOCAB_MAX_ENTRIES = 50_000_000
+
+#: LSMR iterations of the merged comparison's W* (when certify did not fit it) and P_F W on the sparse path
+#: (:func:`ntpcert.rows.subspace.lsmr_solve`, not strict): at the whole pydoc text (r = 23,082 equality rows,
+#: V'd = 4.4 M unknowns) an iteration takes 0.24 s and 1,500 did not reach LSMR's tolerance. Where the cap
+#: stops LSMR first, ``notes["F"]`` gives the residuals: the F numbers are then approximate.
+MERGED_LSMR_MAX_ITER = 300
+
+#: Why the merged comparison has no W^mm numbers.
+MERGED_MM_NOTE = ("not computed: the instance merges the model's unseen tokens into one representative; the NTP-SVM "
+                  "of the full vocabulary weighs that row by the number of tokens it stands for, so the reduced "
+                  "instance's W^mm is not the full one (see ntpcert.instance.lm.merge)")
+
+
+def merged_limits(instance: Any, *, separability_solver: str | None = None) -> tuple[Limits, bool | None]:
+    """F, W* and the float verdicts of a merged instance (:mod:`ntpcert.instance.lm.merge`), without its
+    NTP-SVM (which is not the full vocabulary's): ``(limits, separable)``, ``limits.svm`` None with
+    ``svm_error`` saying why, ``limits.compatible`` the float verdict on (4) and ``separable`` the one
+    on (6) (:func:`ntpcert.pipeline.float_verdicts.certify`; both hold for the full vocabulary)."""
+    from ntpcert.pipeline.float_verdicts import certify
+    from ntpcert.rows.subspace import Subspace, least_squares_fit
+
+    kw = {} if separability_solver is None else {"separability_solver": separability_solver}
+    rep = certify(instance, svm=False, svm_certificate="float", **kw)
+    sub, W_star = rep.subspace, rep.fit.W_star
+    if W_star is None or sub.method == "none":  # closed-form or refuted branches: F and W* built here
+        sub = Subspace.build(sub.system, lsmr_max_iter=MERGED_LSMR_MAX_ITER)
+        W_star = least_squares_fit(sub).W_star
+    lim = Limits(instance, sub.system, sub, instance.entropy(), W_star, rep.compatible.holds, None, {},
+                 MERGED_MM_NOTE)
+    return lim, rep.separable.holds
+
+
+def _merged_pass(limits: Limits, W: np.ndarray, kept: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+    """One pass over blocks of contexts with the full logits (rows, V): CE, its excess, margins, spread,
+    log-odds error, and each token's share of the excess (shape (V,))."""
+    inst = limits.instance
+    V = W.shape[0]
+    per_token = np.zeros(V)
+    loss = excess = 0.0
+    margin, spread, err = np.inf, 0.0, 0.0
+    for blk in _blocks(inst.m):
+        Z = inst.embeddings[blk] @ W.T  # (rows, V) over the full vocabulary
+        top = Z.max(axis=1)
+        lse = top + np.log(np.exp(Z - top[:, None]).sum(axis=1))
+        P = inst.probs[blk]
+        rows, rcols = np.nonzero(P > 0)
+        cols = kept[rcols]
+        p = P[rows, rcols]
+        pi = inst.weights[blk][rows]
+        zin = Z[rows, cols]
+        logS = zin - lse[rows]
+        loss += float(np.sum(pi * p * -logS))
+        share = pi * p * (np.log(p) - logS)
+        excess += float(share.sum())
+        np.add.at(per_token, cols, share)
+        b = Z.shape[0]
+        zmin = np.full(b, np.inf)
+        zmax = np.full(b, -np.inf)
+        np.minimum.at(zmin, rows, zin)
+        np.maximum.at(zmax, rows, zin)
+        first = np.ones(rows.size, dtype=bool)
+        first[1:] = rows[1:] != rows[:-1]  # np.nonzero is row-major: the first entry of a row is its anchor
+        anchor_z = zin[first][np.cumsum(first) - 1]
+        anchor_p = p[first][np.cumsum(first) - 1]
+        Z[rows, cols] = -np.inf
+        out_max = Z.max(axis=1)
+        counts = np.bincount(rows, minlength=b)
+        proper = counts < V
+        if proper.any():
+            margin = min(margin, float(np.min((zmin - out_max)[proper])))
+        spread = max(spread, float(np.max(zmax - zmin)))
+        d = (zin - anchor_z) - (np.log(p) - np.log(anchor_p))
+        err = max(err, float(np.max(np.abs(d))) if d.size else 0.0)
+    return {"loss": loss, "excess_loss": excess, "margin": margin if np.isfinite(margin) else float("nan"),
+            "support_spread": spread, "log_odds_error": err}, per_token
+
+
+def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.ndarray, separable: bool | None,
+                   bracket: dict[str, Any] | None = None) -> Comparison:
+    """Compare the model's decoder ``W`` (shape (V, d), the full vocabulary) with the limits of the merged
+    instance (:func:`merged_limits`; ``merge`` a :class:`~ntpcert.instance.lm.merge.TokenMerge`): the
+    numbers of the module doc, over all V tokens; the W^mm numbers NaN (``notes`` says why). ``separable``:
+    the verdict on (6) of :func:`merged_limits`."""
+    inst = limits.instance
+    W = np.asarray(W, dtype=np.float64)
+    if W.shape != (merge.V, inst.d):
+        raise InputError(f"W: expected shape (V, d) = ({merge.V}, {inst.d}), got {W.shape}")
+    frequency = np.asarray(frequency)
+    if frequency.shape != (merge.V,):
+        raise InputError(f"frequency: expected shape ({merge.V},), got {frequency.shape}")
+    if bracket is None:
+        bracket = merged_bracket(limits, separable)
+    nan = float("nan")
+    values, per_token = _merged_pass(limits, W, np.asarray(merge.kept))
+    values["entropy"] = limits.entropy
+    upper = bracket.get("excess_upper")
+    values["excess_over_bracket"] = values["excess_loss"] - upper if isinstance(upper, float) else nan
+    nrm = float(np.linalg.norm(W))
+    values["norm"] = nrm
+    values["min_margin"] = values["margin"] / nrm if nrm > 0 else nan
+    Wr = merge.reduce_rows(W)
+    PFr, f_note = _project(limits.subspace, Wr)
+    nobs = merge.observed.size
+    PF = np.zeros_like(W)
+    PF[merge.observed] = PFr[:nobs]
+    W_star = np.zeros_like(W)
+    W_star[merge.observed] = limits.W_star[:nobs]
+    dist = float(np.linalg.norm(PF - W_star))
+    ws = float(np.linalg.norm(W_star))
+    values["dist_F"] = dist
+    values["rel_dist_F"] = dist / ws if ws > 0 else nan
+    values["perp_fraction"] = float(np.linalg.norm(W - PF)) / nrm if nrm > 0 else nan
+    eq = limits.system.apply_eq(Wr)
+    values["eq_violation"] = (float(np.abs(eq).max()) if eq.size else 0.0) / nrm if nrm > 0 else nan
+    for k in ("cos_mm", "cos_perp_mm", "norm_matched_distance"):
+        values[k] = nan
+    bins = []
+    for label, idx in frequency_bins(frequency):
+        wsb = float(np.linalg.norm(W_star[idx]))
+        bins.append({"label": label, "tokens": int(idx.size), "frequency": int(frequency[idx].sum()),
+                     "rel_dist_F": float(np.linalg.norm(PF[idx] - W_star[idx])) / wsb if wsb > 0 else nan,
+                     "cos_perp_mm": nan, "excess_share": float(per_token[idx].sum())})
+    notes = {"F": f_note} if f_note else {}
+    notes.update({"W_mm": MERGED_MM_NOTE + f" (m·V = {inst.m * merge.V:,} is above the {FULL_VOCAB_MAX_ENTRIES:,} up to which "
+             "compare builds the full instance and its NTP-SVM)", "vocabulary": (
+        f"the instance keeps {merge.V_reduced:,} of the model's {merge.V:,} tokens ({merge.merged:,} unseen ones merged "
+        "into one); the decoder's numbers are over all of them")})
+    return Comparison(values, bracket, bins, notes)
+
+
+def _project(sub: Any, W: np.ndarray) -> tuple[np.ndarray, str]:
+    """:math:`P_F W` and, on the sparse path, what LSMR reached (W* too) when it stopped before its tolerance."""
+    if sub.method != "lsmr":
+        return sub.project(W), ""
+    from ntpcert.rows.subspace import lsmr_solve
+
+    x, info = lsmr_solve(sub.operator.T, W.reshape(-1), strict=False, max_iter=MERGED_LSMR_MAX_ITER)
+    PF = np.asarray(sub.operator.T @ x).reshape(W.shape)
+    fit = sub.solve_info or {}
+    parts = []
+    if not info["converged"]:
+        parts.append(f"P_F W: LSMR stopped after {info['iterations']} iterations (||A^T r|| = "
+                     f"{info['normal_residual']:.3g}, ||r|| = {info['residual']:.3g})")
+    if fit.get("converged") is False:
+        parts.append(f"W*: LSMR stopped after {fit.get('iterations')} iterations (||A W* - b|| = "
+                     f"{fit.get('residual', float('nan')):.3g}, ||A^T r|| = {fit.get('normal_residual', float('nan')):.3g})")
+    note = ("; ".join(parts) + f" (iteration cap {MERGED_LSMR_MAX_ITER}): rel_dist_F and perp_fraction are "
+            "approximate") if parts else ""
+    return PF, note
+
+
+def merged_bracket(limits: Limits, separable: bool | None) -> dict[str, Any]:
+    """``[0, 0]`` by the paper's Theorem 1 when the merged instance is compatible and separable (float
+    verdicts, which are the full vocabulary's); else not computed, saying why."""
+    if limits.compatible is True and separable is True:
+        return {"excess_lower": 0.0, "excess_upper": 0.0, "engine": "theorem",
+                "reason": "the float verdicts say compatible and separable"}
+    return {"skipped": "not computed: the bracket on L* - H of the merged instance is not the full vocabulary's "
+                       "(CE counts every unseen token); compare on the full instance for it"}

@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def certify_json(report, *, excess: bool, separability_solver: str) -> dict[str, Any]:
+def certify_json(report, *, excess: bool, separability_solver: str, merge: Any = None,
+                 svm_asked: bool = True) -> dict[str, Any]:
     """``report.to_json()`` (a float or an exact report) with ``why_not_separable`` / ``why_not_compatible``
     for negative verdicts (small witnesses only: ``ntpcert.pipeline.explain.CERTIFY_MAX_CONTEXTS`` and
     friends; an exact report explained them already) and ``excess_loss``: the bracket on L* - H when
-    ``excess`` (certified in an exact report that carries it), else :func:`excess_without_bracket`."""
+    ``excess`` (certified in an exact report that carries it), else :func:`excess_without_bracket`. With
+    ``merge`` (a :class:`~ntpcert.instance.lm.merge.TokenMerge`: the instance was read through a model with
+    its unseen tokens merged), its ``vocabulary`` record and why the NTP-SVM was not solved."""
     from ntpcert.pipeline.explain import why_not_of_report
 
     out = report.to_json()
@@ -23,6 +26,8 @@ def certify_json(report, *, excess: bool, separability_solver: str) -> dict[str,
             out["excess_loss"] = excess_key(report.instance, exact=False)[0]
         else:
             out["excess_loss"] = excess_without_bracket(out)
+    if merge is not None:
+        out.update(merge.report_keys(svm_asked=svm_asked))
     return out
 
 

@@ -251,7 +251,7 @@ def exact_certify(
         keys for the report and certificate sections, which are written and checked with the rest
         (:func:`ntpcert.pipeline.explain.why_not_with_sections`, passed in by ``certify --exact``).
     source : dict, optional
-        The certificate's ``source`` section (:mod:`ntpcert.pipeline.provenance`): the model files the
+        The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`): the model files the
         instance was read from, by SHA-256.
     """
     t0 = time.perf_counter()

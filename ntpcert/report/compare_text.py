@@ -39,8 +39,16 @@ def series_lines(series: Sequence[tuple[int, Any]]) -> list[str]:
 def report_lines(rep: Any) -> list[str]:
     """A :class:`~ntpcert.dynamics.compare.DecoderReport`: the instance's sizes and verdicts, then the
     comparison or the series."""
-    inst, lim = rep.instance, rep.limits
-    head = (f"{inst.name}: m={inst.m}, d={inst.d}, V={inst.V}; compatible {lim.compatible}, "
-            f"separable {lim.svm is not None}")
-    return [head] + (comparison_lines(rep.comparison) if rep.comparison is not None else series_lines(rep.series))
+    inst, lim, merge = rep.instance, rep.limits, rep.merge
+    if merge is None:
+        head = (f"{inst.name}: m={inst.m}, d={inst.d}, V={inst.V}; compatible {lim.compatible}, "
+                f"separable {lim.svm is not None}")
+    else:
+        head = (f"{inst.name}: m={inst.m}, d={inst.d}, V={merge.V} ({inst.V} after merging the {merge.merged} "
+                f"unseen tokens); compatible {lim.compatible}, separable {rep.separable}")
+    if rep.comparison is not None:
+        body = comparison_lines(rep.comparison) + [f"  {k}: {v}" for k, v in rep.comparison.notes.items()]
+    else:
+        body = series_lines(rep.series)
+    return [head] + body
 

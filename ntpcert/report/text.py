@@ -117,6 +117,21 @@ def exact_report_lines(r: Any) -> list[str]:
     return wrap_lines(out)
 
 
+def vocabulary_lines(merge: Any, *, svm_asked: bool) -> list[str]:
+    """What a model's instance did with its vocabulary (a :class:`~ntpcert.instance.lm.merge.TokenMerge`,
+    or None: no lines)."""
+    if merge is None:
+        return []
+    if not merge.merged:
+        return wrap_lines([f"vocabulary: all {merge.V:,} tokens of the model follow some context; nothing merged"])
+    lines = [f"vocabulary: the model has V = {merge.V:,} tokens; the instance keeps the {merge.observed.size:,} that "
+             f"follow some context and one representative (token {merge.representative}) of the {merge.merged:,} "
+             "others, which leaves compatibility and separability exactly as for the full vocabulary"]
+    if svm_asked:
+        lines.append("NTP-SVM: " + merge.report_keys(svm_asked=True)["svm_error"])
+    return wrap_lines(lines)
+
+
 def _exact_compat_text(r: Any) -> str:
     """The exact witness of (4) in words (:mod:`ntpcert.verdict`)."""
     from ntpcert.verdict import EmbeddingsFullRank, ParticularSolutions, ViolatingNullVector

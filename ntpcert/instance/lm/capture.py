@@ -21,6 +21,7 @@ the theory is about linear decoders.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -145,7 +146,8 @@ def _head(model: Any, torch: Any) -> tuple[Any, bool]:
     return head, bool(tied)
 
 
-def _inputs(counts: ContextCounts, spec: ContextSpec, bos: int | None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _inputs(counts: ContextCounts, spec: ContextSpec, bos: int | None,
+            batch: int = BATCH_SIZE) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Forward batches: (input ids (b, L), positions (b,) of each context's last token, context indices (b,)).
 
     ``tokens:K``: one row per context. ``prefix:T``: one row per maximal context; its shorter prefixes
@@ -156,8 +158,7 @@ def _inputs(counts: ContextCounts, spec: ContextSpec, bos: int | None) -> list[t
         ids = np.array([lead + list(c) for c in ctx], dtype=np.int64).reshape(len(ctx), -1)
         pos = np.full(len(ctx), ids.shape[1] - 1, dtype=np.int64)
         rows = np.arange(len(ctx))
-        return [(ids[s:s + BATCH_SIZE], pos[s:s + BATCH_SIZE], rows[s:s + BATCH_SIZE])
-                for s in range(0, len(ctx), BATCH_SIZE)]
+        return [(ids[s:s + batch], pos[s:s + batch], rows[s:s + batch]) for s in range(0, len(ctx), batch)]
     index = {c: j for j, c in enumerate(ctx)}
     longer = {c[:-1] for c in ctx if len(c) > 1}
     maximal = [c for c in ctx if c not in longer]
@@ -166,8 +167,8 @@ def _inputs(counts: ContextCounts, spec: ContextSpec, bos: int | None) -> list[t
     for c in maximal:
         by_len.setdefault(len(c), []).append(c)
     for L, group in sorted(by_len.items()):
-        for s in range(0, len(group), BATCH_SIZE):
-            part = group[s:s + BATCH_SIZE]
+        for s in range(0, len(group), batch):
+            part = group[s:s + batch]
             ids = np.array([lead + list(c) for c in part], dtype=np.int64)
             for t in range(1, L + 1):  # the prefix of length t ends at position len(lead) + t - 1
                 js = np.array([index[c[:t]] for c in part], dtype=np.int64)
@@ -175,8 +176,13 @@ def _inputs(counts: ContextCounts, spec: ContextSpec, bos: int | None) -> list[t
     return out
 
 
-def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos: bool = False) -> Capture:
+def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos: bool = False,
+            batch_size: int = BATCH_SIZE) -> Capture:
     """Run the model on every context and capture the decoder's input at its last token.
+
+    The model runs on ``batch_size`` contexts at a time; each batch's logits (model's and recomputed,
+    (batch, V)) are compared and dropped, so no (m, V) logit array exists at any time: memory is
+    H (m, d), W (V, d) and one batch's logits.
 
     Parameters
     ----------
@@ -187,6 +193,8 @@ def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos:
     spec : ContextSpec
     bos : bool
         Feed the model's ``bos_token_id`` before every context.
+    batch_size : int
+        Contexts per forward pass (``prefix:T``: maximal contexts per pass).
 
     Raises
     ------
@@ -212,17 +220,23 @@ def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos:
     dtype = str(head.weight.dtype).removeprefix("torch.")
     H = np.zeros((counts.m, d), dtype=np.float64)
     seen: list[Any] = []
+    keep_last = "logits_to_keep" in inspect.signature(model.forward).parameters
     hook = head.register_forward_pre_hook(lambda _mod, args: seen.append(args[0].detach()))
     worst = 0.0
     try:
         with torch.no_grad():
-            for ids, pos, js in _inputs(counts, spec, bos_id):
+            for ids, pos, js in _inputs(counts, spec, bos_id, batch_size):
                 seen.clear()
-                out = model(input_ids=torch.from_numpy(ids), use_cache=False)
+                last = keep_last and bool(np.all(pos == ids.shape[1] - 1))
+                extra = {"logits_to_keep": 1} if last else {}  # the head on the last position only
+                out = model(input_ids=torch.from_numpy(ids), use_cache=False, **extra)
                 h_all = seen[-1]
                 sel = torch.arange(ids.shape[0])
-                h = h_all[sel, torch.from_numpy(pos)].to(torch.float64).cpu().numpy()
-                logits = out.logits[sel, torch.from_numpy(pos)].to(torch.float64).cpu().numpy()
+                at = torch.full((ids.shape[0],), h_all.shape[1] - 1) if last else torch.from_numpy(pos)
+                h = h_all[sel, at].to(torch.float64).cpu().numpy()
+                logits = out.logits[sel, at].to(torch.float64).cpu().numpy()
+                del out, h_all
+                seen.clear()
                 H[js] = h
                 mine = h @ W.T + (0.0 if b is None else b)
                 scale = np.maximum(np.linalg.norm(logits, axis=1), np.finfo(np.float64).tiny)

@@ -20,8 +20,9 @@ import numpy as np
 
 from ntpcert.errors import InputError
 from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries
-from ntpcert.instance.lm.contexts import ContextSpec, count_contexts, split_documents
+from ntpcert.instance.lm.contexts import ContextCounts, ContextSpec, count_contexts, split_documents
 from ntpcert.instance.lm.files import ModelFiles, locate_model
+from ntpcert.instance.lm.merge import TokenMerge, reduced_counts, token_merge
 from ntpcert.instance.model import NTPInstance
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line, read_input_bytes
@@ -53,6 +54,14 @@ class ModelData:
         Relative residual of the recomputed logits (model path only).
     token_frequency : ndarray of shape (V,)
         Occurrences of each token in the tokenised corpus.
+    merge : TokenMerge or None
+        With ``merge_unseen``: the instance's tokens are the observed next tokens plus one representative
+        of the unseen ones (:mod:`ntpcert.instance.lm.merge`); ``decoder`` and ``token_frequency`` stay
+        over the model's full vocabulary (``merge.reduce_rows`` gives the instance's rows). None: the
+        instance has the model's whole vocabulary.
+    counts : ContextCounts or None
+        The sparse next-token counts over the model's full vocabulary (:meth:`full_instance` builds the
+        unmerged instance from them).
     """
 
     instance: NTPInstance
@@ -68,17 +77,37 @@ class ModelData:
     residual: float | None
     architecture: str
     token_frequency: np.ndarray
+    merge: TokenMerge | None = None
+    counts: ContextCounts | None = None
+    vocab_names: tuple[str, ...] | None = None
+
+    @property
+    def V(self) -> int:
+        """The model's vocabulary size (rows of ``decoder``), merged or not."""
+        return int(self.token_frequency.shape[0])
+
+    def full_instance(self) -> NTPInstance:
+        """The instance over the model's whole vocabulary (dense (m, V) counts): ``instance`` itself when
+        nothing was merged."""
+        if self.merge is None or not self.merge.merged or self.counts is None:
+            return self.instance
+        inst = self.instance
+        return NTPInstance.from_counts(inst.embeddings, self.counts.dense(), token_names=self.vocab_names,
+                                       context_names=inst.context_names, name=inst.name)
 
     def source_record(self) -> dict[str, Any]:
         """The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`)."""
-        return {"kind": "model", "files": [[n, h] for n, h in self.files], "corpus_sha256": self.corpus_sha256,
-                "context": str(self.context), "bos": self.bos, "embeddings": self.embeddings}
+        out = {"kind": "model", "files": [[n, h] for n, h in self.files], "corpus_sha256": self.corpus_sha256,
+               "context": str(self.context), "bos": self.bos, "embeddings": self.embeddings}
+        if self.merge is not None:
+            out["vocabulary"] = self.merge.to_json()
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """What was read, for reports."""
         return {**self.source_record(), "architecture": self.architecture, "tied": self.tied, "bias": self.bias,
-                "capture_residual": self.residual, "m": self.instance.m, "d": self.instance.d, "V": self.instance.V,
-                "decoder": self.decoder_note or "the model's decoder"}
+                "capture_residual": self.residual, "m": self.instance.m, "d": self.instance.d, "V": self.V,
+                "V_instance": self.instance.V, "decoder": self.decoder_note or "the model's decoder"}
 
 
 def read_corpus(corpus: str | os.PathLike, max_chars: int | None = None) -> str:
@@ -146,6 +175,7 @@ def load_model_data(
     static: bool = False,
     max_chars: int | None = None,
     max_entries: int | None = MAX_ENTRIES,
+    merge_unseen: bool = False,
 ) -> ModelData:
     """Read a corpus through a model.
 
@@ -166,7 +196,11 @@ def load_model_data(
     max_chars : int, optional
         Read only the first ``max_chars`` characters of the corpus.
     max_entries : int or None
-        Refuse counts (m·V) or embeddings (m·d) of more entries, before allocating them.
+        Refuse counts (m·V, V of the instance) or embeddings (m·d) of more entries, before allocating them.
+    merge_unseen : bool
+        Keep only the observed next tokens and one representative of the others
+        (:mod:`ntpcert.instance.lm.merge`: exact for compatibility and separability, not for W^mm);
+        the counts are then never formed over the full vocabulary.
 
     Raises
     ------
@@ -191,7 +225,9 @@ def load_model_data(
     V = _model_vocab(files, static)
     ids, tok = tokenize_documents(files.tokenizer, split_documents(text))
     counts = count_contexts(ids, spec, V)
-    check_entries("contexts", counts.m, V, max_entries, "the count matrix (m, V)")
+    merge = token_merge(counts) if merge_unseen else None
+    Vi = V if merge is None else merge.V_reduced
+    check_entries("contexts", counts.m, Vi, max_entries, "the count matrix (m, V)")
     if static:
         from ntpcert.instance.lm.static import read_static
 
@@ -218,7 +254,13 @@ def load_model_data(
     sep = "" if all(len(n) == 1 for n in names) else " "
     cnames = [sep.join(names[t] for t in c) for c in counts.contexts]
     name = os.path.basename(os.path.normpath(files.root)) or "model"
-    inst = NTPInstance.from_counts(H, counts.dense(), token_names=names, context_names=cnames, name=name)
+    if merge is None:
+        C, tnames = counts.dense(), names
+    else:
+        C = reduced_counts(counts, merge)
+        tnames = [names[t] for t in merge.observed] + ([f"<{merge.merged} unseen>"] if merge.merged else [])
+    inst = NTPInstance.from_counts(H, C, token_names=tnames, context_names=cnames, name=name)
+    del C
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return ModelData(inst, decoder, note, files.digests(), digest, spec, bos, kind, tied, bias, residual, arch,
-                     counts.token_frequency)
+                     counts.token_frequency, merge, counts, tuple(names))

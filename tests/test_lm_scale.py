@@ -1,0 +1,282 @@
+"""Model-scale reading: unseen tokens merged into one (exact for (4) and (6)), batched capture, and the
+decoder's numbers over the full vocabulary (ntpcert.instance.lm.merge, ntpcert.dynamics.compare)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ntpcert.cli import main
+from ntpcert.errors import CertificateError, InputError
+from ntpcert.instance import NTPInstance
+from ntpcert.instance.lm.contexts import ContextSpec, count_contexts
+from ntpcert.instance.lm.merge import merge_unseen
+from ntpcert.pipeline.exact_verdicts import exact_certify
+
+from tests.conftest import TOL
+
+
+# ----------------------------------------------------------------------------------- the merge (numpy only)
+def _counts(docs, V, k=1):
+    return count_contexts(docs, ContextSpec.parse(f"tokens:{k}"), V)
+
+
+def test_merge_keeps_observed_tokens_and_one_representative():
+    cc = _counts([[1, 4, 1, 6, 4, 1, 4]], V=9)  # next tokens 4, 1, 6: observed {1, 4, 6}
+    C, mg = merge_unseen(cc)
+    assert mg.observed.tolist() == [1, 4, 6] and mg.representative == 0 and mg.merged == 6
+    assert mg.kept.tolist() == [1, 4, 6, 0] and C.shape == (cc.m, 4) and mg.V_reduced == 4
+    np.testing.assert_array_equal(C[:, :3], cc.dense()[:, [1, 4, 6]])
+    assert not C[:, 3].any() and mg.unseen().tolist() == [0, 2, 3, 5, 7, 8]
+    W = np.arange(18.0).reshape(9, 2)
+    Wr = mg.reduce_rows(W)
+    np.testing.assert_array_equal(Wr, W[[1, 4, 6, 0]])
+    back = mg.expand_rows(Wr)
+    np.testing.assert_array_equal(back[[1, 4, 6]], W[[1, 4, 6]])
+    assert all((back[u] == W[0]).all() for u in mg.unseen())
+    assert mg.to_json() == {"V": 9, "V_reduced": 4, "observed": 3, "merged": 6, "representative": 0}
+    with pytest.raises(InputError, match="expected 9 rows"):
+        mg.reduce_rows(W[:5])
+
+
+def test_nothing_is_merged_when_every_token_is_observed():
+    cc = _counts([[0, 1, 2, 0, 2, 1, 0]], V=3)
+    C, mg = merge_unseen(cc)
+    assert mg.merged == 0 and mg.representative is None and mg.kept.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(C, cc.dense())
+
+
+def _random_docs(rng, n_docs, length, observed):
+    return [rng.choice(observed, size=length).tolist() for _ in range(n_docs)]
+
+
+def _cases():
+    """Small instances over V = 10 with 4 or 5 observed next tokens, and embeddings of several ranks:
+    compatible and separable (d >= m), and the negative verdicts (d small, repeated embeddings)."""
+    out = []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        observed = rng.choice(10, size=4 + seed % 2, replace=False)
+        cc = _counts(_random_docs(rng, 2, 7, observed), V=10)
+        d = (1, 2, 3, cc.m + 1, 2)[seed % 5]
+        H = rng.integers(-3, 4, size=(cc.m, d)).astype(np.float64)
+        if seed % 3 == 0:
+            H[-1] = H[0]  # two contexts with one embedding: (4) and (6) can fail
+        out.append((cc, H))
+    return out
+
+
+def test_merged_instance_gives_the_full_vocabularys_exact_verdicts():
+    seen = {"compatible": set(), "separable": set()}
+    for cc, H in _cases():
+        full = NTPInstance.from_counts(H, cc.dense())
+        C, mg = merge_unseen(cc)
+        assert mg.merged > 0
+        red = NTPInstance.from_counts(H, C)
+        a = exact_certify(full, svm=False, use_lemma1=False)
+        b = exact_certify(red, svm=False, use_lemma1=False)
+        assert a.compatible.holds is not None and a.separable.holds is not None
+        assert (a.compatible.holds, a.separable.holds) == (b.compatible.holds, b.separable.holds)
+        assert b.check.valid
+        assert red.entropy() == pytest.approx(full.entropy(), rel=1e-12)
+        seen["compatible"].add(a.compatible.holds)
+        seen["separable"].add(a.separable.holds)
+    assert seen == {"compatible": {True, False}, "separable": {True, False}}  # both verdicts of both questions
+
+
+def test_a_feasible_point_of_the_merged_instance_expands_to_one_of_the_full_instance():
+    from ntpcert.rows.kesler import KeslerSystem
+
+    for cc, H in _cases():
+        C, mg = merge_unseen(cc)
+        rep = exact_certify(NTPInstance.from_counts(H, C), svm=False, use_lemma1=False)
+        if rep.separable.holds is not True or getattr(rep.separable.witness, "W", None) is None:
+            continue
+        Wr = np.asarray(rep.separable.witness.W, dtype=np.float64)
+        full = KeslerSystem.build(NTPInstance.from_counts(H, cc.dense()))
+        W = mg.expand_rows(Wr)
+        assert full.apply_margin(W).min() >= 1 - 1e-9 and np.abs(full.apply_eq(W)).max(initial=0) <= 1e-9
+
+
+# ----------------------------------------------------------------------------------- through a model
+torch = pytest.importorskip("torch")  # the [lm] extra is part of [test]: CI has it
+from ntpcert.instance.datasets.pydoc_corpus import pydoc_text  # noqa: E402
+from tests.lm_models import small_corpus, tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    # d = 128 above the m = 89 contexts: separable and compatible at once (Lemma 1); 64 tokens, 18 unseen
+    root = tmp_path_factory.mktemp("scale")
+    return {"corpus": small_corpus(root, pydoc_text(250)),
+            "model": tiny_model(root, "gpt2-untied", d=128, corpus=pydoc_text(250)),
+            "narrow": tiny_model(root, "gpt2-untied", d=4, corpus=pydoc_text(250), name="narrow")}
+
+
+def test_model_data_records_the_merge(wide):
+    from ntpcert.instance.lm import load_model_data
+
+    plain = load_model_data(wide["corpus"], wide["model"])
+    md = load_model_data(wide["corpus"], wide["model"], merge_unseen=True)
+    mg = md.merge
+    assert plain.merge is None and plain.instance.V == md.V == mg.V == 64
+    assert md.instance.V == mg.V_reduced == mg.observed.size + 1 and mg.merged == 64 - mg.observed.size > 0
+    assert md.decoder.shape == (64, md.instance.d) and md.token_frequency.shape == (64,)
+    np.testing.assert_array_equal(md.instance.embeddings, plain.instance.embeddings)
+    np.testing.assert_array_equal(md.instance.counts[:, :-1], plain.instance.counts[:, mg.observed])
+    assert md.instance.token_names[:-1] == tuple(plain.instance.token_names[z] for z in mg.observed)
+    assert md.source_record()["vocabulary"] == mg.to_json() and md.to_json()["V_instance"] == md.instance.V
+    full = md.full_instance()
+    np.testing.assert_array_equal(full.counts, plain.instance.counts)
+    assert full.token_names == plain.instance.token_names
+
+
+@pytest.mark.parametrize("key", ["model", "narrow"])
+def test_merged_model_instance_verdicts_equal_the_unmerged_ones(wide, key):
+    from ntpcert.instance.lm import load_model_data
+
+    plain = load_model_data(wide["corpus"], wide[key])
+    md = load_model_data(wide["corpus"], wide[key], merge_unseen=True)
+    a = exact_certify(plain.instance, svm=False)
+    b = exact_certify(md.instance, svm=False, source=md.source_record())
+    assert (a.compatible.holds, a.separable.holds) == (b.compatible.holds, b.separable.holds)
+    assert b.check.valid and b.certificate["source"]["vocabulary"] == md.merge.to_json()
+    if key == "narrow":  # d = 4 against m = 89: not separable
+        assert b.separable.holds is False
+
+
+def test_certify_model_reports_the_merge_and_skips_the_reduced_svm(wide, tmp_path, capsys):
+    cert = tmp_path / "C.json"
+    assert main(["certify", wide["corpus"], "--model", wide["model"], "--exact", "--certificate-out", str(cert),
+                 "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["entropy_bound_reachable"] is True and rep["vocabulary"]["merged"] > 0
+    assert rep["V"] == rep["vocabulary"]["V_reduced"] and "W^mm" in rep["svm_error"]
+    assert json.loads(cert.read_text())["source"]["vocabulary"] == rep["vocabulary"]
+    assert main(["verify", str(cert)]) == 0
+    capsys.readouterr()
+    assert main(["certify", wide["corpus"], "--model", wide["model"]]) == 0
+    text = capsys.readouterr().out
+    assert "one representative" in text and "NTP-SVM: not solved" in text
+
+
+def test_a_tampered_vocabulary_record_is_refused():
+    from ntpcert.certificate import schema as cf
+    from ntpcert.certificate.provenance import check_source
+
+    voc = {"V": 64, "V_reduced": 47, "observed": 46, "merged": 18, "representative": 0}
+    body = {"kind": "model", "files": [["model.safetensors", "ab" * 32]], "corpus_sha256": "cd" * 32,
+            "context": "tokens:2", "bos": False, "embeddings": "model", "vocabulary": voc}
+    cf.check_section(body, "source", "source")
+    check_source(body)
+    for bad, needle in (({**voc, "merged": 17}, r"observed 46 \+ merged 17"),
+                        ({**voc, "representative": None}, "representative"),
+                        ({**voc, "representative": 64}, "representative"),
+                        ({**voc, "extra": 1}, "extra"), ({k: v for k, v in voc.items() if k != "V"}, "V: missing")):
+        with pytest.raises(CertificateError, match=needle):
+            check_source({**body, "vocabulary": bad})
+
+
+def test_batched_capture_gives_the_same_h_and_residual(wide):
+    from ntpcert.instance.lm.capture import capture
+    from ntpcert.instance.lm.files import locate_model
+    from ntpcert.instance.lm.load import read_corpus, tokenize_documents
+    from ntpcert.instance.lm.contexts import split_documents
+
+    files = locate_model(wide["model"], None)
+    ids, _ = tokenize_documents(files.tokenizer, split_documents(read_corpus(wide["corpus"])))
+    for spec in ("tokens:2", "prefix:3"):
+        sp = ContextSpec.parse(spec)
+        cc = count_contexts(ids, sp, 64)
+        whole = capture(files, cc, sp)
+        small = capture(files, cc, sp, batch_size=3)
+        np.testing.assert_allclose(small.embeddings, whole.embeddings, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(small.decoder, whole.decoder)
+        assert max(small.residual, whole.residual) <= TOL["capture"]
+
+
+# ----------------------------------------------------------------------------------- compare over the full V
+def test_merged_compare_equals_the_dense_full_vocabulary_one(wide, monkeypatch):
+    from ntpcert.dynamics import compare as cm
+    from ntpcert.dynamics.trajectory import Limits
+    from ntpcert.instance.lm import load_model_data
+
+    md = load_model_data(wide["corpus"], wide["model"], merge_unseen=True)
+    full = md.full_instance()
+    dense = cm.compare(md.decoder, Limits.compute(full), frequency=md.token_frequency)
+    limits, separable = cm.merged_limits(md.instance)
+    assert separable is True and limits.compatible is True and limits.svm is None
+    monkeypatch.setattr(cm, "BLOCK_ROWS", 7)  # several blocks
+    rng = np.random.default_rng(3)
+    for W in (md.decoder, md.decoder + rng.standard_normal(md.decoder.shape)):
+        want = dense if W is md.decoder else cm.compare(W, Limits.compute(full), frequency=md.token_frequency)
+        got = cm.compare_merged(W, limits, md.merge, frequency=md.token_frequency, separable=separable)
+        for key in ("loss", "excess_loss", "margin", "min_margin", "support_spread", "log_odds_error", "rel_dist_F",
+                    "norm", "perp_fraction", "excess_over_bracket"):
+            assert got.values[key] == pytest.approx(want.values[key], rel=1e-8, abs=1e-9), key
+        for key in ("cos_mm", "cos_perp_mm", "norm_matched_distance"):
+            assert np.isnan(got.values[key]) and not np.isnan(want.values[key])
+        assert "W_mm" in got.notes and got.bracket == {k: want.bracket[k] for k in got.bracket}
+        assert [(b["label"], b["tokens"], b["frequency"]) for b in got.bins] == \
+            [(b["label"], b["tokens"], b["frequency"]) for b in want.bins]
+        for g, w in zip(got.bins, want.bins):
+            assert g["excess_share"] == pytest.approx(w["excess_share"], rel=1e-8, abs=1e-12)
+            assert g["rel_dist_F"] == pytest.approx(w["rel_dist_F"], rel=1e-8, nan_ok=True)
+    # brute force over every (j, z in S_j, v in [V] \\ S_j) of the full vocabulary
+    W = md.decoder
+    Z = full.embeddings @ W.T
+    margin = min(Z[j, full.support(j)].min() - np.delete(Z[j], full.support(j)).max() for j in range(full.m))
+    lse = np.log(np.exp(Z - Z.max(axis=1, keepdims=True)).sum(axis=1)) + Z.max(axis=1)
+    ce = -sum(full.weights[j] * full.probs[j, z] * (Z[j, z] - lse[j]) for j in range(full.m) for z in full.support(j))
+    got = cm.compare_merged(W, limits, md.merge, frequency=md.token_frequency, separable=separable)
+    assert got.values["margin"] == pytest.approx(margin, rel=1e-10) and got.values["loss"] == pytest.approx(ce, rel=1e-10)
+
+
+def test_compare_model_takes_the_merged_path_above_the_full_vocabulary_limit(wide, monkeypatch, capsys):
+    from ntpcert.dynamics import compare as cm
+
+    assert main(["compare", wide["corpus"], "--model", wide["model"], "--json"]) == 0
+    dense = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(cm, "FULL_VOCAB_MAX_ENTRIES", 0)
+    assert main(["compare", wide["corpus"], "--model", wide["model"], "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["V"] == dense["V"] == 64 and out["V_instance"] == out["vocabulary"]["V_reduced"] < 64
+    assert out["separable"] is True and out["compatible"] is True and "W_mm" in out["notes"]
+    assert sum(b["tokens"] for b in out["bins"]) == 64
+    for key in ("loss", "excess_loss", "margin", "rel_dist_F"):
+        assert out[key] == pytest.approx(dense[key], rel=1e-8), key
+    assert out["cos_perp_mm"] is None or np.isnan(out["cos_perp_mm"])
+    assert main(["compare", wide["corpus"], "--model", wide["model"]]) == 0
+    assert "after merging" in capsys.readouterr().out
+
+
+def test_the_capped_lsmr_projection_agrees_with_the_dense_one_and_says_when_it_stops_early(wide, monkeypatch):
+    from ntpcert.dynamics import compare as cm
+    from ntpcert.instance.lm import load_model_data
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.rows.subspace import Subspace
+
+    md = load_model_data(wide["corpus"], wide["model"], merge_unseen=True)
+    system = KeslerSystem.build(md.instance)
+    W = md.merge.reduce_rows(md.decoder)
+    dense, note = cm._project(Subspace.build(system, method="eigh"), W)
+    assert note == ""
+    sparse, note = cm._project(Subspace.build(system, method="lsmr"), W)
+    np.testing.assert_allclose(sparse, dense, rtol=1e-7, atol=1e-9 * np.abs(dense).max())
+    monkeypatch.setattr(cm, "MERGED_LSMR_MAX_ITER", 1)
+    _, note = cm._project(Subspace.build(system, method="lsmr"), W)
+    assert "stopped after 1 iterations" in note and "approximate" in note
+
+
+@pytest.mark.parametrize("key, value", [("V", 0), ("merged", -1), ("merged", True), ("representative", "0"),
+                                        ("observed", 1.0)])
+def test_vocabulary_record_kinds_are_checked(key, value):
+    from ntpcert.certificate.provenance import check_source
+
+    voc = {"V": 64, "V_reduced": 47, "observed": 46, "merged": 18, "representative": 0}
+    body = {"kind": "model", "files": [["model.safetensors", "ab" * 32]], "corpus_sha256": "cd" * 32,
+            "context": "tokens:2", "bos": False, "embeddings": "model", "vocabulary": {**voc, key: value}}
+    with pytest.raises(CertificateError, match=f"source.vocabulary.{key}: expected"):
+        check_source(body)
