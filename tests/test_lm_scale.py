@@ -163,20 +163,19 @@ def test_certify_model_reports_the_merge_and_skips_the_reduced_svm(wide, tmp_pat
 
 
 def test_a_tampered_vocabulary_record_is_refused():
-    from ntpcert.certificate import schema as cf
-    from ntpcert.certificate.provenance import check_source
+    from ntpcert.certificate.structure import check_source_section
 
     voc = {"V": 64, "V_reduced": 47, "observed": 46, "merged": 18, "representative": 0}
     body = {"kind": "model", "files": [["model.safetensors", "ab" * 32]], "corpus_sha256": "cd" * 32,
             "context": "tokens:2", "bos": False, "embeddings": "model", "vocabulary": voc}
-    cf.check_section(body, "source", "source")
-    check_source(body)
+    check_source_section(body)
     for bad, needle in (({**voc, "merged": 17}, r"observed 46 \+ merged 17"),
                         ({**voc, "representative": None}, "representative"),
                         ({**voc, "representative": 64}, "representative"),
-                        ({**voc, "extra": 1}, "extra"), ({k: v for k, v in voc.items() if k != "V"}, "V: missing")):
+                        ({**voc, "extra": 1}, "extra"), ({k: v for k, v in voc.items() if k != "V"}, "V: missing"),
+                        ({**voc, "merged": -1}, "merged: expected"), ({**voc, "V": True}, "V: expected")):
         with pytest.raises(CertificateError, match=needle):
-            check_source({**body, "vocabulary": bad})
+            check_source_section({**body, "vocabulary": bad})
 
 
 def test_batched_capture_gives_the_same_h_and_residual(wide):
@@ -273,10 +272,10 @@ def test_the_capped_lsmr_projection_agrees_with_the_dense_one_and_says_when_it_s
 @pytest.mark.parametrize("key, value", [("V", 0), ("merged", -1), ("merged", True), ("representative", "0"),
                                         ("observed", 1.0)])
 def test_vocabulary_record_kinds_are_checked(key, value):
-    from ntpcert.certificate.provenance import check_source
+    from ntpcert.certificate.structure import check_source_section
 
     voc = {"V": 64, "V_reduced": 47, "observed": 46, "merged": 18, "representative": 0}
     body = {"kind": "model", "files": [["model.safetensors", "ab" * 32]], "corpus_sha256": "cd" * 32,
             "context": "tokens:2", "bos": False, "embeddings": "model", "vocabulary": {**voc, key: value}}
     with pytest.raises(CertificateError, match=f"source.vocabulary.{key}: expected"):
-        check_source(body)
+        check_source_section(body)

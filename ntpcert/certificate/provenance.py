@@ -59,20 +59,10 @@ def check_source(sec: Any) -> None:
         _check_vocabulary(sec["vocabulary"])
 
 
-def _check_vocabulary(voc: Any) -> None:
-    if type(voc) is not dict:
-        raise CertificateError(f"source.vocabulary: expected an object, got {show(voc)}")
-    for key in voc:
-        if key not in VOCABULARY_SCHEMA:
-            raise CertificateError(f"source.vocabulary: unknown key {show(key)} (allowed: "
-                                   f"{', '.join(sorted(VOCABULARY_SCHEMA))})")
-    for key, kind in VOCABULARY_SCHEMA.items():
-        if key not in voc:
-            raise CertificateError(f"source.vocabulary.{key}: missing")
-        value, low = voc[key], 1 if kind == "size" else 0
-        if not ((kind == "int|null" and value is None) or (type(value) is int and low <= value < 2 ** 63)):
-            raise CertificateError(f"source.vocabulary.{key}: expected {'a positive' if low else 'a non-negative'} "
-                                   f"integer{' or null' if kind == 'int|null' else ''}, got {show(value)}")
+def _check_vocabulary(voc: dict) -> None:
+    """The values of ``source.vocabulary``, whose keys and kinds the schema table checked already
+    (:func:`ntpcert.certificate.structure.check_source_section`): the counts add up, and the representative
+    is a token id exactly when some tokens are merged."""
     merged, rep = voc["merged"], voc["representative"]
     if voc["observed"] + merged != voc["V"] or voc["V_reduced"] != voc["observed"] + (1 if merged else 0):
         raise CertificateError(f"source.vocabulary: observed {voc['observed']} + merged {merged} is not V = "

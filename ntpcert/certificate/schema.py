@@ -19,7 +19,7 @@ from typing import Any
 import flint
 
 from ntpcert.errors import CertificateError
-from ntpcert.certificate.provenance import SOURCE_SCHEMA
+from ntpcert.certificate.provenance import SOURCE_SCHEMA, VOCABULARY_SCHEMA
 
 #: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
 #: of any length travel as rational strings; the integers of the schema are sizes and indices.
@@ -97,6 +97,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "why_not_separable.deletion": {"context": "int", "cols": "list", "W": "list"},
     "why_not_compatible": {"y": "list"},
     "source": SOURCE_SCHEMA,  # where the instance was read from (ntpcert.certificate.provenance)
+    "source.vocabulary": VOCABULARY_SCHEMA,  # a model's unseen tokens merged into one (ntpcert.instance.lm.merge)
     "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
             "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},

@@ -20,6 +20,15 @@ from ntpcert.certificate.schema import (
 from ntpcert.errors import CertificateError
 
 
+def check_source_section(sec: Any) -> None:
+    """The optional ``source`` section: its keys and kinds (and its ``vocabulary``'s) against the schema
+    table, then their values (:func:`ntpcert.certificate.provenance.check_source`)."""
+    check_section(sec, "source", "source")
+    if "vocabulary" in sec:
+        check_section(sec["vocabulary"], "source.vocabulary", "source.vocabulary")
+    check_source(sec)
+
+
 def check_schema(cert: Any) -> None:
     """Check the whole structure of a parsed certificate against :data:`~ntpcert.certificate.schema.SCHEMA`.
 
@@ -98,8 +107,7 @@ def check_schema(cert: Any) -> None:
         _check_entries(cert["excess"]["W"], V, d, "excess.W", _is_str, "a rational string", _all_str)
 
     if "source" in cert:
-        check_section(cert["source"], "source", "source")
-        check_source(cert["source"])
+        check_source_section(cert["source"])
     if "why_not_separable" in cert:
         _check_why_not_separable(cert["why_not_separable"], m, d, V)
     if "why_not_compatible" in cert:
@@ -348,4 +356,4 @@ def check_sparse_embeddings(rec: dict, m: int, d: int) -> None:
         last = (t[0], t[1])
 
 
-__all__ = ["check_schema", "check_shape", "check_sparse_embeddings", "is_count"]
+__all__ = ["check_schema", "check_shape", "check_source_section", "check_sparse_embeddings", "is_count"]
