@@ -44,9 +44,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 
+from ntpcert.util.versions import stamp_versions
 from ntpcert.experiments.bench.families import gaussian_instance
 from ntpcert.experiments.bench.timing import load_average, median, run_process
-from ntpcert.util.versions import stamp_versions
 
 WHOLE_TEXT = ["--max-chars", "500000"]
 

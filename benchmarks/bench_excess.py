@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ntpcert.util.versions import stamp_versions
 from ntpcert.experiments.bench.timing import load_average
 from ntpcert.instance import NTPInstance
-from ntpcert.util.versions import stamp_versions
 
 HERE = Path(__file__).resolve().parent
 #: Instances (m, d, V, kmax) of the solver comparison: random Gaussian embeddings, supports of 1..kmax tokens.

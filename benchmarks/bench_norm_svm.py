@@ -26,14 +26,15 @@ import platform
 import sys
 import time
 
+from ntpcert.util.versions import stamp_versions
+
 from ntpcert import NTPInstance
-from ntpcert.instance.datasets.teacher import teacher as teacher_data
 from ntpcert.instance.load import load_instance
+from ntpcert.instance.datasets.teacher import teacher as teacher_data
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace
 from ntpcert.solve.norms import AUTO_SOLVER, NORM_SVM_TOL, solve_norm_svm
 from ntpcert.util.files import atomic_write_text
-from ntpcert.util.versions import stamp_versions
 
 
 def teacher_instance(seed: int = 0, m: int = 40, d: int = 20, V: int = 5) -> NTPInstance:
@@ -69,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instances", default="paper,pydoc250,teacher")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    import clarabel  # noqa: F401
     import cvxpy  # noqa: F401  (imports and solver start-up paid before any timing)
+    import clarabel  # noqa: F401
     import scs  # noqa: F401
 
     norms = args.norms.split(",")

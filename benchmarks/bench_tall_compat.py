@@ -25,9 +25,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from ntpcert.util.versions import stamp_versions  # noqa: E402
 from ntpcert import NTPInstance  # noqa: E402
 from ntpcert.experiments.bench.timing import load_average  # noqa: E402
-from ntpcert.util.versions import stamp_versions  # noqa: E402
 
 
 def equal_counts(m: int, d: int) -> NTPInstance:

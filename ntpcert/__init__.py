@@ -40,9 +40,9 @@ from ntpcert.instance.io import write_npz as write_npz
 from ntpcert.instance.load import load_instance as load_instance
 
 if TYPE_CHECKING:
-    from ntpcert.certificate.checker import verify as verify
     from ntpcert.pipeline.exact_verdicts import exact_certify as exact_certify
     from ntpcert.pipeline.float_verdicts import certify as certify
+    from ntpcert.certificate.checker import verify as verify
     from ntpcert.solve.svm import solve_svm as solve_svm
     from ntpcert.verdict import Verdict as Verdict
 

@@ -79,8 +79,8 @@ def test_shifted_geometric_mean():
 
 
 def test_success_needs_residuals_within_tolerance_and_the_right_verdict():
-    from ntpcert.experiments.bench.pool import Answer
     from ntpcert.experiments.bench.runner import Prepared, raw_status, score
+    from ntpcert.experiments.bench.pool import Answer
 
     good = {"status": "optimal", "primal_residual": 1e-9, "dual_residual": 1e-9, "relative_gap": 1e-9, "seconds": 0.1}
     assert raw_status(good, 1e-6) == "optimal/accurate"
@@ -104,12 +104,7 @@ def test_success_needs_residuals_within_tolerance_and_the_right_verdict():
 
 
 def test_status_table_is_closed():
-    from ntpcert.experiments.bench.status import (
-        STATUSES,
-        TABLE,
-        certifies_infeasibility,
-        outcome,
-    )
+    from ntpcert.experiments.bench.status import STATUSES, TABLE, certifies_infeasibility, outcome
 
     assert set(TABLE.values()) <= set(STATUSES)
     with pytest.raises(ValueError, match="raw status"):

@@ -13,18 +13,16 @@ from fractions import Fraction
 
 import flint
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ntpcert import NTPInstance, exact_certify
-from ntpcert.certificate import encode, jsonio, schema, structure
+from ntpcert.certificate import encode
+from ntpcert.certificate import jsonio
+from ntpcert.certificate import schema
+from ntpcert.certificate import structure
 from ntpcert.certificate.checker import verify_text
 from ntpcert.errors import CertificateError
-from ntpcert.experiments.strategies import (
-    DISTRIBUTIONS,
-    EMBEDDING_FAMILIES,
-    ntp_instances,
-)
+from ntpcert.experiments.strategies import DISTRIBUTIONS, EMBEDDING_FAMILIES, ntp_instances
 
 #: The red team's 26-digit primes, and two more.
 BIG_PRIMES = (10**25 + 13, 10**25 + 223, 10**21 + 117, 10**29 + 319)

@@ -583,6 +583,7 @@ def test_incompatible_certificate_and_its_forgeries():
 def test_undetermined_compatibility_certificate(monkeypatch):
     """``claim: null`` with a reason: valid when the summary says null too, invalid otherwise."""
     import ntpcert.pipeline.exact_verdicts as ev
+
     from ntpcert.pipeline import pairs
 
     monkeypatch.setattr(ev, "EXACT_FULL_MAX_ROWS", 0)  # no whole-system exact test

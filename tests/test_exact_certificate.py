@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.certificate import decode, encode, jsonio
+from ntpcert.certificate import decode
+from ntpcert.certificate import encode
+from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import verify_certificate, verify_text
 from ntpcert.cli.app import main
 from ntpcert.cli.verify import EXIT_INVALID

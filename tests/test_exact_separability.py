@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.certificate.checker import verify_certificate
+from ntpcert.pipeline.exact_verdicts import build_certificate, exact_certify
 from ntpcert.exact.separability import check_ray, exact_ray
 from ntpcert.pipeline.decide import decide_separability
-from ntpcert.pipeline.exact_verdicts import build_certificate, exact_certify
 from ntpcert.pipeline.exact_witness import compatibility_exact, separability_exact
-from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.certificate.checker import verify_certificate
 from ntpcert.verdict import EmbeddingsFullRank, FarkasRay
+from ntpcert.rows.kesler import KeslerSystem
 
 from .conftest import random_instance
 

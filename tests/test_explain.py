@@ -14,12 +14,7 @@ import sympy
 from ntpcert.cli.app import main
 from ntpcert.exact.separability import check_ray
 from ntpcert.instance import NTPInstance
-from ntpcert.pipeline.explain import (
-    explain,
-    why_not,
-    why_not_compatible,
-    why_not_separable,
-)
+from ntpcert.pipeline.explain import explain, why_not, why_not_compatible, why_not_separable
 
 
 # ----------------------------------------------------------------------------- independent checks

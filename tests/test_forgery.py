@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.certificate import decode, encode, jsonio, schema
+from ntpcert.certificate import decode
+from ntpcert.certificate import encode
 from ntpcert.certificate import format as fmt
+from ntpcert.certificate import jsonio
+from ntpcert.certificate import schema
 from ntpcert.certificate.checker import (
     INSTANCE_DATA,
     INSTANCE_EMBEDDED,

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.certificate.checker.reduction import left_null_dimension_bound
-from ntpcert.exact.left_null import log_odds_sign
+from ntpcert.pipeline.exact_witness import compatibility_exact
 from ntpcert.exact.modular import PRIMES
 from ntpcert.pipeline import decide as dm
 from ntpcert.pipeline import parts
-from ntpcert.pipeline.exact_witness import compatibility_exact
+from ntpcert.exact.left_null import log_odds_sign
+from ntpcert.certificate.checker.reduction import left_null_dimension_bound
 from ntpcert.pipeline.frequent_tokens import reduce_compatibility
 from ntpcert.rows.kesler import KeslerSystem
 
@@ -134,11 +134,7 @@ def test_reduction_certificate_verifies_and_its_forgeries_fail(monkeypatch):
 
 
 def test_a_skipped_bracket_never_advises_the_command_that_skipped_it():
-    from ntpcert.pipeline.excess_certificate import (
-        AUTO_MAX_CELLS,
-        EXPLAIN_MAX_CELLS,
-        skipped_bracket_text,
-    )
+    from ntpcert.pipeline.excess_certificate import AUTO_MAX_CELLS, EXPLAIN_MAX_CELLS, skipped_bracket_text
 
     from_explain = skipped_bracket_text(EXPLAIN_MAX_CELLS + 1, EXPLAIN_MAX_CELLS)  # what explain says
     assert "ntpcert explain" not in from_explain and "float_bracket" in from_explain

@@ -8,15 +8,9 @@ import pytest
 
 from ntpcert import InputError, NTPInstance
 from ntpcert.instance.io import read_json, read_npz, write_json, write_npz
-from ntpcert.instance.io.corpus import (
-    count_sequences,
-    display_token,
-    instance_from_text,
-    ngram_counts,
-    tokenize,
-)
 from ntpcert.instance.load import load_instance
 from ntpcert.util.files import atomic_write, atomic_write_bytes
+from ntpcert.instance.io.corpus import count_sequences, display_token, instance_from_text, ngram_counts, tokenize
 
 from .conftest import random_instance
 

@@ -14,6 +14,7 @@ import pytest
 from ntpcert.cli import main
 from ntpcert.errors import InputError, MissingExtraError
 from ntpcert.instance.lm.contexts import ContextSpec, count_contexts, split_documents
+
 from tests.conftest import TOL
 
 torch = pytest.importorskip("torch")  # the [lm] extra is part of [test]: CI has it

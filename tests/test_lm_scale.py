@@ -14,6 +14,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.instance.lm.contexts import ContextSpec, count_contexts
 from ntpcert.instance.lm.merge import merge_unseen
 from ntpcert.pipeline.exact_verdicts import exact_certify
+
 from tests.conftest import TOL
 
 
@@ -179,9 +180,9 @@ def test_a_tampered_vocabulary_record_is_refused():
 
 def test_batched_capture_gives_the_same_h_and_residual(wide):
     from ntpcert.instance.lm.capture import capture
-    from ntpcert.instance.lm.contexts import split_documents
     from ntpcert.instance.lm.files import locate_model
     from ntpcert.instance.lm.load import read_corpus, tokenize_documents
+    from ntpcert.instance.lm.contexts import split_documents
 
     files = locate_model(wide["model"], None)
     ids, _ = tokenize_documents(files.tokenizer, split_documents(read_corpus(wide["corpus"])))

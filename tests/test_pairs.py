@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.pipeline.exact_witness import separability_exact
 from ntpcert.pipeline import decide as dm
 from ntpcert.pipeline import pairs
 from ntpcert.pipeline.exact_verdicts import exact_certify
-from ntpcert.pipeline.exact_witness import separability_exact
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.verdict import FarkasRay
 

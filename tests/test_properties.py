@@ -17,13 +17,13 @@ from scipy.special import logsumexp
 
 from ntpcert import NTPInstance
 from ntpcert.experiments import strategies as nst
-from ntpcert.pipeline.decide import decide_separability
 from ntpcert.pipeline.float_verdicts import certify
-from ntpcert.pipeline.float_witness import float_compatibility
+from ntpcert.util.numbers import cosine
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.pipeline.decide import decide_separability
+from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows.subspace import Subspace, least_squares_fit
 from ntpcert.solve.svm import solve_svm
-from ntpcert.util.numbers import cosine
 
 from .conftest import TOL
 

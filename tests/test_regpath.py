@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
+from ntpcert.errors import InputError, SolverError
 from ntpcert.dynamics.ball import (
     BUDGET_CHECK_RTOL,
     kkt_residual,
@@ -16,7 +17,6 @@ from ntpcert.dynamics.ball import (
 )
 from ntpcert.dynamics.regpath import regularization_path
 from ntpcert.dynamics.trajectory import Limits
-from ntpcert.errors import InputError, SolverError
 
 from .conftest import random_instance
 

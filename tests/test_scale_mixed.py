@@ -14,8 +14,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ntpcert import NTPInstance, certify, exact_certify
 from ntpcert.cli.app import main

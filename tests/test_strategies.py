@@ -13,8 +13,8 @@ from hypothesis.errors import InvalidArgument
 
 from ntpcert import NTPInstance
 from ntpcert.experiments import strategies as nst
-from ntpcert.pipeline.decide import decide_separability
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.pipeline.decide import decide_separability
 
 #: For find(): enough tries to hit a rare counterexample, no deadline, no example database.
 FIND = settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))

@@ -9,14 +9,11 @@ from hypothesis import strategies as st
 
 from ntpcert import InputError, NTPInstance, SolverError
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.solve.structured.block import (  # private: the sorting root is the reference the fast root is checked against
-    _root_by_sorting,
-    block_update,
-)
+from ntpcert.solve.svm import solve_svm
+from ntpcert.solve.structured.solver import NotSeparable
+from ntpcert.solve.structured.block import _root_by_sorting, block_update  # private: the sorting root is the reference the fast root is checked against
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.polish import ActiveSetSystem
-from ntpcert.solve.structured.solver import NotSeparable
-from ntpcert.solve.svm import solve_svm
 
 from .conftest import TOL, random_instance
 from .test_svm import assert_kkt, crammer_singer_no_bias

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows.subspace import Subspace, least_squares_fit
 
 from .conftest import TOL, random_instance

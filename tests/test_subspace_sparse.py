@@ -6,9 +6,9 @@ import pytest
 from ntpcert import NTPInstance
 from ntpcert.errors import InputError, SolverError
 from ntpcert.experiments.bench.families import gaussian_instance
-from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows import subspace as S
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows.subspace import Subspace, least_squares_fit
 
 #: Relative agreement of the LSMR path with the eigh path (LSMR stops at atol = btol = 1e-12 relative

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from ntpcert import InfeasibleError, InputError, NTPInstance
-from ntpcert.pipeline.decide import decide_separability
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.pipeline.decide import decide_separability
 from ntpcert.solve.svm import solve_svm
 
 from .conftest import TOL, random_instance

@@ -13,11 +13,7 @@ import pytest
 from ntpcert import NTPInstance
 from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import verify_certificate
-from ntpcert.exact.compatibility import (
-    check_compatibility_by_columns,
-    eq_rows,
-    exact_null_space,
-)
+from ntpcert.exact.compatibility import check_compatibility_by_columns, eq_rows, exact_null_space
 from ntpcert.exact.rational import fraction_str
 from ntpcert.instance.datasets.compatible import integer_log_odds
 from ntpcert.pipeline.exact_verdicts import exact_certify

@@ -11,19 +11,12 @@ import os
 import numpy as np
 import pytest
 
-import ntpcert.dynamics.optimizers as O
 from ntpcert import NTPInstance
-from ntpcert.dynamics.trajectory import (
-    BASE_METRICS,
-    Limits,
-    geometric_grid,
-    metric_names,
-    metrics,
-    run,
-)
+import ntpcert.dynamics.optimizers as O
 from ntpcert.errors import InputError, SolverError
-from ntpcert.pipeline.decide import decide_separability
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.pipeline.decide import decide_separability
+from ntpcert.dynamics.trajectory import BASE_METRICS, Limits, geometric_grid, metric_names, metrics, run
 
 from .conftest import TOL, random_instance
 

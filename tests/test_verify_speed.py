@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 from ntpcert import NTPInstance
-from ntpcert.certificate import decode, schema, structure
+from ntpcert.certificate import decode
+from ntpcert.certificate import schema
+from ntpcert.certificate import structure
 from ntpcert.certificate.checker import api as vf
 from ntpcert.certificate.checker import limbs, primal
 from ntpcert.certificate.checker.common import Invalid

@@ -7,7 +7,8 @@ import copy
 
 import pytest
 
-from ntpcert.certificate import jsonio, structure
+from ntpcert.certificate import jsonio
+from ntpcert.certificate import structure
 from ntpcert.certificate.checker import verify_certificate
 from ntpcert.cli.app import main
 from ntpcert.instance import NTPInstance

@@ -21,13 +21,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from ntpcert.certificate.schema import (
-    RATIONAL_RE,
-    digits_to_int,
-    parse_rational,
-    show,
-    type_name,
-)
+from ntpcert.certificate.schema import RATIONAL_RE, digits_to_int, parse_rational, show, type_name
 from ntpcert.certificate.structure import check_shape, is_count
 from ntpcert.errors import CertificateError, InputError
 from ntpcert.instance import NTPInstance

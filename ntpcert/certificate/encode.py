@@ -15,12 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ntpcert.certificate.decode import odd_parts
-from ntpcert.certificate.format import (
-    FORMAT,
-    MAX_SPARSE_CELLS,
-    MAX_SPARSE_EMBEDDING_CELLS,
-    VERSION,
-)
+from ntpcert.certificate.format import FORMAT, MAX_SPARSE_CELLS, MAX_SPARSE_EMBEDDING_CELLS, VERSION
 from ntpcert.certificate.jsonio import seal, unlimited_int_digits
 from ntpcert.certificate.schema import check_produced
 from ntpcert.errors import InputError
@@ -259,13 +254,8 @@ def build_certificate(instance: NTPInstance, compat: Verdict, sep: Verdict, svm:
 def _compatibility_section(compat: Verdict, n_eq: int, primes: tuple, E: np.ndarray,
                            w_star: WStarClosedForm | None) -> dict:
     """The ``compatibility`` section: the claim and its exact witness, by the witness's kind."""
-    from ntpcert.verdict import (
-        EmbeddingsFullRank,
-        FullRowRank,
-        NullSpaceBasis,
-        ParticularSolutions,
-        ViolatingNullVector,
-    )
+    from ntpcert.verdict import (EmbeddingsFullRank, FullRowRank, NullSpaceBasis, ParticularSolutions,
+                                 ViolatingNullVector)
 
     w = compat.witness
     comp: dict[str, Any] = {"claim": compat.holds, "n_eq": n_eq}

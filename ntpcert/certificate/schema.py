@@ -18,8 +18,8 @@ from typing import Any
 
 import flint
 
-from ntpcert.certificate.provenance import SOURCE_SCHEMA, VOCABULARY_SCHEMA
 from ntpcert.errors import CertificateError
+from ntpcert.certificate.provenance import SOURCE_SCHEMA, VOCABULARY_SCHEMA
 
 #: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
 #: of any length travel as rational strings; the integers of the schema are sizes and indices.

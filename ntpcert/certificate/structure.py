@@ -12,23 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ntpcert.certificate.format import (
-    FORMAT,
-    MAX_SPARSE_CELLS,
-    MAX_SPARSE_EMBEDDING_CELLS,
-    MAX_WHY_NOT_CELLS,
-    VERSION,
-)
+from ntpcert.certificate.format import FORMAT, MAX_SPARSE_CELLS, MAX_SPARSE_EMBEDDING_CELLS, MAX_WHY_NOT_CELLS, VERSION
 from ntpcert.certificate.provenance import check_source
 from ntpcert.certificate.schema import (
-    KIND_TEXT,
-    MAX_SCHEMA_INT,
-    check_kind,
-    check_prime_key,
-    check_primes,
-    check_section,
-    show,
-    type_name,
+    KIND_TEXT, MAX_SCHEMA_INT, check_kind, check_prime_key, check_primes, check_section, show, type_name,
 )
 from ntpcert.errors import CertificateError
 

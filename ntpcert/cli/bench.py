@@ -13,18 +13,8 @@ import contextlib
 import os
 import sys
 
-from ntpcert.cli.options import (
-    check_solver,
-    emit_json,
-    float_in,
-    force_option,
-    int_in,
-    json_option,
-    out_dir_option,
-    progress_enabled,
-    progress_option,
-    time_limit_option,
-)
+from ntpcert.cli.options import (check_solver, emit_json, float_in, force_option, int_in, json_option, out_dir_option,
+                                 progress_enabled, progress_option, time_limit_option)
 from ntpcert.experiments.bench.runner import DEFAULT_BACKENDS
 
 #: Largest ``--seeds`` (instances per size setting).

@@ -6,21 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import (
-    EXIT_OK,
-    check_solver,
-    data_inputs,
-    data_options,
-    emit_json,
-    emit_lines,
-    force_option,
-    json_option,
-    load_data,
-    out_file_option,
-    progress_enabled,
-    separability_option,
-    solver_options,
-)
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
+                                 json_option, load_data, out_file_option, progress_enabled, separability_option,
+                                 solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:

@@ -7,18 +7,8 @@ import argparse
 import os
 from typing import Any
 
-from ntpcert.cli.options import (
-    EXIT_OK,
-    check_solver,
-    data_options,
-    emit_json,
-    emit_lines,
-    force_option,
-    json_option,
-    load_data,
-    out_file_option,
-    solver_options,
-)
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_options, emit_json, emit_lines, force_option, json_option,
+                                 load_data, out_file_option, solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:

@@ -6,17 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import (
-    EXIT_OK,
-    SEPARABILITY_SOLVERS,
-    data_options,
-    emit_json,
-    emit_lines,
-    json_option,
-    load_data,
-    progress_option,
-    time_limit_option,
-)
+from ntpcert.cli.options import (EXIT_OK, SEPARABILITY_SOLVERS, data_options, emit_json, emit_lines, json_option,
+                                 load_data, progress_option, time_limit_option)
 
 
 def register(subparsers: Any, name: str) -> None:

@@ -7,19 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import (
-    EXIT_OK,
-    data_inputs,
-    data_options,
-    emit_json,
-    emit_lines,
-    float_in,
-    force_option,
-    int_in,
-    json_option,
-    load_data,
-    out_dir_option,
-)
+from ntpcert.cli.options import (EXIT_OK, data_inputs, data_options, emit_json, emit_lines, float_in, force_option,
+                                 int_in, json_option, load_data, out_dir_option)
 from ntpcert.geometry.run import OUTPUT_NAMES, TRAIN_STEPS
 
 

@@ -5,14 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import (
-    EXIT_OK,
-    data_options,
-    emit_json,
-    emit_lines,
-    json_option,
-    load_data,
-)
+from ntpcert.cli.options import EXIT_OK, data_options, emit_json, emit_lines, json_option, load_data
 
 
 def register(subparsers: Any, name: str) -> None:

@@ -7,21 +7,9 @@ import argparse
 import os
 from typing import Any
 
-from ntpcert.cli.options import (
-    EXIT_OK,
-    check_solver,
-    data_inputs,
-    data_options,
-    emit_json,
-    emit_lines,
-    force_option,
-    json_option,
-    load_data,
-    out_dir_option,
-    progress_enabled,
-    separability_option,
-    solver_options,
-)
+from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
+                                 json_option, load_data, out_dir_option, progress_enabled, separability_option,
+                                 solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -43,14 +31,9 @@ def register(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ntpcert.pipeline.float_verdicts import certify
     from ntpcert.pipeline.limits import limit_files, output_names
-    from ntpcert.report.text import float_report_lines
-    from ntpcert.util.files import (
-        atomic_write_text,
-        check_output_dir,
-        save_npy_atomic,
-        staged_directory,
-    )
     from ntpcert.util.jsonout import dumps
+    from ntpcert.report.text import float_report_lines
+    from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
 
     check_solver(args.solver)
     out = check_output_dir(args.out_dir, "--out-dir", names=output_names(args.basis), overwrite=args.force,

@@ -20,18 +20,8 @@ from ntpcert.cli.options import (
     progress_option,
 )
 from ntpcert.dynamics.optimizers import MAX_STEPS
-from ntpcert.experiments.reproduce import (
-    CHECK_STEPS,
-    EXPERIMENTS,
-    MAX_EMBEDDING_SCALE,
-    PAPER_ADAM_EPS,
-    PAPER_ADAM_LR,
-    PAPER_GD_LR,
-    PAPER_NGD_LR,
-    PAPER_STEPS,
-    POINTS_PER_DECADE,
-    output_names,
-)
+from ntpcert.experiments.reproduce import (CHECK_STEPS, EXPERIMENTS, MAX_EMBEDDING_SCALE, PAPER_ADAM_EPS, PAPER_ADAM_LR,
+                                           PAPER_GD_LR, PAPER_NGD_LR, PAPER_STEPS, POINTS_PER_DECADE, output_names)
 
 
 def register(subparsers: Any, name: str) -> None:

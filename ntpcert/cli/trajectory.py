@@ -8,22 +8,9 @@ import argparse
 import sys
 from typing import Any
 
-from ntpcert.cli.options import (
-    EXIT_OK,
-    MAX_LR,
-    check_solver,
-    data_inputs,
-    data_options,
-    emit_json,
-    float_in,
-    force_option,
-    int_in,
-    json_option,
-    load_data,
-    out_dir_option,
-    progress_enabled,
-    solver_options,
-)
+from ntpcert.cli.options import (EXIT_OK, MAX_LR, check_solver, data_inputs, data_options, emit_json, float_in,
+                                 force_option, int_in, json_option, load_data, out_dir_option, progress_enabled,
+                                 solver_options)
 from ntpcert.dynamics.optimizers import MAX_NS_STEPS, MAX_STEPS
 from ntpcert.experiments.trajectory import DEFAULT_STEPS, POINTS_PER_DECADE
 
@@ -75,12 +62,7 @@ def cmd_trajectory(args: argparse.Namespace) -> int:
     from ntpcert.dynamics.optimizers import make_optimizer
     from ntpcert.dynamics.trajectory import geometric_grid
     from ntpcert.errors import InputError
-    from ntpcert.experiments.trajectory import (
-        check_path_check,
-        output_names,
-        resolve_norms,
-        run_trajectory,
-    )
+    from ntpcert.experiments.trajectory import check_path_check, output_names, resolve_norms, run_trajectory
     from ntpcert.instance.embeddings import MAX_ENTRIES
     from ntpcert.report.trajectory_text import render_final
     from ntpcert.util.files import check_output_dir, write_directory

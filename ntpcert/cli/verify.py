@@ -18,13 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ntpcert.cli.options import (
-    data_options,
-    emit_json,
-    emit_lines,
-    json_option,
-    load_data,
-)
+from ntpcert.cli.options import data_options, emit_json, emit_lines, json_option, load_data
 
 #: Exit status of an invalid certificate (0 is VALID, 1 an internal error, 2 bad input).
 EXIT_INVALID = 3
@@ -44,8 +38,8 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.certificate.checker import verify_file
     from ntpcert.pipeline.verdict_report import verdict_json, verdict_lines
+    from ntpcert.certificate.checker import verify_file
 
     instance = load_data(args) if args.data is not None else None
     verdict = verify_file(args.cert, instance)  # InputError (exit 2) only when CERT cannot be opened

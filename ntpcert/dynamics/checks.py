@@ -64,10 +64,10 @@ from typing import Any
 
 import numpy as np
 
-from ntpcert.dynamics.trajectory import Limits, Trajectory, decade_steps
 from ntpcert.errors import InputError
-from ntpcert.solve.norms import matrix_norm
 from ntpcert.util.numbers import cosine
+from ntpcert.dynamics.trajectory import Limits, Trajectory, decade_steps
+from ntpcert.solve.norms import matrix_norm
 
 #: The decade-increment verdict: the relative residual must fall over this many consecutive decade
 #: increments at the end of the run ...

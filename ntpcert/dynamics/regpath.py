@@ -29,22 +29,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ntpcert.dynamics.ball import (
-    BUDGET_CHECK_RTOL,
-    NEWTON_MAX_VARS,
-    REGPATH_KKT_MAX,
-    REGPATH_MAX_ITER,
-    REGPATH_TOL,
-    kkt_residual,
-    solve_ball_cvxpy,
-    solve_ball_newton,
-    solve_ball_projected,
-)
-from ntpcert.dynamics.trajectory import Limits, metric_names, metrics
+from ntpcert.util.summary import short_str
 from ntpcert.errors import InputError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.util.progress import progress_bar
-from ntpcert.util.summary import short_str
+from ntpcert.dynamics.ball import (BUDGET_CHECK_RTOL, NEWTON_MAX_VARS, REGPATH_KKT_MAX, REGPATH_MAX_ITER, REGPATH_TOL,
+                                   kkt_residual, solve_ball_cvxpy, solve_ball_newton, solve_ball_projected)
+from ntpcert.dynamics.trajectory import Limits, metric_names, metrics
 
 METHODS = ("newton", "projected", "cvxpy")
 ON_FAILURE = ("raise", "mark")

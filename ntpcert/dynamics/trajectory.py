@@ -47,17 +47,17 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ntpcert.dynamics.optimizers import MAX_STEPS, CEKernel, Optimizer
+from ntpcert.util.summary import short_str
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.instance import NTPInstance, ce
-from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.dynamics.optimizers import MAX_STEPS, CEKernel, Optimizer
+from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows.subspace import Subspace, least_squares_fit
-from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.numbers import cosine
 from ntpcert.util.progress import progress_bar
-from ntpcert.util.summary import short_str
+from ntpcert.solve.norms import NORMS, NormSVMSolution, matrix_norm, solve_norm_svm
 from ntpcert.util.validate import check_int
 
 #: Default number of logged steps per decade of the geometric grid.

@@ -34,9 +34,9 @@ import flint
 import numpy as np
 
 from ntpcert.errors import ExactArithmeticError, InputError
+from ntpcert.instance import NTPInstance
 from ntpcert.exact.dyadic import exact_matmul
 from ntpcert.exact.rational import frac
-from ntpcert.instance import NTPInstance
 from ntpcert.util.numbers import factorise as util_factorise
 
 

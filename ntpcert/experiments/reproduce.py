@@ -168,10 +168,10 @@ class Reproduction:
         """The files of :func:`output_names`, as writers for :func:`ntpcert.util.files.write_directory`
         (``summary``: :meth:`to_json`, when the caller has it already)."""
         from ntpcert.report import plots
+        from ntpcert.util.jsonout import dumps
         from ntpcert.report.reproduce_text import render_markdown
         from ntpcert.report.trajectory_text import hyperparam_text
         from ntpcert.util.files import text_writer
-        from ntpcert.util.jsonout import dumps
 
         summary = self.to_json() if summary is None else summary
         inst, trajs, extra, check = self.instance, self.trajectories, self.extra_trajectories, self.check_trajectories

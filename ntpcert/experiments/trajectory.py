@@ -117,8 +117,8 @@ class TrajectoryRun:
 
     def writers(self, *, snapshots: bool = False, figures: bool = True) -> dict[str, Callable[[str], None]]:
         """The files of :func:`output_names`, as writers for :func:`ntpcert.util.files.write_directory`."""
-        from ntpcert.util.files import npy_writer, text_writer
         from ntpcert.util.jsonout import dumps
+        from ntpcert.util.files import npy_writer, text_writer
 
         traj, limits, checks = self.trajectory, self.limits, self.checks
         writers: dict[str, Callable[[str], None]] = {

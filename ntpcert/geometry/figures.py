@@ -9,6 +9,7 @@ import numpy as np
 from ntpcert.geometry.embeddings import Embeddings
 from ntpcert.geometry.pattern import SupportPattern
 
+
 #: Tokens are labelled in the figures up to this vocabulary size (smaller type above 40).
 LABEL_MAX_V = 100
 

@@ -56,12 +56,8 @@ class GeometryRun:
     def writers(self, summary: dict[str, Any] | None = None) -> dict[str, Callable[[str], None]]:
         """The files, as writers for :func:`ntpcert.util.files.write_directory` (``summary``: :meth:`to_json`,
         when the caller has it already)."""
-        from ntpcert.geometry.figures import (
-            embedding_projection_figure,
-            singular_values_figure,
-            training_figure,
-            word_gram_figure,
-        )
+        from ntpcert.geometry.figures import (embedding_projection_figure, singular_values_figure, training_figure,
+                                              word_gram_figure)
         from ntpcert.util.files import npy_writer, text_writer
         from ntpcert.util.jsonout import dumps
 

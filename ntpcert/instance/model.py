@@ -24,8 +24,8 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from functools import cached_property
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
@@ -33,16 +33,8 @@ import numpy as np
 from ntpcert.errors import InputError
 from ntpcert.instance import ce
 from ntpcert.instance.ce import CELayout
-from ntpcert.instance.values import (
-    COUNT_MAX,
-    PROB_SUM_TOL,
-    as_count_matrix,
-    as_float_matrix,
-    checked_row_sums,
-    exact_prob_rows,
-    exact_weights,
-    frozen,
-)
+from ntpcert.instance.values import (COUNT_MAX, PROB_SUM_TOL, as_count_matrix, as_float_matrix, checked_row_sums,
+                                    exact_prob_rows, exact_weights, frozen)
 from ntpcert.util.numbers import lcm_all
 
 

@@ -67,17 +67,8 @@ from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import parts
 from ntpcert.pipeline.lemma1 import lemma1, lemma1_text
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.verdict import (
-    EmbeddingsFullRank,
-    FarkasRay,
-    FeasiblePoint,
-    FullRowRank,
-    NoEquations,
-    NullSpaceBasis,
-    ParticularSolutions,
-    Verdict,
-    ViolatingNullVector,
-)
+from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, FeasiblePoint, FullRowRank, NoEquations, NullSpaceBasis,
+                             ParticularSolutions, Verdict, ViolatingNullVector)
 
 #: Separability solvers selectable with ``--separability-solver``: ``auto`` asks HiGHS first on small
 #: instances (``SMALL_LP_VARS``) and the structured solver otherwise; ``structured`` and ``highs`` use
@@ -259,8 +250,8 @@ def _modular(system: KeslerSystem, p: int) -> tuple[str, object]:
     ``("null-space", (rank, [y, ...]))`` or ``("unknown", why)``."""
     import flint
 
-    from ntpcert.exact.left_null import log_odds_sign
     from ntpcert.exact.modular import gram_residues
+    from ntpcert.exact.left_null import log_odds_sign
 
     r = system.n_eq
     R = gram_residues(system.instance.embeddings, system.eq_context, system.eq_token, system.eq_anchor, p)

@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import numpy as np
 
-from ntpcert.certificate.checker import CheckResult, verify_certificate
-from ntpcert.certificate.encode import build_certificate, certificate_body
-from ntpcert.certificate.jsonio import save, seal_canonical
-from ntpcert.certificate.schema import check_produced
 from ntpcert.exact.compatibility import (
     WStarClosedForm,
     check_compatibility_by_columns,
     prime_exponents,
     w_star_closed_form,
 )
+from ntpcert.certificate.checker import CheckResult, verify_certificate
+from ntpcert.certificate.encode import build_certificate, certificate_body
+from ntpcert.certificate.jsonio import save, seal_canonical
+from ntpcert.certificate.schema import check_produced
 from ntpcert.exact.rational import fraction_str
 from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
@@ -42,14 +42,7 @@ from ntpcert.util.files import check_output_file
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
 from ntpcert.util.summary import short_str
-from ntpcert.verdict import (
-    EmbeddingsFullRank,
-    FarkasRay,
-    NoEquations,
-    ParticularSolutions,
-    Verdict,
-    ViolatingNullVector,
-)
+from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, NoEquations, ParticularSolutions, Verdict, ViolatingNullVector)
 
 #: W* is put in closed form automatically only when the equality system is this small (rows) and
 #: rows × primes stays below ``W_STAR_MAX_WORK``: its rationals grow with the size of the system.

@@ -16,13 +16,7 @@ from ntpcert.exact.compatibility import exact_null_space
 from ntpcert.exact.separability import farkas_ray_lp
 from ntpcert.exact.svm_gap import DEFAULT_BITS, ExactSVMBounder
 from ntpcert.instance import NTPInstance
-from ntpcert.verdict import (
-    FarkasRay,
-    FeasiblePoint,
-    NullSpaceBasis,
-    Verdict,
-    ViolatingNullVector,
-)
+from ntpcert.verdict import FarkasRay, FeasiblePoint, NullSpaceBasis, Verdict, ViolatingNullVector
 
 
 def compatibility_exact(instance: NTPInstance) -> Verdict:

@@ -27,17 +27,13 @@ from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.pipeline.lemma1 import lemma1_json
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.onehot import onehot_fit
-from ntpcert.rows.subspace import (
-    LeastSquaresFit,
-    Subspace,
-    dense_preferred,
-    least_squares_fit,
-)
+from ntpcert.rows.subspace import LeastSquaresFit, Subspace, dense_preferred, least_squares_fit
 from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
 from ntpcert.util.summary import short_str
 from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict
+
 
 #: Seconds the NTP-SVM of :func:`certify` may take (the verdicts do not depend on it): past them it is
 #: reported in ``svm_error``, not solved. Mid-sized instances on which ``auto`` fell back to Clarabel

@@ -33,13 +33,7 @@ from ntpcert.exact.left_null import is_exact_left_null, log_odds_sign
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace
 from ntpcert.util.numbers import lcm_all
-from ntpcert.verdict import (
-    FullRowRank,
-    NoEquations,
-    NullSpaceBasis,
-    Verdict,
-    ViolatingNullVector,
-)
+from ntpcert.verdict import FullRowRank, NoEquations, NullSpaceBasis, Verdict, ViolatingNullVector
 
 #: Largest denominator of a rounded null-vector entry.
 NULL_MAX_DENOMINATOR = 1 << 16

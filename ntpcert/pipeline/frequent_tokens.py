@@ -36,9 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ntpcert.certificate.checker.reduction import (  # the checker's construction, rebuilt there from the instance
-    MAX_REDUCED_CELLS,
-    ReducedSystem,
-    reduced_system,
+    MAX_REDUCED_CELLS, ReducedSystem, reduced_system,
 )
 from ntpcert.exact.modular import PRIMES, lift_vector, nmod_matrix
 from ntpcert.rows.kesler import KeslerSystem

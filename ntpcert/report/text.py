@@ -134,11 +134,7 @@ def vocabulary_lines(merge: Any, *, svm_asked: bool) -> list[str]:
 
 def _exact_compat_text(r: Any) -> str:
     """The exact witness of (4) in words (:mod:`ntpcert.verdict`)."""
-    from ntpcert.verdict import (
-        EmbeddingsFullRank,
-        ParticularSolutions,
-        ViolatingNullVector,
-    )
+    from ntpcert.verdict import EmbeddingsFullRank, ParticularSolutions, ViolatingNullVector
 
     w = r.compatible.witness
     if isinstance(w, EmbeddingsFullRank):

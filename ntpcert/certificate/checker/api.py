@@ -73,22 +73,11 @@ from dataclasses import dataclass, field
 
 from ntpcert.certificate.checker.common import Invalid, need
 from ntpcert.certificate.checker.compatibility import check_compatibility
-from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.excess import check_excess
-from ntpcert.certificate.checker.sections import (
-    check_claims,
-    check_instance,
-    check_separability,
-    check_svm,
-)
+from ntpcert.certificate.checker.exact import ExactInstance
+from ntpcert.certificate.checker.sections import check_claims, check_instance, check_separability, check_svm
 from ntpcert.certificate.checker.why_not import check_why_not
-from ntpcert.certificate.jsonio import (
-    checksum,
-    load,
-    loads,
-    sealed_text_matches,
-    unlimited_int_digits,
-)
+from ntpcert.certificate.jsonio import checksum, load, loads, sealed_text_matches, unlimited_int_digits
 from ntpcert.certificate.schema import show
 from ntpcert.certificate.structure import check_schema
 from ntpcert.errors import CertificateError

@@ -17,12 +17,7 @@ import flint
 import numpy as np
 
 from ntpcert.certificate.checker.common import need
-from ntpcert.certificate.checker.limbs import (
-    bit_lengths,
-    int_of_limbs,
-    limb_width,
-    limbs_needed,
-)
+from ntpcert.certificate.checker.limbs import bit_lengths, int_of_limbs, limb_width, limbs_needed
 from ntpcert.instance import NTPInstance
 from ntpcert.util.numbers import factorise
 

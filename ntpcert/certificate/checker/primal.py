@@ -22,14 +22,7 @@ import numpy as np
 from ntpcert.certificate.checker.common import need
 from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.limbs import (
-    fixed_point_limbs,
-    int_limbs,
-    int_of_limbs,
-    limb_product,
-    limb_width,
-    limbs_needed,
-    normalise,
-    sum_fractions,
+    fixed_point_limbs, int_limbs, int_of_limbs, limb_product, limb_width, limbs_needed, normalise, sum_fractions,
     sum_of_products,
 )
 from ntpcert.certificate.decode import RationalMatrix

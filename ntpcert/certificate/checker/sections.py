@@ -14,18 +14,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ntpcert.certificate.checker.common import json_text, need, num_text, sqrt_text
-from ntpcert.certificate.checker.compatibility import (
-    check_embeddings_rank_witness,
-    is_prime,
-)
+from ntpcert.certificate.checker.compatibility import check_embeddings_rank_witness, is_prime
 from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.primal import check_primal, dual_terms
 from ntpcert.certificate.decode import (
-    factored_rationals,
-    instance_from_record,
-    matrix_rationals,
-    sparse_dict,
-    sparse_rationals,
+    factored_rationals, instance_from_record, matrix_rationals, sparse_dict, sparse_rationals,
 )
 from ntpcert.certificate.schema import parse_rational, show
 from ntpcert.instance import NTPInstance

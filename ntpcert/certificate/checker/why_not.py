@@ -30,9 +30,9 @@ from typing import Any
 
 import flint
 
+from ntpcert.exact.logsum import log_combination_sign, log_combination_value
 from ntpcert.certificate.decode import matrix_fractions, sparse_dict
 from ntpcert.certificate.schema import show
-from ntpcert.exact.logsum import log_combination_sign, log_combination_value
 
 
 def check_why_not(cert: dict, ex: Any, compat: bool | None, sep: bool | None, checks: list[str]) -> str:

@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 
 from ntpcert.errors import InfeasibleError, NTPCertError
-from ntpcert.experiments.sweep.generate import point_instance
-from ntpcert.experiments.sweep.spec import GridPoint
+from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.pipeline.decide import decide_separability
 from ntpcert.pipeline.float_witness import float_compatibility
-from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace, least_squares_fit
 from ntpcert.solve.svm import SVM_TOL, solve_svm
+from ntpcert.experiments.sweep.generate import point_instance
+from ntpcert.experiments.sweep.spec import GridPoint
 from ntpcert.util.logic import and3
 from ntpcert.util.numbers import cosine
 

@@ -20,12 +20,7 @@ import numpy as np
 
 from ntpcert.errors import InputError
 from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries
-from ntpcert.instance.lm.contexts import (
-    ContextCounts,
-    ContextSpec,
-    count_contexts,
-    split_documents,
-)
+from ntpcert.instance.lm.contexts import ContextCounts, ContextSpec, count_contexts, split_documents
 from ntpcert.instance.lm.files import ModelFiles, locate_model
 from ntpcert.instance.lm.merge import TokenMerge, reduced_counts, token_merge
 from ntpcert.instance.model import NTPInstance

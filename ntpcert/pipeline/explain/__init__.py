@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ntpcert.util.summary import short_str
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import (
     DEFAULT_SEPARABILITY_SOLVER,
@@ -25,23 +26,11 @@ from ntpcert.pipeline.decide import (
     decide_separability,
     lemma1,
 )
-from ntpcert.pipeline.explain.compatibility import (
-    LogOddsTerm,
-    WhyNotCompatible,
-    why_not_compatible,
-)
-from ntpcert.pipeline.explain.sections import (
-    compatibility_section,
-    separability_section,
-)
-from ntpcert.pipeline.explain.separability import (
-    Deletion,
-    WhyNotSeparable,
-    why_not_separable,
-)
+from ntpcert.pipeline.explain.compatibility import LogOddsTerm, WhyNotCompatible, why_not_compatible
+from ntpcert.pipeline.explain.sections import compatibility_section, separability_section
+from ntpcert.pipeline.explain.separability import Deletion, WhyNotSeparable, why_not_separable
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.util.logic import and3
-from ntpcert.util.summary import short_str
 from ntpcert.verdict import FarkasRay, Verdict, ViolatingNullVector
 
 #: ``certify --json`` explains a negative separability verdict only when its ray touches at most this

@@ -37,15 +37,12 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
+
 from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER, decide_separability
-from ntpcert.pipeline.explain.subsets import (
-    ExactSeparatingPoint,
-    exact_point,
-    sub_instance,
-)
-from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.verdict import FarkasRay, FeasiblePoint
+from ntpcert.pipeline.explain.subsets import ExactSeparatingPoint, exact_point, sub_instance
+from ntpcert.rows.kesler import KeslerSystem
 
 #: Sets with more contexts than this are first thinned by block deletions.
 CHUNK_FROM = 16
