@@ -25,6 +25,26 @@ and ``excess_share`` :math:`\sum_j\pi_j\sum_{z\in S_j\cap B}p_{j,z}(\log p_{j,z}
 the bin's share of the excess loss (the shares sum to ``excess_loss``; one share can be negative).
 Every number is float64 and carries no tolerance: these are measurements, not verdicts.
 
+**Modulo the softmax's invariances.** Adding :math:`\mathbf 1c^\top` to W (the same c on every token's
+row), or a constant to the whole bias column when h carries a constant coordinate for the head's bias,
+changes no prediction; more generally no W + D with :math:`Dh_j\in\operatorname{span}(\mathbf 1)` for every
+j does (the subspace N of :mod:`ntpcert.dynamics.invariance`). F, W*, W^mm and the CE gradient are all
+orthogonal to N, so every number above is computed on :math:`P(W)`, the orthogonal projection of W on
+:math:`N^\perp` (the rows centred, and projected on the row space of H when H does not span
+:math:`\mathbb R^d`): ``compare(W)`` and ``compare(W + D)`` agree for every D in N. The logit numbers
+(``loss``, ``margin``, ``log_odds_error``, ...) and ``rel_dist_F`` are the same as on W itself; the norms
+and the cosines (``norm``, ``cos_mm``, ``cos_perp_mm``, ``norm_matched_distance``, ``perp_fraction``,
+``min_margin``, ``eq_violation``, ``margin_ratio``) are those of :math:`P(W)`, which they were not before
+(the part of W in N lies in :math:`F^\perp` and is orthogonal to W^mm: a W exported without centring had
+a larger ``norm`` and ``perp_fraction``, and a ``cos_perp_mm`` nearer 0). The numbers of W as exported, which do depend on the convention, carry ``raw`` in their
+names (:data:`RAW_METRICS`): ``raw_norm`` :math:`\|W\|` (the old ``norm``) and ``raw_invariant_norm``
+:math:`\|W - P(W)\|`, the size of the part of W that no prediction sees.
+
+A decoder with a non-finite entry, or one so large that a metric would overflow
+(:data:`MAX_DECODER_SCALE`), is refused naming the entry (:func:`check_decoder_values`). In
+:meth:`Comparison.to_json` a number that is not finite (undefined: no W^mm, no margin, ...) is null, and
+``notes["null"]`` says why; JSON never holds NaN or Infinity.
+
 **A model's vocabulary, merged** (:func:`merged_limits`, :func:`compare_merged`). For an instance read
 through a model with its unseen tokens merged into one representative
 (:mod:`ntpcert.instance.lm.merge`), the decoder keeps all V rows and every number above that involves
