@@ -104,4 +104,5 @@ def test_finite_json_maps_every_non_finite_number_to_null():
     from ntpcert.util.jsonout import json_default
 
     obj = {"a": float("nan"), "b": [1.0, float("inf"), {"c": np.float64(-np.inf)}], "d": (np.float32(2.0), 3)}
-    assert json.dumps(finite_json(obj), default=json_default, allow_nan=False) == '{"a": null, "b": [1.0, null, {"c": null}], "d": [2.0, 3]}'
+    text = json.dumps(finite_json(obj), default=json_default, allow_nan=False)
+    assert text == '{"a": null, "b": [1.0, null, {"c": null}], "d": [2.0, 3]}'

@@ -36,9 +36,10 @@ orthogonal to N, so every number above is computed on :math:`P(W)`, the orthogon
 and the cosines (``norm``, ``cos_mm``, ``cos_perp_mm``, ``norm_matched_distance``, ``perp_fraction``,
 ``min_margin``, ``eq_violation``, ``margin_ratio``) are those of :math:`P(W)`, which they were not before
 (the part of W in N lies in :math:`F^\perp` and is orthogonal to W^mm: a W exported without centring had
-a larger ``norm`` and ``perp_fraction``, and a ``cos_perp_mm`` nearer 0). The numbers of W as exported, which do depend on the convention, carry ``raw`` in their
-names (:data:`RAW_METRICS`): ``raw_norm`` :math:`\|W\|` (the old ``norm``) and ``raw_invariant_norm``
-:math:`\|W - P(W)\|`, the size of the part of W that no prediction sees.
+a larger ``norm`` and ``perp_fraction``, and a ``cos_perp_mm`` nearer 0). The numbers of W as exported,
+which do depend on the convention, carry ``raw`` in their names (:data:`RAW_METRICS`): ``raw_norm``
+:math:`\|W\|` (the old ``norm``) and ``raw_invariant_norm`` :math:`\|W - P(W)\|`, the size of the part of W
+that no prediction sees.
 
 A decoder with a non-finite entry, or one so large that a metric would overflow
 (:data:`MAX_DECODER_SCALE`), is refused naming the entry (:func:`check_decoder_values`). In
@@ -74,9 +75,9 @@ from ntpcert.dynamics.trajectory import Limits, metrics
 from ntpcert.errors import InputError
 from ntpcert.util.numbers import cosine
 
-__all__ = ["COMPARE_METRICS", "BIN_METRICS", "MAX_DECODER_SCALE", "RAW_METRICS", "Comparison", "DecoderReport", "check_decoder_values",
-           "compare", "compare_decoder", "compare_merged", "compare_model_merged", "compare_series", "excess_bracket",
-           "finite_json", "frequency_bins", "merged_limits", "model_instance"]
+__all__ = ["COMPARE_METRICS", "BIN_METRICS", "MAX_DECODER_SCALE", "RAW_METRICS", "Comparison", "DecoderReport",
+           "check_decoder_values", "compare", "compare_decoder", "compare_merged", "compare_model_merged",
+           "compare_series", "excess_bracket", "finite_json", "frequency_bins", "merged_limits", "model_instance"]
 
 #: The headline numbers of one comparison, in report order.
 COMPARE_METRICS = ("loss", "excess_loss", "excess_over_bracket", "margin", "min_margin", "support_spread",
@@ -184,7 +185,7 @@ def check_decoder_values(W: np.ndarray, embeddings: np.ndarray, field: str = "W"
 
 def _diff_norm(A: np.ndarray, B: np.ndarray, rows: int = 4096) -> float:
     """:math:`\\|A - B\\|_F` a block of rows at a time (no third (V, d) array)."""
-    return float(math.sqrt(sum(float(np.sum((A[s:s + rows] - B[s:s + rows]) ** 2)) for s in range(0, A.shape[0], rows))))
+    return math.sqrt(sum(float(np.sum((A[s:s + rows] - B[s:s + rows]) ** 2)) for s in range(0, A.shape[0], rows)))
 
 
 def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Limits, invariant_norm: float,
@@ -216,8 +217,8 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
     for k in ("rel_dist_F", "cos_perp_mm"):
         labels = [b["label"] for b in bins if isinstance(b.get(k), float) and not math.isfinite(b[k])]
         if labels:
-            why = "W* is 0 on the bin's rows" if k == "rel_dist_F" else (
-                mm_reason if limits.W_mm is None else "W modulo the invariant directions or W^mm is 0 on the bin's rows")
+            why = "W* is 0 on the bin's rows" if k == "rel_dist_F" else mm_reason if limits.W_mm is None else (
+                "W modulo the invariant directions, off F, or W^mm is 0 on the bin's rows")
             parts.append(f"bins {', '.join(labels)}: {k} ({why})")
     return {"null": "not finite, so null in JSON: " + "; ".join(parts)} if parts else {}
 

@@ -37,7 +37,8 @@ counts when above :math:`\sigma_{\max}\max(m,d)\,\epsilon`): a direction of H be
 at the level of float64 rounding. When the rank is d, Q = I and P is exactly the centring, with no
 tolerance involved. The centring first subtracts the first row (:math:`C(W - \mathbf 1w_1^\top) = CW`), so
 that W and :math:`W + \mathbf 1c^\top` give the same bits whenever the rows' differences are exact in
-float64 (dyadic entries of a few bits, as in the tests). These are measurements, not verdicts; nothing exact depends on the rank chosen here.
+float64 (dyadic entries of a few bits, as in the tests). These are measurements, not verdicts; nothing exact
+depends on the rank chosen here.
 """
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SoftmaxQuotient"]
+__all__ = ["GRAM_FULL_RANK", "SoftmaxQuotient"]
+
+#: :meth:`SoftmaxQuotient.of` takes H to have rank d, without an SVD, when the smallest eigenvalue of
+#: :math:`H^\top H` is above this (or :math:`100md\epsilon`, the larger) times its largest.
+GRAM_FULL_RANK = 1e-8
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,11 +80,24 @@ class SoftmaxQuotient:
 
     @classmethod
     def of(cls, embeddings: np.ndarray) -> "SoftmaxQuotient":
-        """From the embeddings H (shape (m, d)): one SVD, :math:`O(md\\min(m,d))`."""
+        """From the embeddings H (shape (m, d)). With m >= d, first the Gram matrix :math:`H^\\top H`
+        (:math:`O(md^2)` at matrix-product speed): when its smallest eigenvalue is above
+        :math:`t = \\max(` :data:`GRAM_FULL_RANK`, :math:`100md\\epsilon)` times its largest, the rank is d and
+        Q = I. The computed Gram matrix is within :math:`\\gamma_m d\\,\\lambda_{\\max}` of the true one in the
+        2-norm (each entry within :math:`\\gamma_m\\|H_{:,i}\\|\\|H_{:,k}\\|`), and eigvalsh adds about
+        :math:`d\\epsilon\\lambda_{\\max}`, so by Weyl's inequality
+        :math:`\\sigma_{\\min}/\\sigma_{\\max} > \\sqrt{0.98\\,t}`, far above the SVD rule's
+        :math:`\\max(m,d)\\epsilon`: the SVD would find rank d too. Otherwise (m < d, or H ill-conditioned)
+        the SVD of H decides (at m = 20,000, d = 768: 4 s for the Gram test, 41 s for the SVD, on a loaded
+        2-core machine)."""
         H = np.asarray(embeddings, dtype=np.float64)
         m, d = H.shape
         if m == 0 or not np.any(H):
             return cls(d, 0, np.zeros((d, 0)))
+        if m >= d:
+            lam = np.linalg.eigvalsh(H.T @ H)
+            if lam[0] > max(GRAM_FULL_RANK, 100.0 * m * d * np.finfo(np.float64).eps) * lam[-1]:
+                return cls(d, d, np.zeros((d, 0)))
         _, s, Vt = np.linalg.svd(H, full_matrices=m < d)  # Vt is (d, d) either way; U is at most (m, m)
         tol = s[0] * max(m, d) * np.finfo(np.float64).eps
         r = int(np.count_nonzero(s > tol))
