@@ -63,11 +63,13 @@ def run(args: argparse.Namespace) -> int:
     if args.W is None and W is None:
         raise InputError(f"--W: {model['note']}")
     source = None if model is None else model["model"]
-    snaps = [(t, read_decoder(p)) for t, p in snapshot_files(args.W)] if series else None
+    files = snapshot_files(args.W) if series else []
+    snaps = [(t, read_decoder(p)) for t, p in files] if series else None
     W = None if series else (read_decoder(args.W) if args.W is not None else W)
-    for where, Wt in ([(f"--W {p!r}", Wt) for (_, Wt), (_, p) in zip(snaps, snapshot_files(args.W))] if series
-                      else [("--W" if args.W is not None else "--model (its decoder)", W)]):
-        check_decoder_values(Wt, inst.embeddings, where)  # before any solve: a refusal costs nothing
+    checks = ([(f"--W {p!r}", Wt) for (_, p), (_, Wt) in zip(files, snaps)] if series
+              else [("--W" if args.W is not None else "--model (its decoder)", W)])
+    for where, Wt in checks:  # before any solve: a refusal costs nothing
+        check_decoder_values(Wt, inst.embeddings, where)
     if merge is not None:
         rep = compare_model_merged(inst, merge, W, snapshots=snaps, frequency=freq, source=source,
                                    separability_solver=getattr(args, "separability_solver", None))
