@@ -23,6 +23,9 @@ TOL = {
     # relative rounding of a float64 CE or dual value summed over m V terms (m V eps is 1.7e-14 at m V = 150):
     # a float bracket end may sit this far past a certified one (seen at 1 ulp with numpy 1.26)
     "float_ce_rounding": 1e-13,
+    # compare(W) against compare(W + 1c^T): both are computed on the centred rows, which agree to a few ulps
+    # of max(|W|, |c|); every number then agrees to this (relative, or absolute near 0)
+    "shift_invariance": 1e-12,
     "capture": 1e-5,  # relative residual of a float32 model's logits recomputed from the captured h (ntpcert.instance.lm)
 }
 

@@ -59,3 +59,61 @@ def test_frequency_bins_are_powers_of_two():
     bins = cmp_mod.frequency_bins(np.array([0, 1, 2, 3, 4, 9, 0]))
     assert [(label, idx.tolist()) for label, idx in bins] == [("0", [0, 6]), ("1", [1]), ("2-3", [2, 3]),
                                                               ("4-7", [4]), ("8-15", [5])]
+
+
+#: The numbers that were already invariant under W + D (D h_j in span(1)): computed on W as given, they
+#: are what compare reported before it quotiented; the rest are the same formulas at P(W).
+INVARIANT = ("loss", "excess_loss", "grad_norm", "dist_F", "rel_dist_F", "log_excess_loss", "max_out_logprob",
+             "margin", "support_spread", "log_odds_error", "excess_over_bracket")
+
+
+@pytest.mark.parametrize(("m", "d", "V"), [(12, 16, 9), (20, 4, 6), (3, 8, 5)])
+def test_the_invariant_numbers_are_unchanged_and_the_others_are_of_W_modulo_N(m, d, V):
+    from ntpcert.dynamics.invariance import SoftmaxQuotient
+    from ntpcert.dynamics.trajectory import metrics
+
+    rng = np.random.default_rng(m + d + V)
+    inst = random_instance(rng, m=m, d=d, V=V, kmin=1, kmax=min(4, V - 1))
+    limits = Limits.compute(inst)
+    W = rng.standard_normal((inst.V, inst.d)) + 3.0  # not centred: P moves it
+    got = cmp_mod.compare(W, limits)
+    raw = {**metrics(W, limits), **cmp_mod._logit_numbers(limits, W)}
+    raw["excess_over_bracket"] = raw["excess_loss"] - got.bracket["excess_upper"]
+    for key in INVARIANT:
+        assert got.values[key] == pytest.approx(raw[key], rel=TOL["linalg"], abs=TOL["linalg"]), key
+    P = SoftmaxQuotient.of(inst.embeddings).project(W)
+    assert np.allclose(P.sum(axis=0), 0.0) and float(np.linalg.norm(P)) < float(np.linalg.norm(W))
+    at_P = metrics(P, limits)
+    for key in ("norm", "cos_mm", "cos_mm_centered", "perp_fraction", "min_margin", "margin_ratio", "eq_violation"):
+        assert got.values[key] == pytest.approx(at_P[key], rel=TOL["linalg"], abs=TOL["linalg"], nan_ok=True), key
+        if not np.isnan(at_P[key]) and key != "cos_mm_centered":
+            assert at_P[key] != pytest.approx(metrics(W, limits)[key], rel=1e-6), key  # the old value moved
+    assert got.values["raw_norm"] == float(np.linalg.norm(W))
+    assert got.values["raw_invariant_norm"] == pytest.approx(float(np.linalg.norm(W - P)), rel=TOL["linalg"])
+
+
+@pytest.mark.parametrize(("m", "d"), [(3, 7), (9, 4), (4, 4)])
+def test_the_quotient_is_the_orthogonal_projection_on_the_complement_of_N(m, d):
+    """P(W) = C W Q: idempotent, symmetric, zero exactly on N = {1a^T} + {E : E H^T = 0}, and it keeps
+    every logit difference; F, W* and W^mm lie in its range."""
+    from ntpcert.dynamics.invariance import SoftmaxQuotient
+
+    rng = np.random.default_rng(m * d)
+    H = rng.standard_normal((m, 2)) @ rng.standard_normal((2, d)) if m == 4 else rng.standard_normal((m, d))
+    inst = random_instance(rng, m=m, d=d, V=6, kmin=1, kmax=3)
+    inst = type(inst).from_counts(H, inst.counts)
+    q = SoftmaxQuotient.of(H)
+    assert q.rank == np.linalg.matrix_rank(H) == min(m, d, 2 if m == 4 else d)
+    A, B = rng.standard_normal((2, 6, d))
+    PA, PB = q.project(A), q.project(B)
+    assert np.allclose(q.project(PA), PA) and np.isclose(np.vdot(PA, B), np.vdot(A, PB))
+    null = np.linalg.svd(H)[2][q.rank:].T
+    D = np.outer(np.ones(6), rng.standard_normal(d)) + (rng.standard_normal((6, d - q.rank)) @ null.T if
+                                                         q.rank < d else 0.0)
+    assert np.abs(q.project(D)).max() <= 1e-12 * np.abs(D).max()
+    Z, ZP = H @ A.T, H @ PA.T
+    assert np.allclose(Z - Z[:, :1], ZP - ZP[:, :1])
+    limits = Limits.compute(inst)
+    for X in (limits.W_star, limits.W_mm, limits.subspace.project(A)):
+        if X is not None:
+            assert np.allclose(q.project(X), X, atol=1e-9 * max(1.0, np.abs(X).max()))

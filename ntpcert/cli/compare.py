@@ -43,7 +43,7 @@ def _decoder_and_frequency(args: argparse.Namespace) -> tuple[Any, Any, Any, dic
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.dynamics.compare import compare_decoder, compare_model_merged
+    from ntpcert.dynamics.compare import check_decoder_values, compare_decoder, compare_model_merged
     from ntpcert.dynamics.trajectory import Limits
     from ntpcert.errors import InputError
     from ntpcert.instance.lm.decoder_file import read_decoder, snapshot_files
@@ -63,8 +63,13 @@ def run(args: argparse.Namespace) -> int:
     if args.W is None and W is None:
         raise InputError(f"--W: {model['note']}")
     source = None if model is None else model["model"]
-    snaps = [(t, read_decoder(p)) for t, p in snapshot_files(args.W)] if series else None
+    files = snapshot_files(args.W) if series else []
+    snaps = [(t, read_decoder(p)) for t, p in files] if series else None
     W = None if series else (read_decoder(args.W) if args.W is not None else W)
+    checks = ([(f"--W {p!r}", Wt) for (_, p), (_, Wt) in zip(files, snaps)] if series
+              else [("--W" if args.W is not None else "--model (its decoder)", W)])
+    for where, Wt in checks:  # before any solve: a refusal costs nothing
+        check_decoder_values(Wt, inst.embeddings, where)
     if merge is not None:
         rep = compare_model_merged(inst, merge, W, snapshots=snaps, frequency=freq, source=source,
                                    separability_solver=getattr(args, "separability_solver", None))

@@ -25,6 +25,27 @@ and ``excess_share`` :math:`\sum_j\pi_j\sum_{z\in S_j\cap B}p_{j,z}(\log p_{j,z}
 the bin's share of the excess loss (the shares sum to ``excess_loss``; one share can be negative).
 Every number is float64 and carries no tolerance: these are measurements, not verdicts.
 
+**Modulo the softmax's invariances.** Adding :math:`\mathbf 1c^\top` to W (the same c on every token's
+row), or a constant to the whole bias column when h carries a constant coordinate for the head's bias,
+changes no prediction; more generally no W + D with :math:`Dh_j\in\operatorname{span}(\mathbf 1)` for every
+j does (the subspace N of :mod:`ntpcert.dynamics.invariance`). F, W*, W^mm and the CE gradient are all
+orthogonal to N, so every number above is computed on :math:`P(W)`, the orthogonal projection of W on
+:math:`N^\perp` (the rows centred, and projected on the row space of H when H does not span
+:math:`\mathbb R^d`): ``compare(W)`` and ``compare(W + D)`` agree for every D in N. The logit numbers
+(``loss``, ``margin``, ``log_odds_error``, ...) and ``rel_dist_F`` are the same as on W itself; the norms
+and the cosines (``norm``, ``cos_mm``, ``cos_perp_mm``, ``norm_matched_distance``, ``perp_fraction``,
+``min_margin``, ``eq_violation``, ``margin_ratio``) are those of :math:`P(W)`, which they were not before
+(the part of W in N lies in :math:`F^\perp` and is orthogonal to W^mm: a W exported without centring had
+a larger ``norm`` and ``perp_fraction``, and a ``cos_perp_mm`` nearer 0). The numbers of W as exported,
+which do depend on the convention, carry ``raw`` in their names (:data:`RAW_METRICS`): ``raw_norm``
+:math:`\|W\|` (the old ``norm``) and ``raw_invariant_norm`` :math:`\|W - P(W)\|`, the size of the part of W
+that no prediction sees.
+
+A decoder with a non-finite entry, or one so large that a metric would overflow
+(:data:`MAX_DECODER_SCALE`), is refused naming the entry (:func:`check_decoder_values`). In
+:meth:`Comparison.to_json` a number that is not finite (undefined: no W^mm, no margin, ...) is null, and
+``notes["null"]`` says why; JSON never holds NaN or Infinity.
+
 **A model's vocabulary, merged** (:func:`merged_limits`, :func:`compare_merged`). For an instance read
 through a model with its unseen tokens merged into one representative
 (:mod:`ntpcert.instance.lm.merge`), the decoder keeps all V rows and every number above that involves
@@ -43,23 +64,36 @@ full vocabulary) verdicts are compatible and separable, else not computed (the r
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
+from ntpcert.dynamics.invariance import SoftmaxQuotient
 from ntpcert.dynamics.trajectory import Limits, metrics
 from ntpcert.errors import InputError
 from ntpcert.util.numbers import cosine
 
-__all__ = ["COMPARE_METRICS", "BIN_METRICS", "Comparison", "DecoderReport", "compare", "compare_decoder",
-           "compare_merged", "compare_model_merged", "compare_series", "excess_bracket", "frequency_bins",
-           "merged_limits", "model_instance"]
+__all__ = ["COMPARE_METRICS", "BIN_METRICS", "MAX_DECODER_SCALE", "RAW_METRICS", "Comparison", "DecoderReport",
+           "check_decoder_values", "compare", "compare_decoder", "compare_merged", "compare_model_merged",
+           "compare_series", "excess_bracket", "finite_json", "frequency_bins", "merged_limits", "model_instance"]
 
 #: The headline numbers of one comparison, in report order.
 COMPARE_METRICS = ("loss", "excess_loss", "excess_over_bracket", "margin", "min_margin", "support_spread",
                    "log_odds_error", "rel_dist_F", "cos_perp_mm", "norm_matched_distance", "cos_mm", "norm",
-                   "perp_fraction")
+                   "perp_fraction", "raw_norm")
+
+#: The numbers that depend on how W was exported (they change under W + 1c^T): named ``raw_*``.
+RAW_METRICS = ("raw_norm", "raw_invariant_norm")
+
+#: The numbers that need W^mm (NaN, JSON null, without it).
+MM_METRICS = ("cos_mm", "cos_mm_centered", "cos_perp_mm", "norm_matched_distance", "margin_ratio")
+
+#: Largest :math:`\max_{ij}|W_{ij}|\sqrt{Vd}\max(1, \max_j\|h_j\|_1)` a decoder may have: it bounds
+#: :math:`\|W\|_F` and every logit :math:`|w_v^\top h_j|` by 1e150, so that squared norms (at most 1e300), logit
+#: differences and inner products with W^mm, W* and F stay finite in float64.
+MAX_DECODER_SCALE = 1e150
 
 #: The numbers of each frequency bin.
 BIN_METRICS = ("rel_dist_F", "cos_perp_mm", "excess_share")
@@ -89,14 +123,17 @@ class Comparison:
     Attributes
     ----------
     values : dict of str to float
-        :data:`COMPARE_METRICS` and the trajectory metrics, by name (NaN where undefined).
+        :data:`COMPARE_METRICS` and the trajectory metrics, by name (NaN where undefined), each computed
+        on W modulo the softmax-invariant directions (:mod:`ntpcert.dynamics.invariance`) except the
+        :data:`RAW_METRICS`, which are W's as given.
     bracket : dict
         The float bracket on :math:`L^*-\\mathcal H` (``excess_lower``, ``excess_upper``, ...) or ``skipped``.
     bins : list of dict
         Per frequency bin: ``label``, ``tokens`` (how many), ``frequency`` (total occurrences) and
         :data:`BIN_METRICS`.
     notes : dict of str to str
-        What a number means or why it is missing (the merged comparison: ``F``, ``W_mm``, ``vocabulary``).
+        What a number means or why it is missing (the merged comparison: ``F``, ``W_mm``, ``vocabulary``;
+        ``null``: the numbers that are not finite, null in :meth:`to_json`, and why).
     """
 
     values: dict[str, float]
@@ -105,10 +142,85 @@ class Comparison:
     notes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The values, the bracket and the bins, every non-finite number as null (``notes["null"]`` says why)."""
         out = {**self.values, "entropy": self.values.get("entropy"), "bracket": self.bracket, "bins": self.bins}
         if self.notes:
             out["notes"] = dict(self.notes)
-        return out
+        return finite_json(out)
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, ±inf; numpy ones too) replaced by None, through dicts,
+    lists and tuples: JSON has no NaN or Infinity."""
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, (float, np.floating)) and not math.isfinite(float(obj)):
+        return None
+    return obj
+
+
+def check_decoder_values(W: np.ndarray, embeddings: np.ndarray, field: str = "W") -> None:
+    """Refuse, naming the entry and its value, a decoder ``W`` (float64) with a non-finite entry or one
+    so large that a metric would overflow float64 (:data:`MAX_DECODER_SCALE`)."""
+    bad = ~np.isfinite(W)
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        raise InputError(f"{field}: entry [{i}, {j}] is {float(W[i, j])!r}, not a finite number")
+    if W.size == 0:
+        return
+    A = np.abs(W)
+    i, j = (int(x) for x in np.unravel_index(int(np.argmax(A)), W.shape))
+    H = np.abs(np.asarray(embeddings, dtype=np.float64))
+    hmax = float(H.sum(axis=1).max()) if H.size else 0.0
+    if A[i, j] == 0:
+        return
+    log_scale = math.log10(float(A[i, j])) + 0.5 * math.log10(W.size) + math.log10(max(1.0, hmax))
+    if not log_scale <= math.log10(MAX_DECODER_SCALE):
+        raise InputError(f"{field}: entry [{i}, {j}] = {float(W[i, j])!r} is too large for the float64 metrics "
+                         f"(max |W_ij| sqrt(V d) max(1, max_j ||h_j||_1) = 10^{log_scale:.1f}, at most "
+                         f"{MAX_DECODER_SCALE:.0e})")
+
+
+def _diff_norm(A: np.ndarray, B: np.ndarray, rows: int = 4096) -> float:
+    """:math:`\\|A - B\\|_F` a block of rows at a time (no third (V, d) array)."""
+    return math.sqrt(sum(float(np.sum((A[s:s + rows] - B[s:s + rows]) ** 2)) for s in range(0, A.shape[0], rows)))
+
+
+def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Limits, invariant_norm: float,
+                mm_reason: str | None = None) -> dict[str, str]:
+    """``{"null": why}`` for the values and bin numbers that are not finite (none: ``{}``)."""
+    if mm_reason is None and limits.W_mm is None:
+        mm_reason = "no W^mm: " + (limits.svm_error or "the instance is not separable")
+    if mm_reason is None:
+        mm_reason = "the part of W it is the angle of is 0 (W modulo the invariant directions is in F, or is W*)"
+    zero = "W is 0 modulo the directions no prediction sees" if invariant_norm == 0 else None
+    parts = []
+    for k, v in values.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            if zero is not None and k not in ("margin", "rel_dist_F", "dist_F", "excess_over_bracket"):
+                why = zero
+            elif k in MM_METRICS or k.startswith(("cos_", "margin_ratio_")):
+                why = mm_reason
+            elif k in ("margin", "min_margin"):
+                why = "every context's support is the whole vocabulary: no margin"
+            elif k == "rel_dist_F":
+                why = "W* = 0"
+            elif k == "excess_over_bracket":
+                why = "the bracket on L* - H was not computed"
+            elif k == "direction_error_bound":
+                why = "the rescaled gradient direction underflows at this W"
+            else:
+                why = f"{v!r} at this W"
+            parts.append(f"{k} ({why})")
+    for k in ("rel_dist_F", "cos_perp_mm"):
+        labels = [b["label"] for b in bins if isinstance(b.get(k), float) and not math.isfinite(b[k])]
+        if labels:
+            why = "W* is 0 on the bin's rows" if k == "rel_dist_F" else mm_reason if limits.W_mm is None else (
+                "W modulo the invariant directions, off F, or W^mm is 0 on the bin's rows")
+            parts.append(f"bins {', '.join(labels)}: {k} ({why})")
+    return {"null": "not finite, so null in JSON: " + "; ".join(parts)} if parts else {}
 
 
 #: Contexts per block of logits (a block holds a few (rows, V) float64 arrays).
@@ -182,8 +294,11 @@ def excess_bracket(limits: Limits) -> dict[str, Any]:
 
 
 def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = None,
-            bracket: dict[str, Any] | None = None) -> Comparison:
-    """Compare the decoder ``W`` (shape (V, d)) with ``limits``.
+            bracket: dict[str, Any] | None = None, quotient: SoftmaxQuotient | None = None) -> Comparison:
+    """Compare the decoder ``W`` (shape (V, d)) with ``limits``: every number on :math:`P(W)`, W modulo
+    the directions that change no prediction (:mod:`ntpcert.dynamics.invariance`), so that ``W`` and
+    ``W + 1c^T`` (or any W + D with :math:`Dh_j\\in\\operatorname{span}(\\mathbf 1)`) give the same
+    numbers; only :data:`RAW_METRICS` are of ``W`` as given.
 
     Parameters
     ----------
@@ -195,9 +310,14 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     bracket : dict, optional
         The bracket on :math:`L^*-\\mathcal H` (:func:`excess_bracket`), computed once by the caller for a
         series of snapshots; default computed here.
+    quotient : SoftmaxQuotient, optional
+        :math:`P` for the instance's embeddings, computed once by the caller for a series; default here.
     """
     inst = limits.instance
     W = inst.check_decoder(np.asarray(W, dtype=np.float64)) if hasattr(inst, "check_decoder") else W
+    check_decoder_values(W, inst.embeddings)
+    raw = W
+    W = (quotient or SoftmaxQuotient.of(inst.embeddings)).project(raw)
     if bracket is None:
         bracket = excess_bracket(limits)
     if frequency is None:
@@ -207,6 +327,8 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     if frequency.shape != (inst.V,):
         raise InputError(f"frequency: expected shape ({inst.V},), got {frequency.shape}")
     values = dict(metrics(W, limits))
+    values["raw_norm"] = float(np.linalg.norm(raw))
+    values["raw_invariant_norm"] = _diff_norm(raw, W)
     values["entropy"] = limits.entropy
     upper = bracket.get("excess_upper")
     values["excess_over_bracket"] = values["excess_loss"] - upper if isinstance(upper, float) else float("nan")
@@ -219,14 +341,16 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     pn = float(np.linalg.norm(Wp))
     values["norm_matched_distance"] = float("nan") if (Wmm is None or pn == 0) else float(
         np.linalg.norm(Wp - (pn / limits.svm.norm) * Wmm)) / pn
-    return Comparison(values, bracket, _bins(limits, W, PF, frequency))
+    bins = _bins(limits, W, PF, frequency)
+    return Comparison(values, bracket, bins, _null_notes(values, bins, limits, values["norm"]))
 
 
 def compare_series(snapshots: Sequence[tuple[int, np.ndarray]], limits: Limits, *,
                    frequency: np.ndarray | None = None) -> list[tuple[int, Comparison]]:
-    """:func:`compare` at each ``(t, W_t)``, the bracket computed once."""
+    """:func:`compare` at each ``(t, W_t)``, the bracket and the quotient computed once."""
     bracket = excess_bracket(limits)
-    return [(t, compare(W, limits, frequency=frequency, bracket=bracket)) for t, W in snapshots]
+    q = SoftmaxQuotient.of(limits.instance.embeddings)
+    return [(t, compare(W, limits, frequency=frequency, bracket=bracket, quotient=q)) for t, W in snapshots]
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,7 +393,7 @@ class DecoderReport:
             out.update({"V_instance": inst.V, "vocabulary": self.merge.to_json()})
         if self.source is not None:
             out["source"] = self.source
-        return out
+        return finite_json(out)
 
 
 def compare_decoder(instance: Any, limits: Limits, W: np.ndarray | None = None, *,
@@ -306,8 +430,9 @@ def compare_model_merged(instance: Any, merge: Any, W: np.ndarray | None = None,
     limits, separable = merged_limits(instance, separability_solver=separability_solver)
     if snapshots is not None:
         bracket = merged_bracket(limits, separable)
-        series = [(t, compare_merged(Wt, limits, merge, frequency=frequency, separable=separable, bracket=bracket))
-                  for t, Wt in snapshots]
+        q = SoftmaxQuotient.of(instance.embeddings)
+        series = [(t, compare_merged(Wt, limits, merge, frequency=frequency, separable=separable, bracket=bracket,
+                                     quotient=q)) for t, Wt in snapshots]
         return DecoderReport(instance, limits, series=series, source=source, merge=merge, separable=separable)
     cmp = compare_merged(W, limits, merge, frequency=frequency, separable=separable)
     return DecoderReport(instance, limits, comparison=cmp, source=source, merge=merge, separable=separable)
@@ -394,15 +519,20 @@ def _merged_pass(limits: Limits, W: np.ndarray, kept: np.ndarray) -> tuple[dict[
 
 
 def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.ndarray, separable: bool | None,
-                   bracket: dict[str, Any] | None = None) -> Comparison:
+                   bracket: dict[str, Any] | None = None, quotient: SoftmaxQuotient | None = None) -> Comparison:
     """Compare the model's decoder ``W`` (shape (V, d), the full vocabulary) with the limits of the merged
     instance (:func:`merged_limits`; ``merge`` a :class:`~ntpcert.instance.lm.merge.TokenMerge`): the
     numbers of the module doc, over all V tokens; the W^mm numbers NaN (``notes`` says why). ``separable``:
-    the verdict on (6) of :func:`merged_limits`."""
+    the verdict on (6) of :func:`merged_limits`. As in :func:`compare`, every number is of W modulo the
+    directions that change no prediction over the full vocabulary (the rows centred over all V tokens),
+    except the :data:`RAW_METRICS`."""
     inst = limits.instance
     W = np.asarray(W, dtype=np.float64)
     if W.shape != (merge.V, inst.d):
         raise InputError(f"W: expected shape (V, d) = ({merge.V}, {inst.d}), got {W.shape}")
+    check_decoder_values(W, inst.embeddings)
+    raw = W
+    W = (quotient or SoftmaxQuotient.of(inst.embeddings)).project(raw)
     frequency = np.asarray(frequency)
     if frequency.shape != (merge.V,):
         raise InputError(f"frequency: expected shape ({merge.V},), got {frequency.shape}")
@@ -415,6 +545,8 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
     values["excess_over_bracket"] = values["excess_loss"] - upper if isinstance(upper, float) else nan
     nrm = float(np.linalg.norm(W))
     values["norm"] = nrm
+    values["raw_norm"] = float(np.linalg.norm(raw))
+    values["raw_invariant_norm"] = _diff_norm(raw, W)
     values["min_margin"] = values["margin"] / nrm if nrm > 0 else nan
     Wr = merge.reduce_rows(W)
     PFr, f_note = _project(limits.subspace, Wr)
@@ -439,6 +571,7 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
                      "rel_dist_F": float(np.linalg.norm(PF[idx] - W_star[idx])) / wsb if wsb > 0 else nan,
                      "cos_perp_mm": nan, "excess_share": float(per_token[idx].sum())})
     notes = {"F": f_note} if f_note else {}
+    notes.update(_null_notes(values, bins, limits, nrm, mm_reason="see notes.W_mm"))
     notes.update({"W_mm": MERGED_MM_NOTE + f" (m·V = {inst.m * merge.V:,} is above the {FULL_VOCAB_MAX_ENTRIES:,} up to which "
              "compare builds the full instance and its NTP-SVM)", "vocabulary": (
         f"the instance keeps {merge.V_reduced:,} of the model's {merge.V:,} tokens ({merge.merged:,} unseen ones merged "

@@ -18,7 +18,9 @@ _STEP = re.compile(r"(\d+)(?!.*\d)")
 
 
 def read_decoder(path: str | os.PathLike, field: str = "--W") -> np.ndarray:
-    """W as float64, shape (V, d)."""
+    """W as float64, shape (V, d). Refused, in one line naming the file and what is wrong: an array of
+    strings, objects, booleans or complex numbers (never cast to real), one that is not 2-d, and a
+    non-finite entry (named by its index)."""
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise InputError(f"{field}: no such file {p!r}")
@@ -27,6 +29,9 @@ def read_decoder(path: str | os.PathLike, field: str = "--W") -> np.ndarray:
             W = np.load(p, allow_pickle=False)
         except (OSError, ValueError) as err:
             raise InputError(f"{field}: {p!r} is not a readable .npy file ({one_line(err)})") from None
+        if W.dtype.kind not in "fiu":  # complex, bool, strings, bytes, structured: not a real matrix
+            raise InputError(f"{field}: {p!r} holds an array of dtype {W.dtype.str!r} ({W.dtype.name}); "
+                             "expected real numbers (float or integer)")
     elif p.lower().endswith(".safetensors"):
         from ntpcert.instance.lm.static import DECODER_NAMES, read_tensor, tensor_names
 
@@ -44,8 +49,12 @@ def read_decoder(path: str | os.PathLike, field: str = "--W") -> np.ndarray:
     else:
         raise InputError(f"{field}: {p!r} is neither .npy nor .safetensors")
     W = np.asarray(W, dtype=np.float64)
-    if W.ndim != 2 or not np.all(np.isfinite(W)):
+    if W.ndim != 2:
         raise InputError(f"{field}: {p!r} is not a finite 2-d matrix (shape {W.shape})")
+    bad = ~np.isfinite(W)
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        raise InputError(f"{field}: {p!r} is not a finite 2-d matrix: entry [{i}, {j}] is {float(W[i, j])!r}")
     return W
 
 
