@@ -97,20 +97,38 @@ from __future__ import annotations
 FORMAT = "ntpcert-certificate"
 VERSION = 1
 
+#: Every size limit of the format, in one place: what a reader refuses as too large to check here, and
+#: what the producer therefore never writes. ``tools/ntpcert_check.py`` holds a copy of this table (it
+#: imports nothing from ntpcert); ``tests/test_compact_certificates.py`` checks that the two are equal.
+#:
+#: * ``certificate_bytes``: the largest certificate file, refused from its size before it is read;
+#: * ``json_integer_digits``: the most digits of a JSON integer literal (a format rule rather than a
+#:   size: integers of any length are written as rational strings);
+#: * ``sparse_count_cells``: the largest count matrix m·V a ``counts_sparse`` record may describe;
+#: * ``sparse_embedding_cells``: the largest H (m·d) an ``embeddings_sparse`` record may describe;
+#: * ``why_not_cells``: the most entries the points of a ``why_not_separable`` section hold in all.
+LIMITS: dict[str, int] = {
+    "certificate_bytes": 256 * 2**20,
+    "json_integer_digits": 4300,
+    "sparse_count_cells": 100_000_000,
+    "sparse_embedding_cells": 100_000_000,
+    "why_not_cells": 2_000_000,
+}
+
 #: The largest certificate file (bytes) :func:`~ntpcert.certificate.jsonio.load` reads; a larger one is
-#: refused before it is read.
-MAX_CERTIFICATE_BYTES = 256 * 2**20
+#: refused before it is read (as too large, not as invalid), and ``certify`` writes none.
+MAX_CERTIFICATE_BYTES = LIMITS["certificate_bytes"]
 
 #: The most entries the points of a ``why_not_separable`` section may hold in all (V per column).
-MAX_WHY_NOT_CELLS = 2_000_000
+MAX_WHY_NOT_CELLS = LIMITS["why_not_cells"]
 
 #: The largest count matrix (m·V cells) a sparse record may describe (the checker builds it dense,
 #: 8 bytes a cell). 10^8 admits the whitespace-split pydoc text (m = V = 8,831: 78 M cells, 156 MB as
 #: dense JSON, 2 MB sparse), which ``--max-entries 100000000`` builds.
-MAX_SPARSE_CELLS = 100_000_000
+MAX_SPARSE_CELLS = LIMITS["sparse_count_cells"]
 
 #: The largest H (m·d cells) a sparse record may describe (the checker builds it dense, 8 bytes a cell).
-MAX_SPARSE_EMBEDDING_CELLS = 100_000_000
+MAX_SPARSE_EMBEDDING_CELLS = LIMITS["sparse_embedding_cells"]
 
-__all__ = ["FORMAT", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS", "MAX_WHY_NOT_CELLS",
+__all__ = ["FORMAT", "LIMITS", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS", "MAX_WHY_NOT_CELLS",
            "VERSION"]
