@@ -55,7 +55,11 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   ``"embeddings_shape": [m, d], "embeddings_sparse": [[j, i, x], ...]`` instead
   (:data:`~ntpcert.certificate.encode.SPARSE_EMBEDDINGS_MAX_FILL`, at most
   :data:`MAX_SPARSE_EMBEDDING_CELLS` cells m·d: ``[j, i, x]`` triples of the non-zero entries only, sorted by
-  (j, i), each once, every x a finite non-zero number, so the dense H is the same float64 bytes).
+  (j, i), each once, every x a finite non-zero number, so the dense H is the same float64 bytes). A large
+  dense H of floats (:data:`~ntpcert.certificate.encode.PACKED_MIN_ENTRIES`) is written
+  ``"embeddings_shape": [m, d], "embeddings_f64": "<base64>"``: the standard base64 of its entries'
+  little-endian binary64 bytes, row-major, in its one spelling (re-encoding gives the text back; no NaN,
+  infinity or -0.0), :mod:`ntpcert.certificate.packed`. It halves a Gaussian H against decimals.
 * ``why_not_separable`` (with a false separability claim): an irreducible non-separable set of
   contexts (strictly increasing), a Farkas ray whose support is exactly that set, and per context
   of the set, in the same order, a rational W on the embedding columns ``cols`` (V rows of
@@ -70,7 +74,10 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
 :func:`~ntpcert.certificate.jsonio.load` and checked by
 :func:`~ntpcert.certificate.structure.check_schema` before anything else looks at it:
 
-* the file is at most :data:`MAX_CERTIFICATE_BYTES` (256 MiB), refused *before* it is read;
+* the file is at most :data:`MAX_CERTIFICATE_BYTES` (512 MiB), refused *before* it is read, as
+  too large to check (:class:`~ntpcert.errors.CertificateTooLarge`, ``TOO LARGE`` from ``ntpcert verify``,
+  exit 4), like a sparse record over its cell limit: every size limit is in :data:`LIMITS`, which
+  ``tools/ntpcert_check.py`` copies and the producer respects (``certify`` writes no file over it);
 * a repeated key in any JSON object, the constants ``NaN``/``Infinity``/``-Infinity``, a number
   literal that overflows to infinity, and an integer literal of more than
   :data:`~ntpcert.certificate.schema.MAX_JSON_INTEGER_DIGITS` digits are refused while parsing (so
@@ -108,7 +115,7 @@ VERSION = 1
 #: * ``sparse_embedding_cells``: the largest H (m·d) an ``embeddings_sparse`` record may describe;
 #: * ``why_not_cells``: the most entries the points of a ``why_not_separable`` section hold in all.
 LIMITS: dict[str, int] = {
-    "certificate_bytes": 256 * 2**20,
+    "certificate_bytes": 512 * 2**20,
     "json_integer_digits": 4300,
     "sparse_count_cells": 100_000_000,
     "sparse_embedding_cells": 100_000_000,

@@ -140,7 +140,7 @@ def _short_number(v: Any) -> str:
     bits = max(abs(int(num)).bit_length(), int(den).bit_length())
     if bits <= 128:
         return str(v)
-    return f"<{'-' if num < 0 else ''}a rational of about {int(bits * 0.30103) + 1} digits>"
+    return f"{'-' if num < 0 else ''}<a rational of about {int(bits * 0.30103) + 1} digits>"
 
 
 def _exact_compat_text(r: Any) -> str:
