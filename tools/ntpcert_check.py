@@ -182,7 +182,8 @@ class Instance:
         need = {"counts": ("name", "counts"), "counts_sparse": ("name", "V", "counts_sparse"),
                 "probs": ("name", "probs", "weights")}[law]
         dense_h, packed = "embeddings" in rec, "embeddings_f64" in rec
-        need += ("embeddings",) if dense_h else ("embeddings_shape", "embeddings_f64" if packed else "embeddings_sparse")
+        need += ("embeddings",) if dense_h else ("embeddings_shape",
+                                                 "embeddings_f64" if packed else "embeddings_sparse")
         keys(rec, "instance.embedded", need, ("token_names", "context_names"))
         emb = rec["embeddings"] if dense_h else rec["embeddings_shape"]
         refuse(not dense_h and (type(emb) is not list or len(emb) != 2),
@@ -204,8 +205,8 @@ class Instance:
         elif packed:
             self.H = packed_rows(rec["embeddings_f64"], m, d, "instance.embedded.embeddings_f64")
         else:
-            too_large(m * d > MAX_SPARSE_EMBEDDING_CELLS,
-                      f"instance.embedded.embeddings_shape: {m * d} cells, over the cap of {MAX_SPARSE_EMBEDDING_CELLS}")
+            too_large(m * d > MAX_SPARSE_EMBEDDING_CELLS, f"instance.embedded.embeddings_shape: {m * d} cells, "
+                      f"over the cap of {MAX_SPARSE_EMBEDDING_CELLS}")
             entries = sparse(rec["embeddings_sparse"], (m, d), "instance.embedded.embeddings_sparse", exact)
             refuse(list(entries) != sorted(entries) or not all(entries.values()),
                    "instance.embedded.embeddings_sparse: entries not nonzero and in increasing (j, i) order")

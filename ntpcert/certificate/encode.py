@@ -384,6 +384,7 @@ def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
     return out
 
 
-__all__ = ["FACTORED_MIN_ENTRIES", "PACKED_MIN_ENTRIES", "SPARSE_COUNTS_MAX_FILL", "SPARSE_DUAL_MAX_FILL", "SPARSE_EMBEDDINGS_MAX_FILL",
+__all__ = ["FACTORED_MIN_ENTRIES", "PACKED_MIN_ENTRIES", "SPARSE_COUNTS_MAX_FILL", "SPARSE_DUAL_MAX_FILL",
+           "SPARSE_EMBEDDINGS_MAX_FILL",
            "build_certificate", "certificate_body", "factored_record", "instance_record", "matrix_strings", "pack_f64",
            "scaled_dyadic_strings", "sparse_embeddings_record", "sparse_list", "sparse_record", "to_strings_dyadic"]

@@ -137,5 +137,5 @@ MAX_SPARSE_CELLS = LIMITS["sparse_count_cells"]
 #: The largest H (m·d cells) a sparse record may describe (the checker builds it dense, 8 bytes a cell).
 MAX_SPARSE_EMBEDDING_CELLS = LIMITS["sparse_embedding_cells"]
 
-__all__ = ["FORMAT", "LIMITS", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS", "MAX_WHY_NOT_CELLS",
-           "VERSION"]
+__all__ = ["FORMAT", "LIMITS", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS",
+           "MAX_WHY_NOT_CELLS", "VERSION"]

@@ -294,8 +294,8 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
     check_section(rec, f"instance.embedded/{variant}", "instance.embedded")
     if (("embeddings" in rec) + ("embeddings_sparse" in rec) + ("embeddings_f64" in rec) != 1
             or ("embeddings" in rec) == ("embeddings_shape" in rec)):
-        raise CertificateError("instance.embedded: give embeddings, embeddings_f64 with embeddings_shape, or "
-                               "embeddings_sparse with embeddings_shape")
+        raise CertificateError("instance.embedded: give embeddings, or embeddings_sparse with embeddings_shape, or "
+                               "embeddings_f64 with embeddings_shape")
     if "embeddings_sparse" in rec:
         check_sparse_embeddings(rec, m, d)
     if "embeddings_f64" in rec:
