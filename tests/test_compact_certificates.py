@@ -267,6 +267,23 @@ def test_certify_writes_no_certificate_its_checkers_would_refuse_for_size(tmp_pa
     assert not out.exists() and list(tmp_path.iterdir()) == [data]
 
 
+def test_a_reduction_too_large_to_rebuild_is_too_large_not_invalid(monkeypatch) -> None:
+    """A frequent-token certificate whose reduced system is over the cells verify rebuilds: TOO LARGE."""
+    from ntpcert.certificate.checker import reduction
+    from ntpcert.certificate.checker import verify_certificate
+    from ntpcert.pipeline import decide as dm
+    from ntpcert.pipeline import parts
+
+    monkeypatch.setattr(dm, "GRAM_MAX_ROWS", 1)
+    monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 10 ** 9)
+    inst = NTPInstance.from_counts([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1, 2], [1, 3], [1, 6]])
+    rep = exact_certify(inst, svm=False)
+    assert rep.check.valid and "frequent_tokens_modulus" in rep.certificate["compatibility"]
+    monkeypatch.setattr(reduction, "MAX_REDUCED_CELLS", 1)
+    v = verify_certificate(rep.certificate)
+    assert not v.valid and v.too_large and "MAX_REDUCED_CELLS" in v.reason, v.reason
+
+
 # ---------------------------------------------------------------------------- a corpus of 10^5 contexts
 def _timed(cmd: list[str]) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.perf_counter()
