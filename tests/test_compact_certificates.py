@@ -267,6 +267,31 @@ def test_certify_writes_no_certificate_its_checkers_would_refuse_for_size(tmp_pa
     assert not out.exists() and list(tmp_path.iterdir()) == [data]
 
 
+@pytest.mark.parametrize("make", [
+    lambda: _gaussian(14),  # dense floats
+    lambda: NTPInstance.from_counts(np.eye(40)[np.arange(60) % 40] * 3.0, np.eye(60, 5, dtype=np.int64) + 1),
+    lambda: NTPInstance.from_counts(np.random.default_rng(4).integers(-3, 4, (30, 50)).astype(float),
+                                    np.random.default_rng(5).integers(0, 3, (30, 200)) * (np.arange(200) < 3) + 1),
+    lambda: NTPInstance.from_probs(np.random.default_rng(6).standard_normal((3, 2)),
+                                   [[0.9, 0.1, 0.0], [0.25, 0.0, 0.75], [0.0, 0.5, 0.5]], [0.5, 0.25, 0.25]),
+])
+def test_the_size_lower_bound_is_below_the_record(make, monkeypatch) -> None:
+    """record_size_lower_bound never exceeds the record's canonical size, packed or not."""
+    inst = make()
+    for threshold in (encode.PACKED_MIN_ENTRIES, 1):
+        monkeypatch.setattr(encode, "PACKED_MIN_ENTRIES", threshold)
+        assert 0 < encode.record_size_lower_bound(inst) <= len(jsonio.canonical_json(encode.instance_record(inst)))
+
+
+def test_certify_refuses_before_the_work_when_the_instance_alone_is_over_the_cap(tmp_path, monkeypatch) -> None:
+    inst = _gaussian(15)
+    monkeypatch.setattr(jsonio, "MAX_CERTIFICATE_BYTES", encode.record_size_lower_bound(inst) - 1)
+    out = tmp_path / "c.json"
+    with pytest.raises(InputError, match="would take at least .* nothing written"):
+        exact_certify(inst, certificate_out=str(out))
+    assert not out.exists()
+
+
 def test_a_reduction_too_large_to_rebuild_is_too_large_not_invalid(monkeypatch) -> None:
     """A frequent-token certificate whose reduced system is over the cells verify rebuilds: TOO LARGE."""
     from ntpcert.certificate.checker import reduction

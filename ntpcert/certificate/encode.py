@@ -114,6 +114,25 @@ def instance_record(instance: NTPInstance) -> dict[str, Any]:
     return rec
 
 
+def record_size_lower_bound(instance: NTPInstance) -> int:
+    """A lower bound on the bytes of the instance's record (:func:`instance_record`), from its sizes alone:
+    whatever form the writer picks, H takes at least 2 bytes an entry dense (a digit and a separator) or
+    7 a non-zero entry sparse (``[j,i,x]``), the latter only within
+    :data:`~ntpcert.certificate.format.MAX_SPARSE_EMBEDDING_CELLS`; counts likewise (within
+    :data:`~ntpcert.certificate.format.MAX_SPARSE_CELLS`), probabilities 2 bytes a cell. What a producer
+    checks against the size cap before it does the work of a certificate that could not be written."""
+    H = np.asarray(instance.embeddings)
+    m, d = H.shape
+    dense_h = 2 * m * d
+    emb = min(dense_h, 7 * int(np.count_nonzero(H))) if m * d <= MAX_SPARSE_EMBEDDING_CELLS else dense_h
+    if instance.counts is None:
+        return emb + 2 * m * instance.V
+    C = np.asarray(instance.counts)
+    dense_c = 2 * int(C.size)
+    law = min(dense_c, 7 * int(np.count_nonzero(C))) if C.size <= MAX_SPARSE_CELLS else dense_c
+    return emb + law
+
+
 # ---------------------------------------------------------------------------- rationals
 def matrix_strings(M) -> list[list[str]]:
     """An exact matrix (Fractions, ints or dyadic floats) as rows of rational strings."""
@@ -387,4 +406,4 @@ def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
 __all__ = ["FACTORED_MIN_ENTRIES", "PACKED_MIN_ENTRIES", "SPARSE_COUNTS_MAX_FILL", "SPARSE_DUAL_MAX_FILL",
            "SPARSE_EMBEDDINGS_MAX_FILL",
            "build_certificate", "certificate_body", "factored_record", "instance_record", "matrix_strings", "pack_f64",
-           "scaled_dyadic_strings", "sparse_embeddings_record", "sparse_list", "sparse_record", "to_strings_dyadic"]
+           "record_size_lower_bound", "scaled_dyadic_strings", "sparse_embeddings_record", "sparse_list", "sparse_record", "to_strings_dyadic"]

@@ -27,8 +27,9 @@ from ntpcert.exact.compatibility import (
     prime_exponents,
     w_star_closed_form,
 )
+from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import CheckResult, verify_certificate
-from ntpcert.certificate.encode import build_certificate, certificate_body
+from ntpcert.certificate.encode import build_certificate, certificate_body, record_size_lower_bound
 from ntpcert.certificate.jsonio import check_size, save, seal_canonical
 from ntpcert.certificate.schema import check_produced
 from ntpcert.errors import CertificateTooLarge, InputError
@@ -261,6 +262,7 @@ def exact_certify(
     t0 = time.perf_counter()
     if certificate_out is not None:
         check_output_file(certificate_out, "certificate_out")  # fail before the work, not after it
+        _check_writable_sizes(instance, certificate_out)
     # no least-squares point once (4) is refuted exactly: W* does not exist, and the fit is the float
     # stage's costliest part on large corpora
     rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
@@ -322,6 +324,17 @@ def exact_certify(
         stages.close()
     return ExactReport(rep, compat, sep, primes, E, wstar, note, bound, cert, check, written,
                        time.perf_counter() - t0, dict(stages.seconds), ex_key, why_keys)
+
+
+def _check_writable_sizes(instance: NTPInstance, path: str) -> None:
+    """:class:`InputError` before any work when the instance alone takes more than the size cap of a
+    certificate (:func:`~ntpcert.certificate.encode.record_size_lower_bound`)."""
+    least, cap = record_size_lower_bound(instance), jsonio.MAX_CERTIFICATE_BYTES
+    if least > cap:
+        raise InputError(f"certificate_out: the certificate for {path!r} would take at least {least} bytes for the "
+                         f"instance alone (m = {instance.m}, d = {instance.d}, V = {instance.V}), over the cap of "
+                         f"{cap} bytes (MAX_CERTIFICATE_BYTES) that ntpcert verify and tools/ntpcert_check.py read; "
+                         "nothing written")
 
 
 def _check_writable(text: str, path: str) -> None:
