@@ -24,6 +24,12 @@ class CertificateError(NTPCertError):
     """A certificate is malformed, or does not speak of the instance it is checked against."""
 
 
+class CertificateTooLarge(CertificateError):
+    """A certificate is over a size limit of the format (:data:`ntpcert.certificate.format.LIMITS`): too
+    large to check here, which says nothing about whether its claims hold. ``ntpcert verify`` reports it
+    as ``TOO LARGE`` with its own exit status, never as ``INVALID``."""
+
+
 class ExactArithmeticError(NTPCertError, ValueError):
     """An exact computation cannot proceed: values out of the representable range, a number too
     large to factorise, or an exact system that contradicts a float answer it was built from."""

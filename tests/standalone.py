@@ -30,6 +30,8 @@ def standalone(text: str | bytes) -> tuple[bool, str]:
         notes = checker.check(checker.parse(data))
     except checker.Invalid as err:
         return False, f"INVALID: {err}"
+    except checker.TooLarge as err:
+        return False, f"TOO LARGE: {err}"
     finally:
         sys.set_int_max_str_digits(old)
     return True, "VALID: " + "; ".join(notes)

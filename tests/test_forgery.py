@@ -29,7 +29,7 @@ from ntpcert.certificate.checker import (
     verify_text,
 )
 from ntpcert.cli.app import main
-from ntpcert.cli.verify import EXIT_INVALID
+from ntpcert.cli.verify import EXIT_INVALID, EXIT_TOO_LARGE
 from ntpcert.exact.rational import fraction_str, parse_fraction
 from ntpcert.instance.io import write_json
 from ntpcert.pipeline.exact_verdicts import exact_certify
@@ -439,6 +439,27 @@ def test_missing_keys_are_rejected(cases, path, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------- size cap, huge integers
+def _too_large(case: Case, text: str, needle: str, tmp_path, capsys, *, as_dict: bool = True) -> None:
+    """``text`` is TOO LARGE (exit 4, never INVALID), with a one-line reason containing ``needle``, through
+    the CLI (text and --json, without and with --data), the library and the standalone checker."""
+    path = tmp_path / "large.json"
+    path.write_text(text)
+    for extra in ([], ["--data", case.data]):
+        assert main(["verify", str(path), *extra]) == EXIT_TOO_LARGE
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].startswith("TOO LARGE: ") and needle in lines[0] and "INVALID" not in lines[0], lines
+        assert main(["verify", str(path), *extra, "--json"]) == EXIT_TOO_LARGE
+        obj = json.loads(capsys.readouterr().out)
+        assert obj["valid"] is False and obj["too_large"] is True and needle in obj["reason"]
+    for inst in (None, case.instance):
+        verdicts = [verify_text(text, inst), verify_file(path, inst)] + (
+            [verify_certificate(json.loads(text), inst)] if as_dict else [])
+        for v in verdicts:
+            assert not v.valid and v.too_large and needle in v.reason and "\n" not in v.reason, v.reason
+    ok, line = standalone(text)
+    assert not ok and line.startswith("TOO LARGE: "), line
+
+
 def test_oversize_file_is_refused_unread(cases, tmp_path, capsys):
     case = cases["sep"]
     path = tmp_path / "huge.cert.json"
@@ -447,13 +468,13 @@ def test_oversize_file_is_refused_unread(cases, tmp_path, capsys):
         fh.truncate(jsonio.MAX_CERTIFICATE_BYTES + 1)
     assert os.path.getsize(path) > jsonio.MAX_CERTIFICATE_BYTES
     for extra, against in (([], "the embedded data"), (["--data", case.data], "the DATA given")):
-        assert main(["verify", str(path), *extra]) == EXIT_INVALID
+        assert main(["verify", str(path), *extra]) == EXIT_TOO_LARGE
         lines = capsys.readouterr().out.splitlines()
-        assert lines[0].startswith("INVALID") and "MAX_CERTIFICATE_BYTES" in lines[0] and "over the cap" in lines[0]
+        assert lines[0].startswith("TOO LARGE") and "MAX_CERTIFICATE_BYTES" in lines[0] and "over the cap" in lines[0]
         assert against in lines[1]
     for inst in (None, case.instance):
         for v in (verify_file(path, inst), verify(str(path), inst)):
-            assert not v.valid and "over the cap" in v.reason
+            assert not v.valid and v.too_large and "over the cap" in v.reason
 
 
 def test_size_cap_is_a_module_constant_applied_to_text_too(cases, tmp_path, capsys, monkeypatch):
@@ -461,7 +482,7 @@ def test_size_cap_is_a_module_constant_applied_to_text_too(cases, tmp_path, caps
     text = jsonio.dumps(case.cert)
     monkeypatch.setattr(jsonio, "MAX_CERTIFICATE_BYTES", len(text) - 1)
     monkeypatch.setattr(standalone_checker, "MAX_BYTES", len(text) - 1)  # the reference checker's own cap
-    _rejected(case, text, "over the cap", tmp_path, capsys, as_dict=False)
+    _too_large(case, text, "over the cap", tmp_path, capsys, as_dict=False)
     monkeypatch.setattr(jsonio, "MAX_CERTIFICATE_BYTES", len(text))
     assert verify_text(text).valid
 
@@ -566,7 +587,7 @@ def test_sparse_counts_of_a_huge_matrix_are_refused_before_it_is_built(sparse_ca
     def edit(cert: dict) -> None:
         cert["instance"]["V"] = 10**12
         cert["instance"]["embedded"]["V"] = 10**12
-    _rejected(sparse_case, _forge(sparse_case, edit), f"exceeds {fmt.MAX_SPARSE_CELLS} cells", tmp_path, capsys)
+    _too_large(sparse_case, _forge(sparse_case, edit), f"exceeds {fmt.MAX_SPARSE_CELLS} cells", tmp_path, capsys)
 
 
 # ---------------------------------------------------------------------------- factored svm.W

@@ -1,5 +1,5 @@
 """tools/ntpcert_check.py, the standalone reference checker: it stands alone (standard library and
-python-flint only, at most 500 lines), and it agrees with ``ntpcert verify`` on genuine certificates of
+python-flint only, at most 900 lines), and it agrees with ``ntpcert verify`` on genuine certificates of
 every kind the writer makes. The forgeries of tests/test_forgery.py go through it in that file's harness."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ntpcert.pipeline.exact_verdicts import exact_certify
 from .conftest import random_instance
 from .standalone import PATH, standalone
 
-MAX_LINES = 500
+MAX_LINES = 900
 
 
 def test_it_imports_only_the_standard_library_and_flint() -> None:

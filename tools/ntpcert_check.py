@@ -4,20 +4,29 @@ NTP-compatibility (4), NTP-separability (6) and "the entropy bound is reachable"
 in it, in exact arithmetic, with the standard library and python-flint only (nothing from ntpcert, so no code is
 shared with the writer). Sections it does not check are listed as not checked, never counted as checked.
 Exit status: 0 when every claim checks (null checks as undetermined); 1 with one line ``INVALID: <field>:
-<reason>`` naming the first that fails; 2 when CERT cannot be read."""
+<reason>`` naming the first that fails; 2 when CERT cannot be read; 4 with one line ``TOO LARGE: <field>:
+<reason>`` when CERT is over a size limit of the format (LIMITS): too large to check here, not a verdict."""
 
+import base64
 import hashlib
 import json
 import math
+import os
 import re
+import struct
 import sys
 
 import flint
 
 FORMAT, VERSION = "ntpcert-certificate", 1
-MAX_BYTES = 256 * 2**20
-MAX_INT_DIGITS = 4300
-MAX_SPARSE_CELLS = 10**8
+#: The format's size limits (docs/certificate-format.md, section 1), a copy of ntpcert.certificate.format.LIMITS
+#: (a test holds the two equal): a certificate over one is too large to check here, not invalid.
+LIMITS = {"certificate_bytes": 536_870_912, "json_integer_digits": 4300, "sparse_count_cells": 100_000_000,
+          "sparse_embedding_cells": 100_000_000, "why_not_cells": 2_000_000}
+MAX_BYTES = LIMITS["certificate_bytes"]
+MAX_INT_DIGITS = LIMITS["json_integer_digits"]
+MAX_SPARSE_CELLS = LIMITS["sparse_count_cells"]
+MAX_SPARSE_EMBEDDING_CELLS = LIMITS["sparse_embedding_cells"]
 #: A prime for ranks mod p when the certificate names none (a rank mod p is at most the rank over Q).
 DEFAULT_PRIME = 2**61 - 1
 RATIONAL = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?\Z")
@@ -31,9 +40,18 @@ class Invalid(Exception):
     """A certificate that does not prove what it claims; the message names the field."""
 
 
+class TooLarge(Exception):
+    """A certificate over a size limit of the format (LIMITS): not checked, so neither valid nor invalid."""
+
+
 def refuse(condition, message):
     if condition:
         raise Invalid(message)
+
+
+def too_large(condition, message):
+    if condition:
+        raise TooLarge(message)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -53,7 +71,7 @@ def _int(text):
 
 def parse(data):
     """The certificate as a dict, parsed strictly: no repeated key, no NaN or Infinity, bounded integers."""
-    refuse(len(data) > MAX_BYTES, f"file: over the cap of {MAX_BYTES} bytes")
+    too_large(len(data) > MAX_BYTES, f"file: over the cap of {MAX_BYTES} bytes")
     try:
         cert = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_int=_int,
                           parse_constant=lambda name: refuse(True, f"number: {name} is not a finite number"),
@@ -127,6 +145,30 @@ def sparse(items, bounds, field, value=None):
     return out
 
 
+def packed_rows(text, m, d, field):
+    """``embeddings_f64``: standard base64 (padded, nothing else) of the m d entries of H as little-endian
+    binary64 in row-major order, in its one spelling (re-encoding gives the text back; no NaN, infinity or
+    -0.0); the rows as {i: fmpq} of the nonzero entries, each the dyadic rational of its bits."""
+    refuse(type(text) is not str or len(text) != 4 * ((8 * m * d + 2) // 3),
+           f"{field}: not the length of base64 of {m} x {d} float64 values")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        raise Invalid(f"{field}: not base64") from None
+    refuse(len(raw) != 8 * m * d or base64.b64encode(raw).decode("ascii") != text,
+           f"{field}: not the canonical base64 spelling of {m * d} float64 values")
+    xs, rows = struct.unpack(f"<{m * d}d", raw), []
+    for j in range(m):
+        row = {}
+        for i, x in enumerate(xs[j * d:(j + 1) * d]):
+            refuse(not math.isfinite(x) or (x == 0 and math.copysign(1.0, x) < 0),
+                   f"{field}[{j}][{i}]: {x!r} is not a finite float other than -0.0")
+            if x:
+                row[i] = flint.fmpq(*x.as_integer_ratio())
+        rows.append(row)
+    return rows
+
+
 # ------------------------------------------------------------------------------------------ the instance
 class Instance:
     """H (m x d, exact), the supports S_j, the positive in-support values c_{j,z} (counts or
@@ -139,8 +181,9 @@ class Instance:
         law = "counts" if "counts" in rec else "counts_sparse" if "counts_sparse" in rec else "probs"
         need = {"counts": ("name", "counts"), "counts_sparse": ("name", "V", "counts_sparse"),
                 "probs": ("name", "probs", "weights")}[law]
-        dense_h = "embeddings" in rec
-        need += ("embeddings",) if dense_h else ("embeddings_shape", "embeddings_sparse")
+        dense_h, packed = "embeddings" in rec, "embeddings_f64" in rec
+        need += ("embeddings",) if dense_h else ("embeddings_shape",
+                                                 "embeddings_f64" if packed else "embeddings_sparse")
         keys(rec, "instance.embedded", need, ("token_names", "context_names"))
         emb = rec["embeddings"] if dense_h else rec["embeddings_shape"]
         refuse(not dense_h and (type(emb) is not list or len(emb) != 2),
@@ -159,8 +202,11 @@ class Instance:
                    f"instance.embedded.embeddings: expected {m} rows of {d} numbers")
             for j, r in enumerate(emb):
                 self.H[j] = {i: x for i, x in enumerate(exact(x, f"instance.embedded.embeddings[{j}]") for x in r) if x}
+        elif packed:
+            self.H = packed_rows(rec["embeddings_f64"], m, d, "instance.embedded.embeddings_f64")
         else:
-            refuse(m * d > MAX_SPARSE_CELLS, f"instance.embedded.embeddings_shape: {m * d} cells, over the cap")
+            too_large(m * d > MAX_SPARSE_EMBEDDING_CELLS, f"instance.embedded.embeddings_shape: {m * d} cells, "
+                      f"over the cap of {MAX_SPARSE_EMBEDDING_CELLS}")
             entries = sparse(rec["embeddings_sparse"], (m, d), "instance.embedded.embeddings_sparse", exact)
             refuse(list(entries) != sorted(entries) or not all(entries.values()),
                    "instance.embedded.embeddings_sparse: entries not nonzero and in increasing (j, i) order")
@@ -175,8 +221,8 @@ class Instance:
                f"probabilities_exact_from_floats: {from_floats!r} does not describe the embedded data")
         vals = [dict() for _ in range(m)]
         if law == "counts_sparse":
-            refuse(m * V > MAX_SPARSE_CELLS,
-                   f"instance.embedded.counts_sparse: m V = {m * V} cells, over the cap of {MAX_SPARSE_CELLS}")
+            too_large(m * V > MAX_SPARSE_CELLS,
+                      f"instance.embedded.counts_sparse: m V = {m * V} cells, over the cap of {MAX_SPARSE_CELLS}")
             entries = sparse(rec["counts_sparse"], (m, V), "instance.embedded.counts_sparse", count)
             refuse(list(entries) != sorted(entries),
                    "instance.embedded.counts_sparse: the entries are not in increasing (j, t) order")
@@ -481,10 +527,15 @@ def main(argv=None):
     sys.set_int_max_str_digits(0)  # rational strings of any length (integer literals are capped above)
     try:
         with open(args[0], "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            too_large(size > MAX_BYTES, f"file: {size} bytes, over the cap of {MAX_BYTES} bytes")  # refused unread
             notes = check(parse(fh.read(MAX_BYTES + 1)))
     except OSError as err:
         print(f"cannot read {args[0]}: {err.strerror or err}", file=sys.stderr)
         return 2
+    except TooLarge as err:
+        print(f"TOO LARGE: {err} (too large to check here; not a verdict on its claims)")
+        return 4
     except Invalid as err:
         print(f"INVALID: {err}")
         return 1

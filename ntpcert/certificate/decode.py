@@ -21,6 +21,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from ntpcert.certificate.packed import unpack_f64
 from ntpcert.certificate.schema import RATIONAL_RE, digits_to_int, parse_rational, show, type_name
 from ntpcert.certificate.structure import check_shape, is_count
 from ntpcert.errors import CertificateError, InputError
@@ -30,10 +31,10 @@ from ntpcert.instance import NTPInstance
 def instance_from_record(rec: Any) -> NTPInstance:
     """Rebuild the embedded instance (whose structure :func:`check_schema` has checked); raises
     :class:`CertificateError` when it is malformed."""
-    if type(rec) is not dict or not ("embeddings" in rec or "embeddings_sparse" in rec):
+    if type(rec) is not dict or not ("embeddings" in rec or "embeddings_sparse" in rec or "embeddings_f64" in rec):
         raise CertificateError("instance.embedded: missing or not an object with 'embeddings'")
-    if "embeddings_sparse" in rec:  # checked by check_schema (check_sparse_embeddings)
-        rec = {**{k: v for k, v in rec.items() if k not in ("embeddings_sparse", "embeddings_shape")},
+    if "embeddings_sparse" in rec or "embeddings_f64" in rec:  # checked by check_schema (shape, length, order)
+        rec = {**{k: v for k, v in rec.items() if k not in ("embeddings_sparse", "embeddings_f64", "embeddings_shape")},
                "embeddings": dense_embeddings(rec)}
     names = {k: rec.get(k) for k in ("token_names", "context_names")}
     name = rec.get("name")
@@ -56,8 +57,12 @@ def instance_from_record(rec: Any) -> NTPInstance:
 
 def dense_embeddings(rec: dict) -> np.ndarray:
     """The dense H of shape (m, d) of a record checked by
-    :func:`~ntpcert.certificate.structure.check_sparse_embeddings`."""
+    :func:`~ntpcert.certificate.structure.check_sparse_embeddings` or, packed,
+    :func:`~ntpcert.certificate.structure.check_packed_embeddings` (whose bytes are checked here:
+    :func:`~ntpcert.certificate.packed.unpack_f64`)."""
     m, d = rec["embeddings_shape"]
+    if "embeddings_f64" in rec:
+        return unpack_f64(rec["embeddings_f64"], (m, d), "instance.embedded.embeddings_f64")
     H = np.zeros((m, d), dtype=np.float64)
     items = rec["embeddings_sparse"]
     if items:

@@ -55,7 +55,11 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
   ``"embeddings_shape": [m, d], "embeddings_sparse": [[j, i, x], ...]`` instead
   (:data:`~ntpcert.certificate.encode.SPARSE_EMBEDDINGS_MAX_FILL`, at most
   :data:`MAX_SPARSE_EMBEDDING_CELLS` cells m·d: ``[j, i, x]`` triples of the non-zero entries only, sorted by
-  (j, i), each once, every x a finite non-zero number, so the dense H is the same float64 bytes).
+  (j, i), each once, every x a finite non-zero number, so the dense H is the same float64 bytes). A large
+  dense H of floats (:data:`~ntpcert.certificate.encode.PACKED_MIN_ENTRIES`) is written
+  ``"embeddings_shape": [m, d], "embeddings_f64": "<base64>"``: the standard base64 of its entries'
+  little-endian binary64 bytes, row-major, in its one spelling (re-encoding gives the text back; no NaN,
+  infinity or -0.0), :mod:`ntpcert.certificate.packed`. It halves a Gaussian H against decimals.
 * ``why_not_separable`` (with a false separability claim): an irreducible non-separable set of
   contexts (strictly increasing), a Farkas ray whose support is exactly that set, and per context
   of the set, in the same order, a rational W on the embedding columns ``cols`` (V rows of
@@ -70,7 +74,10 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
 :func:`~ntpcert.certificate.jsonio.load` and checked by
 :func:`~ntpcert.certificate.structure.check_schema` before anything else looks at it:
 
-* the file is at most :data:`MAX_CERTIFICATE_BYTES` (256 MiB), refused *before* it is read;
+* the file is at most :data:`MAX_CERTIFICATE_BYTES` (512 MiB), refused *before* it is read, as
+  too large to check (:class:`~ntpcert.errors.CertificateTooLarge`, ``TOO LARGE`` from ``ntpcert verify``,
+  exit 4), like a sparse record over its cell limit: every size limit is in :data:`LIMITS`, which
+  ``tools/ntpcert_check.py`` copies and the producer respects (``certify`` writes no file over it);
 * a repeated key in any JSON object, the constants ``NaN``/``Infinity``/``-Infinity``, a number
   literal that overflows to infinity, and an integer literal of more than
   :data:`~ntpcert.certificate.schema.MAX_JSON_INTEGER_DIGITS` digits are refused while parsing (so
@@ -97,20 +104,38 @@ from __future__ import annotations
 FORMAT = "ntpcert-certificate"
 VERSION = 1
 
+#: Every size limit of the format, in one place: what a reader refuses as too large to check here, and
+#: what the producer therefore never writes. ``tools/ntpcert_check.py`` holds a copy of this table (it
+#: imports nothing from ntpcert); ``tests/test_compact_certificates.py`` checks that the two are equal.
+#:
+#: * ``certificate_bytes``: the largest certificate file, refused from its size before it is read;
+#: * ``json_integer_digits``: the most digits of a JSON integer literal (a format rule rather than a
+#:   size: integers of any length are written as rational strings);
+#: * ``sparse_count_cells``: the largest count matrix m·V a ``counts_sparse`` record may describe;
+#: * ``sparse_embedding_cells``: the largest H (m·d) an ``embeddings_sparse`` record may describe;
+#: * ``why_not_cells``: the most entries the points of a ``why_not_separable`` section hold in all.
+LIMITS: dict[str, int] = {
+    "certificate_bytes": 512 * 2**20,
+    "json_integer_digits": 4300,
+    "sparse_count_cells": 100_000_000,
+    "sparse_embedding_cells": 100_000_000,
+    "why_not_cells": 2_000_000,
+}
+
 #: The largest certificate file (bytes) :func:`~ntpcert.certificate.jsonio.load` reads; a larger one is
-#: refused before it is read.
-MAX_CERTIFICATE_BYTES = 256 * 2**20
+#: refused before it is read (as too large, not as invalid), and ``certify`` writes none.
+MAX_CERTIFICATE_BYTES = LIMITS["certificate_bytes"]
 
 #: The most entries the points of a ``why_not_separable`` section may hold in all (V per column).
-MAX_WHY_NOT_CELLS = 2_000_000
+MAX_WHY_NOT_CELLS = LIMITS["why_not_cells"]
 
 #: The largest count matrix (m·V cells) a sparse record may describe (the checker builds it dense,
 #: 8 bytes a cell). 10^8 admits the whitespace-split pydoc text (m = V = 8,831: 78 M cells, 156 MB as
 #: dense JSON, 2 MB sparse), which ``--max-entries 100000000`` builds.
-MAX_SPARSE_CELLS = 100_000_000
+MAX_SPARSE_CELLS = LIMITS["sparse_count_cells"]
 
 #: The largest H (m·d cells) a sparse record may describe (the checker builds it dense, 8 bytes a cell).
-MAX_SPARSE_EMBEDDING_CELLS = 100_000_000
+MAX_SPARSE_EMBEDDING_CELLS = LIMITS["sparse_embedding_cells"]
 
-__all__ = ["FORMAT", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS", "MAX_WHY_NOT_CELLS",
-           "VERSION"]
+__all__ = ["FORMAT", "LIMITS", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS",
+           "MAX_WHY_NOT_CELLS", "VERSION"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from ntpcert.certificate.format import FORMAT, MAX_CERTIFICATE_BYTES, VERSION
 from ntpcert.certificate.schema import MAX_JSON_INTEGER_DIGITS, show
-from ntpcert.errors import CertificateError, InputError
+from ntpcert.errors import CertificateError, CertificateTooLarge, InputError
 
 
 @contextlib.contextmanager
@@ -119,12 +119,22 @@ def save(cert: dict, path: str | os.PathLike, *, reseal: bool = True, canonical:
     ``canonical`` as in :func:`dumps`."""
     from ntpcert.util.files import atomic_write_bytes
 
-    atomic_write_bytes(path, dumps(cert, reseal=reseal, canonical=canonical).encode("ascii"))
+    text = dumps(cert, reseal=reseal, canonical=canonical)
+    check_size(text, f"the certificate for {os.fspath(path)!r}")  # nothing is written
+    atomic_write_bytes(path, text.encode("ascii"))
 
 
-def _size_error(size: int, what: str) -> CertificateError:
-    return CertificateError(f"{what} is {size} bytes, over the cap of {MAX_CERTIFICATE_BYTES} bytes "
-                            f"({MAX_CERTIFICATE_BYTES / 2**20:g} MiB, MAX_CERTIFICATE_BYTES)")
+def _size_error(size: int, what: str) -> CertificateTooLarge:
+    return CertificateTooLarge(f"{what} is {size} bytes, over the cap of {MAX_CERTIFICATE_BYTES} bytes "
+                               f"({MAX_CERTIFICATE_BYTES / 2**20:g} MiB, MAX_CERTIFICATE_BYTES)")
+
+
+def check_size(text: str, what: str = "the certificate") -> None:
+    """Raise :class:`~ntpcert.errors.CertificateTooLarge` when ``text`` (ASCII: one byte a character) is
+    over :data:`~ntpcert.certificate.format.MAX_CERTIFICATE_BYTES`: what a producer calls before it
+    writes, so that no file it writes is refused by a reader for its size."""
+    if len(text) > MAX_CERTIFICATE_BYTES:
+        raise _size_error(len(text), what)
 
 
 def loads(text: str) -> dict:
@@ -134,8 +144,7 @@ def loads(text: str) -> dict:
     The schema itself is checked by :func:`check_schema`."""
     from ntpcert.util.strict_json import StrictJSONError, strict_loads
 
-    if len(text) > MAX_CERTIFICATE_BYTES:  # every character is at least one byte
-        raise _size_error(len(text), "the certificate text")
+    check_size(text, "the certificate text")  # every character is at least one byte
     try:
         obj = strict_loads(text, max_int_digits=MAX_JSON_INTEGER_DIGITS,
                            cap_note=" (MAX_JSON_INTEGER_DIGITS); large integers belong in rational strings")
@@ -186,5 +195,5 @@ def load(path: str | os.PathLike) -> dict:
     return loads(text)
 
 
-__all__ = ["PRETTY_MAX_ENTRIES", "canonical_json", "checksum", "dumps", "load", "loads", "save", "seal",
+__all__ = ["PRETTY_MAX_ENTRIES", "canonical_json", "check_size", "checksum", "dumps", "load", "loads", "save", "seal",
            "seal_canonical", "sealed_text_matches", "unlimited_int_digits"]

@@ -19,11 +19,12 @@ from typing import Any
 import flint
 
 from ntpcert.errors import CertificateError
+from ntpcert.certificate.format import LIMITS
 from ntpcert.certificate.provenance import SOURCE_SCHEMA, VOCABULARY_SCHEMA
 
 #: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
 #: of any length travel as rational strings; the integers of the schema are sizes and indices.
-MAX_JSON_INTEGER_DIGITS = 4300
+MAX_JSON_INTEGER_DIGITS = LIMITS["json_integer_digits"]
 
 #: The most digits of a prime in ``compatibility.primes`` or a prime key: what the reader accepts.
 MAX_PRIME_DIGITS = MAX_JSON_INTEGER_DIGITS
@@ -61,16 +62,19 @@ SCHEMA: dict[str, dict[str, str]] = {
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
-        "name": "str", "embeddings?": "list", "embeddings_shape?": "list", "embeddings_sparse?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_shape?": "list",
+        "embeddings_sparse?": "list",
         "counts": "list", "token_names?": "list", "context_names?": "list",
     },
     "instance.embedded/counts_sparse": {
-        "name": "str", "embeddings?": "list", "embeddings_shape?": "list", "embeddings_sparse?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_shape?": "list",
+        "embeddings_sparse?": "list",
         "V": "size", "counts_sparse": "list", "token_names?": "list",
         "context_names?": "list",
     },
     "instance.embedded/probs": {
-        "name": "str", "embeddings?": "list", "embeddings_shape?": "list", "embeddings_sparse?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_shape?": "list",
+        "embeddings_sparse?": "list",
         "probs": "list", "weights": "list",
         "token_names?": "list", "context_names?": "list",
     },

@@ -17,7 +17,8 @@ from ntpcert.certificate.provenance import check_source
 from ntpcert.certificate.schema import (
     KIND_TEXT, MAX_SCHEMA_INT, check_kind, check_prime_key, check_primes, check_section, show, type_name,
 )
-from ntpcert.errors import CertificateError
+from ntpcert.certificate.packed import packed_length
+from ntpcert.errors import CertificateError, CertificateTooLarge
 
 
 def check_source_section(sec: Any) -> None:
@@ -246,7 +247,7 @@ def _check_why_not_separable(sec: Any, m: int, d: int, V: int) -> None:
         _check_indices(rec["cols"], d, f"{name}.cols")
         cells += V * len(rec["cols"])
         if cells > MAX_WHY_NOT_CELLS:
-            raise CertificateError(f"{name}.W: the deletions' points exceed {MAX_WHY_NOT_CELLS} entries in all")
+            raise CertificateTooLarge(f"{name}.W: the deletions' points exceed {MAX_WHY_NOT_CELLS} entries in all")
         if rec["cols"]:
             _check_entries(rec["W"], V, len(rec["cols"]), f"{name}.W", _is_str, "a rational string", _all_str)
         elif rec["W"] != []:
@@ -262,7 +263,7 @@ def _check_sparse_counts(items: list, m: int, V: int) -> None:
     ``(j, t)`` strictly increasing, and m·V at most :data:`MAX_SPARSE_CELLS`."""
     field = "instance.embedded.counts_sparse"
     if m * V > MAX_SPARSE_CELLS:
-        raise CertificateError(f"instance.embedded.V: m * V = {m} * {V} exceeds {MAX_SPARSE_CELLS} cells")
+        raise CertificateTooLarge(f"instance.embedded.V: m * V = {m} * {V} exceeds {MAX_SPARSE_CELLS} cells")
     last = (-1, -1)
     for n, t in enumerate(items):
         if not (type(t) is list and len(t) == 3 and set(map(type, t)) <= {int} and 0 <= t[0] < m and 0 <= t[1] < V
@@ -291,11 +292,14 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
         raise CertificateError(f"instance.embedded: expected an object, got {type_name(rec)} {show(rec)}")
     variant = "counts" if "counts" in rec else ("counts_sparse" if "counts_sparse" in rec else "probs")
     check_section(rec, f"instance.embedded/{variant}", "instance.embedded")
-    if ("embeddings" in rec) == ("embeddings_sparse" in rec) or ("embeddings_sparse" in rec) != (
-            "embeddings_shape" in rec):
-        raise CertificateError("instance.embedded: give embeddings, or embeddings_sparse with embeddings_shape")
+    if (("embeddings" in rec) + ("embeddings_sparse" in rec) + ("embeddings_f64" in rec) != 1
+            or ("embeddings" in rec) == ("embeddings_shape" in rec)):
+        raise CertificateError("instance.embedded: give embeddings, or embeddings_sparse with embeddings_shape, or "
+                               "embeddings_f64 with embeddings_shape")
     if "embeddings_sparse" in rec:
         check_sparse_embeddings(rec, m, d)
+    if "embeddings_f64" in rec:
+        check_packed_embeddings(rec, m, d)
     # the header against the embedded arrays' own sizes, so that a header lie is named as one
     emb, laws = rec.get("embeddings", []), rec[variant]
     sizes = {"m": len(emb) if "embeddings" in rec else m, "d": len(emb[0]) if emb and type(emb[0]) is list else None,
@@ -331,6 +335,19 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
     _check_names(rec, "context_names", m)
 
 
+def check_packed_embeddings(rec: dict, m: int, d: int) -> None:
+    """The structure of a packed H (:mod:`ntpcert.certificate.packed`) against the header's m and d:
+    the shape and the text's length, before anything is decoded; the bytes themselves are checked as
+    they are decoded (:func:`~ntpcert.certificate.packed.unpack_f64`)."""
+    shape = rec.get("embeddings_shape")
+    if shape != [m, d] or set(map(type, shape)) != {int}:
+        raise CertificateError(f"instance.embedded.embeddings_shape: {show(shape)}, expected [{m}, {d}] (the header)")
+    want = packed_length(m * d)
+    if len(rec["embeddings_f64"]) != want:
+        raise CertificateError(f"instance.embedded.embeddings_f64: has {len(rec['embeddings_f64'])} characters, "
+                               f"expected {want} (base64 of {m * d} float64 values, {m} x {d})")
+
+
 def check_sparse_embeddings(rec: dict, m: int, d: int) -> None:
     """The structure of a sparse H against the header's m and d (module doc); raises
     :class:`CertificateError` naming the field and the value."""
@@ -338,8 +355,8 @@ def check_sparse_embeddings(rec: dict, m: int, d: int) -> None:
     if shape != [m, d]:
         raise CertificateError(f"instance.embedded.embeddings_shape: {show(shape)}, expected [{m}, {d}] (the header)")
     if m * d > MAX_SPARSE_EMBEDDING_CELLS:
-        raise CertificateError(f"instance.embedded.embeddings_shape: m * d = {m} * {d} exceeds "
-                               f"{MAX_SPARSE_EMBEDDING_CELLS} cells")
+        raise CertificateTooLarge(f"instance.embedded.embeddings_shape: m * d = {m} * {d} exceeds "
+                                  f"{MAX_SPARSE_EMBEDDING_CELLS} cells")
     field = "instance.embedded.embeddings_sparse"
     last = (-1, -1)
     for n, t in enumerate(rec["embeddings_sparse"]):
@@ -356,4 +373,5 @@ def check_sparse_embeddings(rec: dict, m: int, d: int) -> None:
         last = (t[0], t[1])
 
 
-__all__ = ["check_schema", "check_shape", "check_source_section", "check_sparse_embeddings", "is_count"]
+__all__ = ["check_packed_embeddings", "check_schema", "check_shape", "check_source_section", "check_sparse_embeddings",
+           "is_count"]

@@ -1,10 +1,12 @@
 """``ntpcert verify CERT [--data DATA]``: check a certificate in exact arithmetic.
 
-Prints ``VALID`` (exit 0) or ``INVALID: reason`` (exit 3). A truncated or unparseable file is
-INVALID with its reason; so is a CERT over the size cap
-(:data:`ntpcert.certificate.format.MAX_CERTIFICATE_BYTES`, refused unread) and one with an integer
-literal of more than :data:`~ntpcert.certificate.schema.MAX_JSON_INTEGER_DIGITS` digits. A CERT
-that cannot be opened, or a DATA that cannot be loaded, is bad input (exit 2).
+Prints ``VALID`` (exit 0), ``INVALID: reason`` (exit 3) or ``TOO LARGE: reason`` (exit 4). A
+truncated or unparseable file is INVALID with its reason; so is one with an integer literal of more
+than :data:`~ntpcert.certificate.schema.MAX_JSON_INTEGER_DIGITS` digits (a rule of the format). A CERT
+over a size limit of the format (:data:`ntpcert.certificate.format.LIMITS`: the file's bytes,
+refused unread, or the cells of a sparse record) is TOO LARGE: too large to check here, which says
+nothing about its claims. A CERT that cannot be opened, or a DATA that cannot be loaded, is bad
+input (exit 2).
 
 Without ``--data`` the instance embedded in the certificate is used; with it, DATA must be the very
 instance the certificate names (same fingerprint, same names). The output always says which: the
@@ -22,6 +24,9 @@ from ntpcert.cli.options import data_options, emit_json, emit_lines, json_option
 
 #: Exit status of an invalid certificate (0 is VALID, 1 an internal error, 2 bad input).
 EXIT_INVALID = 3
+#: Exit status of a certificate over a size limit of the format: too large to check here, neither VALID
+#: nor INVALID.
+EXIT_TOO_LARGE = 4
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -29,7 +34,8 @@ def register(subparsers: Any, name: str) -> None:
         name,
         help="check a certificate written by 'certify --exact' in exact arithmetic",
         description="Re-derive every claim of a certificate from its instance in exact rational arithmetic. "
-        f"Prints VALID (exit 0) or INVALID with the reason (exit {EXIT_INVALID}).",
+        f"Prints VALID (exit 0), INVALID with the reason (exit {EXIT_INVALID}), or TOO LARGE when the "
+        f"certificate is over a size limit of the format (exit {EXIT_TOO_LARGE}).",
     )
     p.add_argument("cert", metavar="CERT", help="certificate file (JSON)")
     data_options(p, positional=False)
@@ -47,4 +53,6 @@ def run(args: argparse.Namespace) -> int:
         emit_json(verdict_json(verdict, args.cert, args.data))
     else:
         emit_lines(verdict_lines(verdict, args.cert, args.data))
-    return 0 if verdict.valid else EXIT_INVALID
+    if verdict.valid:
+        return 0
+    return EXIT_TOO_LARGE if verdict.too_large else EXIT_INVALID

@@ -27,10 +27,12 @@ from ntpcert.exact.compatibility import (
     prime_exponents,
     w_star_closed_form,
 )
+from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import CheckResult, verify_certificate
-from ntpcert.certificate.encode import build_certificate, certificate_body
-from ntpcert.certificate.jsonio import save, seal_canonical
+from ntpcert.certificate.encode import build_certificate, certificate_body, record_size_lower_bound
+from ntpcert.certificate.jsonio import check_size, save, seal_canonical
 from ntpcert.certificate.schema import check_produced
+from ntpcert.errors import CertificateTooLarge, InputError
 from ntpcert.exact.rational import fraction_str
 from ntpcert.exact.svm_gap import ExactSVMBounder, SVMBound, exact_svm_bound
 from ntpcert.instance import NTPInstance
@@ -234,7 +236,10 @@ def exact_certify(
         NTP-SVM backend of the float stage.
     certificate_out : str, optional
         Write the certificate here (atomically), once the independent check accepts it; a certificate it
-        refuses is not written (the report says INVALID and why, and ``path`` is None).
+        refuses is not written (the report says INVALID and why, and ``path`` is None). A certificate over
+        :data:`~ntpcert.certificate.format.MAX_CERTIFICATE_BYTES`, which ``ntpcert verify`` and
+        ``tools/ntpcert_check.py`` would refuse as too large, is not written either: :class:`InputError`
+        says so, naming the size and the cap (``certify`` exits 2), before the independent check runs.
     w_star : {"auto", "always", "never"}
         Closed form of W* (``auto``: small systems only, see ``W_STAR_MAX_ROWS``).
     separability_solver : {"auto", "structured", "highs"}
@@ -257,6 +262,7 @@ def exact_certify(
     t0 = time.perf_counter()
     if certificate_out is not None:
         check_output_file(certificate_out, "certificate_out")  # fail before the work, not after it
+        _check_writable_sizes(instance, certificate_out)
     # no least-squares point once (4) is refuted exactly: W* does not exist, and the fit is the float
     # stage's costliest part on large corpora
     rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
@@ -303,16 +309,41 @@ def exact_certify(
             if source is not None:
                 body["source"] = source
             cert, text = seal_canonical(body)
+            if certificate_out is not None:  # a file no checker would read is never written
+                _check_writable(text, certificate_out)
             check_produced(cert)  # the table verify reads: a field it would refuse is never written
             # the checksum over the text to be written, not a second encoding of cert
             check = verify_certificate(cert, sealed_text=text if text.startswith('{"checksum":') else None)
             if certificate_out is not None and check.valid:  # its checksum checked just now
-                save(cert, certificate_out, reseal=False, canonical=text)
+                try:
+                    save(cert, certificate_out, reseal=False, canonical=text)
+                except CertificateTooLarge as err:  # the indented form of a small one, in principle
+                    raise InputError(f"certificate_out: {err}; nothing written") from None
             written = certificate_out if check.valid else None  # a certificate its checker refuses is not written
     finally:
         stages.close()
     return ExactReport(rep, compat, sep, primes, E, wstar, note, bound, cert, check, written,
                        time.perf_counter() - t0, dict(stages.seconds), ex_key, why_keys)
+
+
+def _check_writable_sizes(instance: NTPInstance, path: str) -> None:
+    """:class:`InputError` before any work when the instance alone takes more than the size cap of a
+    certificate (:func:`~ntpcert.certificate.encode.record_size_lower_bound`)."""
+    least, cap = record_size_lower_bound(instance), jsonio.MAX_CERTIFICATE_BYTES
+    if least > cap:
+        raise InputError(f"certificate_out: the certificate for {path!r} would take at least {least} bytes for the "
+                         f"instance alone (m = {instance.m}, d = {instance.d}, V = {instance.V}), over the cap of "
+                         f"{cap} bytes (MAX_CERTIFICATE_BYTES) that ntpcert verify and tools/ntpcert_check.py read; "
+                         "nothing written")
+
+
+def _check_writable(text: str, path: str) -> None:
+    """:class:`InputError` when the canonical text of a certificate is over the size cap of its readers."""
+    try:
+        check_size(text, f"the certificate for {path!r}")
+    except CertificateTooLarge as err:
+        raise InputError(f"certificate_out: {err}, which ntpcert verify and tools/ntpcert_check.py refuse as too "
+                         "large to check; nothing written") from None
 
 
 #: The whole-system exact test (fraction-free null space of G) is run only up to this many rows.

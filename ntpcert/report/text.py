@@ -132,6 +132,17 @@ def vocabulary_lines(merge: Any, *, svm_asked: bool) -> list[str]:
     return wrap_lines(lines)
 
 
+def _short_number(v: Any) -> str:
+    """An exact coefficient for a report line: in full up to about 40 digits, else by its size (a
+    Gaussian corpus's null vectors have coefficients of thousands of digits, past the interpreter's
+    int-string limit; the certificate holds them in full)."""
+    num, den = getattr(v, "numerator", v), getattr(v, "denominator", 1)
+    bits = max(abs(int(num)).bit_length(), int(den).bit_length())
+    if bits <= 128:
+        return str(v)
+    return f"{'-' if num < 0 else ''}<a rational of about {int(bits * 0.30103) + 1} digits>"
+
+
 def _exact_compat_text(r: Any) -> str:
     """The exact witness of (4) in words (:mod:`ntpcert.verdict`)."""
     from ntpcert.verdict import EmbeddingsFullRank, ParticularSolutions, ViolatingNullVector
@@ -145,7 +156,7 @@ def _exact_compat_text(r: Any) -> str:
         from ntpcert.pipeline.exact_verdicts import violation_exponents
 
         yE = violation_exponents(r.float_report.subspace.system, w.y, r.primes, r.E)
-        viol = " + ".join(f"{v}*log({p})" for p, v in yE.items())
+        viol = " + ".join(f"{_short_number(v)}*log({p})" for p, v in yE.items())
         return f"exact: null vector y with y^T b = {viol} != 0"
     rank = getattr(w, "rank", None)
     modulus = getattr(w, "modulus", None)

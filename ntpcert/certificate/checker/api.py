@@ -61,7 +61,10 @@ exact integer lower bound or settled in Python integers. What it checks:
 * **claims**: the summary claims equal (type-exactly, ``is``) the sections they summarise, and
   ``entropy_bound_reachable`` is their Kleene conjunction.
 
-A certificate is INVALID at the first failed check, with a one-line reason that names the field.
+A certificate is INVALID at the first failed check, with a one-line reason that names the field. A
+certificate over a size limit of the format (:data:`~ntpcert.certificate.format.LIMITS`: the file's bytes,
+the cells of a sparse record) is neither valid nor invalid but too large to check here
+(:attr:`CheckResult.too_large`, ``TOO LARGE`` from ``ntpcert verify``, its own exit status).
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ from ntpcert.certificate.checker.why_not import check_why_not
 from ntpcert.certificate.jsonio import checksum, load, loads, sealed_text_matches, unlimited_int_digits
 from ntpcert.certificate.schema import show
 from ntpcert.certificate.structure import check_schema
-from ntpcert.errors import CertificateError
+from ntpcert.errors import CertificateError, CertificateTooLarge
 from ntpcert.instance import NTPInstance
 
 #: :attr:`CheckResult.instance_source` when the instance embedded in the certificate was checked against.
@@ -109,6 +112,10 @@ class CheckResult:
     instance_source : {"embedded", "data"}
         Which instance the certificate was checked against: the one embedded in it
         (:data:`INSTANCE_EMBEDDED`) or the one given by the caller (:data:`INSTANCE_DATA`).
+    too_large : bool
+        Whether it was refused for a size limit of the format
+        (:data:`~ntpcert.certificate.format.LIMITS`) before its claims were checked: ``valid`` is
+        False then, and ``reason`` says which limit; its claims are neither confirmed nor refuted.
     """
 
     valid: bool
@@ -117,6 +124,7 @@ class CheckResult:
     claims: dict = field(default_factory=dict)
     seconds: float = 0.0
     instance_source: str = INSTANCE_EMBEDDED
+    too_large: bool = False
 
     @property
     def against(self) -> str:
@@ -179,6 +187,8 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *,
         checks.append("claims agree with the witnesses")
     except Invalid as err:
         return invalid(str(err))
+    except CertificateTooLarge as err:
+        return _too_large(err, source)
     except CertificateError as err:
         return invalid(f"malformed certificate: {err}")
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError, OverflowError,
@@ -187,10 +197,17 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *,
     return CheckResult(True, "", tuple(checks), copy.deepcopy(cert["claims"]), time.perf_counter() - t0, source)
 
 
+def _too_large(err: CertificateTooLarge, source: str) -> CheckResult:
+    return CheckResult(False, _one_line(str(err)), instance_source=source, too_large=True)
+
+
 def verify_text(text: str, instance: NTPInstance | None = None) -> CheckResult:
-    """Parse and check certificate text; an unreadable text is an invalid certificate."""
+    """Parse and check certificate text; an unreadable text is an invalid certificate, one over a size
+    limit too large (:attr:`CheckResult.too_large`)."""
     try:
         cert = loads(text)
+    except CertificateTooLarge as err:
+        return _too_large(err, _source(instance))
     except CertificateError as err:
         return CheckResult(False, _one_line(str(err)), instance_source=_source(instance))
     return verify_certificate(cert, instance)
@@ -198,9 +215,12 @@ def verify_text(text: str, instance: NTPInstance | None = None) -> CheckResult:
 
 def verify_file(path, instance: NTPInstance | None = None) -> CheckResult:
     """Read and check a certificate file (raises InputError only when the file cannot be read; a file
-    over :data:`~ntpcert.certificate.format.MAX_CERTIFICATE_BYTES` is INVALID, refused unread)."""
+    over :data:`~ntpcert.certificate.format.MAX_CERTIFICATE_BYTES` is refused unread as too large,
+    :attr:`CheckResult.too_large`)."""
     try:
         cert = load(path)
+    except CertificateTooLarge as err:
+        return _too_large(err, _source(instance))
     except CertificateError as err:
         return CheckResult(False, _one_line(str(err)), instance_source=_source(instance))
     return verify_certificate(cert, instance)

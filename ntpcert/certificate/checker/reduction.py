@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ntpcert.exact.modular import nmod_matrix, residues
+from ntpcert.errors import CertificateTooLarge
 
 #: Largest reduced matrix (rows x columns) whose kernel is computed mod p.
 MAX_REDUCED_CELLS = 6_000_000
@@ -94,12 +95,17 @@ def reduced_system(instance, p: int, *, max_cells: int = MAX_REDUCED_CELLS) -> R
     return ReducedSystem(A, var, tokens)
 
 
-def left_null_dimension_bound(instance, p: int) -> int | None:
-    """An upper bound on dim null(A_eq^T): the kernel dimension of the reduced system mod p (module doc);
-    None when the reduced system is too large to build."""
-    red = reduced_system(instance, p)
+def left_null_dimension_bound(instance, p: int) -> int:
+    """An upper bound on dim null(A_eq^T): the kernel dimension of the reduced system mod p (module doc).
+
+    Raises :class:`~ntpcert.errors.CertificateTooLarge` when the reduced system has more than
+    :data:`MAX_REDUCED_CELLS` cells: too large to rebuild here, which says nothing about the claim (the
+    producer decides by the same construction under the same cap, so it never writes such a certificate)."""
+    red = reduced_system(instance, p, max_cells=MAX_REDUCED_CELLS)
     if not isinstance(red, ReducedSystem):
-        return None
+        raise CertificateTooLarge(f"compatibility.frequent_tokens_modulus: the reduced system mod {p} is "
+                                  f"{red[0]:,} x {red[1]:,}, over the {MAX_REDUCED_CELLS:,} cells "
+                                  "(MAX_REDUCED_CELLS) this checker rebuilds")
     if not red.var:
         return 0
     return len(red.var) - int(nmod_matrix(red.A, p).rank())
