@@ -124,6 +124,12 @@ def test_custom_code_in_the_directory_is_refused_and_never_run(base, tmp_path, c
     assert not marker.exists()
 
 
+def test_an_adapter_directory_is_refused(base, tmp_path, capsys):
+    d = _copy(base, tmp_path)
+    (d / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tmp_path / "elsewhere")}))
+    _certify(base, tmp_path, capsys, d, "adapter_config.json")
+
+
 def test_transformers_is_asked_for_no_remote_code_and_no_pickle(base, monkeypatch):
     import transformers
 

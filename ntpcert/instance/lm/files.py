@@ -31,6 +31,9 @@ _HASH_CHUNK = 1 << 22
 #: The weights index of a sharded checkpoint.
 INDEX_NAME = "model.safetensors.index.json"
 
+#: A PEFT adapter's config: transformers would load the adapter's weights beside the model's.
+ADAPTER_NAME = "adapter_config.json"
+
 
 def sha256_file(path: str) -> str:
     """The SHA-256 of a file's bytes, as 64 lowercase hex digits (read in chunks)."""
@@ -157,6 +160,9 @@ def locate_model(model: str | os.PathLike, tokenizer: str | os.PathLike | None =
     if os.path.isdir(path):
         root = path
         config = inside(root, os.path.join(root, "config.json"), "the model's config", field)
+        if os.path.lexists(os.path.join(root, ADAPTER_NAME)):
+            raise InputError(f"{field}: {path!r} holds {ADAPTER_NAME}: an adapter directory is not read (its "
+                             "weights and base model would come from elsewhere); merge the adapter and save the model")
         single = os.path.join(root, "model.safetensors")
         if os.path.lexists(single):
             weights: tuple[str, ...] = (inside(root, single, "the weights", field),)
