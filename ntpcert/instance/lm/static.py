@@ -141,6 +141,7 @@ def read_static(files: ModelFiles) -> StaticModel:
         bad = ~np.isfinite(a)
         if bad.any():
             r, c = (int(i) for i in np.argwhere(bad)[0])
-            raise InputError(f"--model: tensor {name!r} has the non-finite entry {float(a[r, c])!r} at [{r}{'' if name == bias_name else f', {c}'}]")
+            at = f"[{r}]" if name == bias_name else f"[{r}, {c}]"
+            raise InputError(f"--model: tensor {name!r} has the non-finite entry {float(a[r, c])!r} at {at}")
     tied = dec is None or np.array_equal(W[:, : E.shape[1]], E)
     return StaticModel(E, W, bool(tied), bool(bias), (emb, dec or emb))
