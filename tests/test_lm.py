@@ -155,10 +155,11 @@ def test_a_head_that_is_not_linear_is_refused(lm_dir, monkeypatch):
     real = transformers.AutoModelForCausalLM.from_pretrained
 
     def patched(*args, **kwargs):
-        model = real(*args, **kwargs)
+        out = real(*args, **kwargs)  # (model, loading info): the reader asks for transformers' loading report
+        model = out[0] if isinstance(out, tuple) else out
         head = model.get_output_embeddings()
         model.set_output_embeddings(torch.nn.Sequential(head, torch.nn.Tanh()))
-        return model
+        return out
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", patched)
     with pytest.raises(InputError, match="not a linear layer"):

@@ -181,7 +181,70 @@ def checked_row_sums(C: np.ndarray) -> np.ndarray:
     return C.sum(axis=1)
 
 
+#: Integers of magnitude up to this are held exactly by float64 (its 53-bit significand).
+FLOAT_EXACT_INT = 2**53
+
+
+def _exact_real(name: str, idx: tuple[int, ...], v: Any) -> None:
+    """One entry of a real matrix: a string is refused, so is an integer float64 cannot hold exactly."""
+    if isinstance(v, (str, bytes, np.str_, np.bytes_)):
+        raise InputError(f"{_at(name, idx)}: value {show(v)} is a string, expected a number")
+    if isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        iv = int(v)
+        if -FLOAT_EXACT_INT <= iv <= FLOAT_EXACT_INT:
+            return
+        try:
+            exact = int(float(iv)) == iv
+        except OverflowError:
+            exact = False
+        if not exact:
+            raise InputError(f"{_at(name, idx)}: value {_show_int(iv)} is an integer that float64 cannot hold "
+                             "exactly (|value| > 2^53 and not a multiple of its spacing there); real entries are "
+                             "read as float64 and are never rounded, so give one float64 holds")
+
+
+def check_exact_reals(name: str, value: Any) -> None:
+    """Refuse what :func:`as_float_matrix` would round or parse: integers past 2^53 that float64 does not
+    hold exactly, and strings, each named by its entry. Arrays are checked vectorised; lists (as JSON gives
+    them) row by row, skipping rows of plain floats."""
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        kind = value.dtype.kind
+        if kind in "US":
+            if value.size:
+                idx = (0,) * value.ndim
+                _exact_real(name, idx, value[idx])
+        elif kind in "iu" and value.size:
+            big = np.argwhere((value > FLOAT_EXACT_INT) | ((value < -FLOAT_EXACT_INT) if kind == "i" else False))
+            for idx in big:
+                t = tuple(int(i) for i in idx)
+                _exact_real(name, t, int(value[t]))
+        return
+    if isinstance(value, np.ndarray):
+        for idx, v in np.ndenumerate(value):
+            _exact_real(name, tuple(int(i) for i in idx), v)
+        return
+    if not isinstance(value, (list, tuple)):
+        return
+    for j, row in enumerate(value):
+        if isinstance(row, (list, tuple)):
+            types = set(map(type, row))
+            if types <= {float}:
+                continue
+            if types <= {int, float} and -FLOAT_EXACT_INT <= min(row) and max(row) <= FLOAT_EXACT_INT:
+                continue  # (a NaN first makes min/max NaN, which fails the test: then entry by entry)
+            for i, v in enumerate(row):
+                if isinstance(v, (list, tuple, np.ndarray)):
+                    check_exact_reals(f"{name}[{j}]", v)
+                elif type(v) is not float:
+                    _exact_real(name, (j, i), v)
+        elif isinstance(row, np.ndarray):
+            check_exact_reals(f"{name}[{j}]", row)
+        elif type(row) is not float:
+            _exact_real(name, (j,), row)
+
+
 def as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
+    check_exact_reals(name, value)
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError, OverflowError) as err:

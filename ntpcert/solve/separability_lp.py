@@ -29,6 +29,11 @@ from ntpcert.util.interrupt import interruptible
 #: HiGHS methods tried in turn until one answers "feasible" or "infeasible".
 LP_METHODS = ("highs", "highs-ipm")
 
+#: The largest LP handed to HiGHS, in non-zeros of its constraint matrix (at most 2d per row, r + q rows;
+#: building it takes about 40 bytes a non-zero, 2 GB here). A larger LP is not built: the result says it
+#: is too large to try, decided from m, V, d and the supports alone, before anything is allocated.
+LP_MAX_NONZEROS = 50_000_000
+
 
 @dataclass(frozen=True)
 class LPResult:
@@ -73,6 +78,11 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
         W = np.zeros((inst.V, inst.d))
         return LPResult(True, W, None, 0.0, "no off-support tokens: (6b) is vacuous", 0.0,
                         text="no off-support tokens: (6b) is vacuous")
+    nnz = 2 * inst.d * (system.n_eq + system.n_margin)
+    if nnz > LP_MAX_NONZEROS:
+        why = (f"the separability LP is too large to try here: {system.n_eq + system.n_margin} rows of up to "
+               f"2d = {2 * inst.d} non-zeros ({nnz} in all), more than LP_MAX_NONZEROS = {LP_MAX_NONZEROS}")
+        return LPResult(False, None, None, None, why, 0.0, text=why)
     A_eq = system.eq_matrix()
     A_mar = system.margin_matrix()
     n = system.n_vars

@@ -3,7 +3,9 @@
 File contract (both formats)
 ----------------------------
 ``embeddings``
-    (m, d) real numbers.
+    (m, d) real numbers, read as float64: strings are refused, and so is an integer float64 cannot hold
+    exactly (past ``2**53``, e.g. ``2**53 + 1``), naming the entry; it is never rounded
+    (:func:`~ntpcert.instance.values.check_exact_reals`).
 ``counts``
     (m, V) non-negative integers, **or** ``probs`` (m, V) with ``weights`` (m,). Probabilities and
     weights may be numbers or exact fraction strings such as ``"1/3"`` (in ``.npz`` as a unicode

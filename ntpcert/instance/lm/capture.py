@@ -1,7 +1,10 @@
 r"""h_j exactly as the decoder sees it: a forward hook on the model's output embeddings.
 
-The model is opened with ``local_files_only=True`` (nothing reaches a hub) in the dtype it is stored
-in, and run without gradients. A forward pre-hook on ``model.get_output_embeddings()`` records the
+The model is opened with ``local_files_only=True`` (nothing reaches a hub), ``trust_remote_code=False``
+(no code from the directory runs) and ``use_safetensors=True`` (no pickle is unpickled) in the dtype it
+is stored in, after :mod:`ntpcert.instance.lm.checkpoint` has checked its config and tensors against
+the architecture, and run without gradients; transformers' loading report must list no missing or
+mismatched tensor. A forward pre-hook on ``model.get_output_embeddings()`` records the
 decoder's input at the last position: the hidden state after the final norm and any scaling the
 model applies before its head. With the head's weight :math:`W` (V, d) and bias :math:`b` (V,),
 
@@ -10,7 +13,9 @@ model applies before its head. With the head's weight :math:`W` (V, d) and bias 
 is recomputed in float64 and compared with the model's own logits :math:`\ell_j`; the capture's
 ``residual`` is :math:`\max_j \|\hat\ell_j - \ell_j\| / \|\ell_j\|`. A residual above
 :data:`RESIDUAL_MAX` for the model's dtype means the model does something to its logits after the
-head, and the capture is refused.
+head, and the capture is refused. A non-finite entry of the decoder (weight or bias), of a captured
+:math:`h_j` or of the model's logits is refused by name, checked explicitly (a NaN residual would
+otherwise compare as small).
 
 A bias becomes an appended constant coordinate: :math:`h_j \mapsto (h_j, 1)`, :math:`W \mapsto
 [W \; b]`, so the instance's decoder is linear. A head that is not ``torch.nn.Linear``, or a
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
+import math
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -34,7 +39,7 @@ from ntpcert.instance.lm.files import ModelFiles
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line
 
-__all__ = ["RESIDUAL_MAX", "Capture", "capture", "load_causal_lm", "require_lm"]
+__all__ = ["RESIDUAL_MAX", "Capture", "bos_token", "capture", "load_causal_lm", "require_lm"]
 
 #: Largest accepted relative residual of the recomputed logits, by the model's dtype (float32: the
 #: issue's 1e-5; half precisions round the model's own logits to about 3 decimal digits).
@@ -99,13 +104,9 @@ def _quiet(transformers: Any) -> Iterator[None]:
 
 
 def _check_config(files: ModelFiles, transformers: Any) -> dict:
-    try:
-        with open(files.config, encoding="utf-8") as f:
-            cfg = json.load(f)
-    except (OSError, ValueError) as err:
-        raise InputError(f"--model: {files.config!r} is not a readable JSON config ({one_line(err)})") from None
-    if not isinstance(cfg, dict):
-        raise InputError(f"--model: {files.config!r} is not a JSON object")
+    from ntpcert.instance.lm.checkpoint import read_config
+
+    cfg = read_config(files)
     mtype = cfg.get("model_type")
     names = transformers.models.auto.modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     if mtype not in names:
@@ -125,14 +126,42 @@ def load_causal_lm(files: ModelFiles) -> Any:
     if not files.is_directory:
         raise InputError(f"--model: {files.weights[0]!r} is a bare .safetensors file: give its model directory "
                          "(with config.json) for the model's own h, or --static for the torch-free path")
-    _check_config(files, transformers)
+    from ntpcert.instance.lm.checkpoint import check_parameters, checkpoint_tensors
+
+    cfg = _check_config(files, transformers)
     with _quiet(transformers):
+        check_parameters(files, cfg, checkpoint_tensors(files), transformers, torch)
         try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(files.root, local_files_only=True, dtype="auto")
+            model, info = transformers.AutoModelForCausalLM.from_pretrained(
+                files.root, local_files_only=True, trust_remote_code=False, use_safetensors=True, dtype="auto",
+                output_loading_info=True)
         except Exception as err:  # noqa: BLE001 - any loader failure is bad input here
             raise InputError(f"--model: cannot open {files.root!r}: {one_line(err)}") from None
+    for key, what in (("missing_keys", "is missing from the checkpoint"),
+                      ("mismatched_keys", "has another shape in the checkpoint")):
+        bad = sorted(str(k if isinstance(k, str) else k[0]) for k in (info or {}).get(key) or ())
+        if bad:
+            raise InputError(f"--model: tensor {bad[0]!r} {what} (transformers would initialise it at random): "
+                             "a partial checkpoint is refused")
     model.eval()
     return model
+
+
+def _finite(what: str, a: np.ndarray) -> None:
+    """An :class:`InputError` naming the first non-finite entry of ``a``."""
+    bad = ~np.isfinite(a)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"--model: {what}[{', '.join(map(str, idx))}] = {float(a[idx])!r} is not finite")
+
+
+def bos_token(cfg: dict, V: int, config: str) -> int:
+    """The config's ``bos_token_id``, a token id in ``[0, V)`` (what ``--bos`` feeds)."""
+    bos_id = cfg.get("bos_token_id")
+    if not isinstance(bos_id, int) or isinstance(bos_id, bool) or not 0 <= bos_id < V:
+        raise InputError(f"--bos: the model's config {config!r} has no bos_token_id in 0..{V - 1} "
+                         f"(bos_token_id = {bos_id!r})")
+    return bos_id
 
 
 def _head(model: Any, torch: Any) -> tuple[Any, bool]:
@@ -212,11 +241,14 @@ def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos:
         raise InputError(f"--model: the decoder has {V} rows but the contexts were counted over V = {counts.V}")
     bos_id = None
     if bos:
-        bos_id = getattr(model.config, "bos_token_id", None)
-        if not isinstance(bos_id, int):
-            raise InputError(f"--bos: the model's config has no bos_token_id (got {bos_id!r})")
+        from ntpcert.instance.lm.checkpoint import read_config
+
+        bos_id = bos_token(read_config(files), V, files.config)
     W = head.weight.detach().to(torch.float64).cpu().numpy()
     b = None if head.bias is None else head.bias.detach().to(torch.float64).cpu().numpy()
+    _finite("the decoder's weight (get_output_embeddings().weight)", W)
+    if b is not None:
+        _finite("the decoder's bias", b)
     dtype = str(head.weight.dtype).removeprefix("torch.")
     H = np.zeros((counts.m, d), dtype=np.float64)
     seen: list[Any] = []
@@ -237,10 +269,16 @@ def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos:
                 logits = out.logits[sel, at].to(torch.float64).cpu().numpy()
                 del out, h_all
                 seen.clear()
+                _finite(f"the captured h of contexts {int(js[0])}..{int(js[-1])}: h", h)
+                _finite(f"the model's logits of contexts {int(js[0])}..{int(js[-1])}: logits", logits)
                 H[js] = h
                 mine = h @ W.T + (0.0 if b is None else b)
                 scale = np.maximum(np.linalg.norm(logits, axis=1), np.finfo(np.float64).tiny)
-                worst = max(worst, float(np.max(np.linalg.norm(mine - logits, axis=1) / scale)))
+                r = float(np.max(np.linalg.norm(mine - logits, axis=1) / scale))
+                if not math.isfinite(r):  # max() keeps the old value against a NaN: check it here
+                    raise InputError(f"--model: the recomputed logits of contexts {int(js[0])}..{int(js[-1])} are "
+                                     f"not finite (relative residual {r!r})")
+                worst = max(worst, r)
     finally:
         hook.remove()
     limit = RESIDUAL_MAX.get(dtype, RESIDUAL_MAX["float32"])

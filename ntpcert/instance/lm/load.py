@@ -128,14 +128,38 @@ def read_corpus(corpus: str | os.PathLike, max_chars: int | None = None) -> str:
     return text
 
 
-def tokenize_documents(tokenizer_path: str, docs: list[str]) -> tuple[list[list[int]], Any]:
-    """Token ids of each document (no special tokens added), and the tokenizer."""
+def _tokenizer_failure(err: BaseException) -> bool:
+    """A failure of the tokenizers library (a Rust panic is a BaseException), not an interrupt."""
+    return not isinstance(err, (KeyboardInterrupt, SystemExit, MemoryError))
+
+
+def tokenize_documents(tokenizer_path: str, docs: list[str], V: int | None = None) -> tuple[list[list[int]], Any]:
+    """Token ids of each document (no special tokens added), and the tokenizer.
+
+    The tokenizer needs a non-empty vocabulary and, given the decoder's V, ids below V only: a tokenizer
+    with more tokens than the decoder has rows is refused before the corpus is encoded."""
     tokenizers = require("tokenizers", "lm", "tokenising a corpus with a model's tokenizer")
     try:
         tok = tokenizers.Tokenizer.from_file(tokenizer_path)
-    except Exception as err:  # noqa: BLE001 - a broken tokenizer file is bad input
+        vocab = tok.get_vocab(with_added_tokens=True)
+    except BaseException as err:  # noqa: BLE001 - a broken tokenizer file is bad input
+        if not _tokenizer_failure(err):
+            raise
         raise InputError(f"--model: tokenizer file {tokenizer_path!r} is unreadable ({one_line(err)})") from None
-    return [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)], tok
+    if not vocab:
+        raise InputError(f"tokenizer: {tokenizer_path!r} has an empty vocabulary (0 tokens)")
+    top = max(vocab.values())
+    if V is not None and top >= V:
+        name = max(vocab, key=vocab.get)
+        raise InputError(f"tokenizer: {tokenizer_path!r} has token id {top} ({name!r}; {len(vocab)} tokens), but the "
+                         f"model's vocab_size is {V}: the decoder has no row for it")
+    try:
+        ids = [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
+    except BaseException as err:  # noqa: BLE001 - e.g. an unknown-token id missing from the vocabulary
+        if not _tokenizer_failure(err):
+            raise
+        raise InputError(f"tokenizer: {tokenizer_path!r} cannot encode the corpus ({one_line(err)})") from None
+    return ids, tok
 
 
 def _token_names(tok: Any, V: int) -> list[str]:
@@ -146,20 +170,21 @@ def _token_names(tok: Any, V: int) -> list[str]:
     return names
 
 
-def _model_vocab(files: ModelFiles, static: bool) -> int:
-    """V, the decoder's rows: from config.json (``vocab_size``), else from the embedding tensor's shape."""
-    import json
+def _model_vocab(files: ModelFiles, static: bool, bos: bool = False) -> int:
+    """V, the decoder's rows: from config.json (``vocab_size``, checked against the checkpoint's headers:
+    :func:`ntpcert.instance.lm.checkpoint.vocab_size`), else from the embedding tensor's shape. With
+    ``bos``, the config's ``bos_token_id`` must be a token id below V."""
+    from ntpcert.instance.lm.checkpoint import checkpoint_tensors, read_config, vocab_size
 
     if files.config is not None:
-        try:
-            with open(files.config, encoding="utf-8") as f:
-                V = json.load(f).get("vocab_size")
-        except (OSError, ValueError, AttributeError) as err:
-            raise InputError(f"--model: {files.config!r} is not a readable JSON config ({one_line(err)})") from None
-        if isinstance(V, int) and V > 0:
+        cfg = read_config(files)
+        if not (static and cfg.get("vocab_size") is None):  # the static path can read V from the tensor
+            V = vocab_size(cfg, checkpoint_tensors(files), files.config)
+            if bos:
+                from ntpcert.instance.lm.capture import bos_token
+
+                bos_token(cfg, V, files.config)
             return V
-        if not static:
-            raise InputError(f"--model: {files.config!r} has no positive integer vocab_size")
     from ntpcert.instance.lm.static import read_static
 
     return int(read_static(files).embedding.shape[0])
@@ -221,9 +246,9 @@ def load_model_data(
         from ntpcert.instance.lm.capture import require_lm
 
         require_lm()  # before any work: one line naming ntpcert[lm]
+    V = _model_vocab(files, static, bos)
     text = read_corpus(corpus, max_chars)
-    V = _model_vocab(files, static)
-    ids, tok = tokenize_documents(files.tokenizer, split_documents(text))
+    ids, tok = tokenize_documents(files.tokenizer, split_documents(text), V)
     counts = count_contexts(ids, spec, V)
     merge = token_merge(counts) if merge_unseen else None
     Vi = V if merge is None else merge.V_reduced

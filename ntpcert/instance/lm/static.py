@@ -8,7 +8,8 @@ decoder matrix (``lm_head.weight`` and friends, or E itself when the checkpoint 
 directly; it applies to these h only when K = 1 (d = d₀).
 
 Only ``safetensors`` (its numpy API) and numpy are used. bfloat16 tensors, which numpy does not
-know, are widened to float32 exactly from their bits.
+know, are widened to float32 exactly from their bits. A non-finite entry of E or of the decoder is
+refused by name.
 """
 
 from __future__ import annotations
@@ -136,5 +137,11 @@ def read_static(files: ModelFiles) -> StaticModel:
     bias = bias_name is not None and bias_name in where
     if bias:
         W = np.hstack([W, read_tensor(where[bias_name], bias_name)[:, None]])
+    for name, a in ((emb, E), (dec or emb, W[:, : E.shape[1]]), (bias_name, W[:, E.shape[1]:])):
+        bad = ~np.isfinite(a)
+        if bad.any():
+            r, c = (int(i) for i in np.argwhere(bad)[0])
+            at = f"[{r}]" if name == bias_name else f"[{r}, {c}]"
+            raise InputError(f"--model: tensor {name!r} has the non-finite entry {float(a[r, c])!r} at {at}")
     tied = dec is None or np.array_equal(W[:, : E.shape[1]], E)
     return StaticModel(E, W, bool(tied), bool(bias), (emb, dec or emb))
