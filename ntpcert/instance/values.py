@@ -182,10 +182,16 @@ def checked_row_sums(C: np.ndarray) -> np.ndarray:
 
 
 def as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
+    """A finite float64 array of numbers; strings (``"0.5"``, which numpy would parse) are refused."""
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
+        text = [x for x in raw.flat if isinstance(x, (str, bytes))][:1] if raw.dtype.kind in "USO" else []
+        arr = None if text else (raw.astype(np.float64, copy=False) if raw.dtype.kind in "biuf"
+                                 else np.asarray(value, dtype=np.float64))
     except (TypeError, ValueError, OverflowError) as err:
         raise InputError(f"{name}: cannot read as numbers ({err})") from None
+    if text:
+        raise InputError(f"{name}: expected numbers, got strings such as {show(str(text[0]))}")
     if arr.ndim != ndim:
         raise InputError(f"{name}: expected a {ndim}-d array, got shape {arr.shape}")
     if arr.size and not np.all(np.isfinite(arr)):
