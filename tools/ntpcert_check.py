@@ -83,13 +83,13 @@ def exact_float(x, field):
 
 
 def count(x, field):
-    refuse(type(x) is not int, f"{field}: {str(x)[:40]!r} is not an integer count")
+    refuse(type(x) is not int or x >= 2**63, f"{field}: {str(x)[:40]!r} is not an integer count below 2^63")
     return flint.fmpq(x)
 
 
 def exact(x, field):
     """A JSON number (int, or a float taken as the dyadic rational it is) as an fmpq."""
-    if type(x) is int:
+    if type(x) is int and abs(x) <= 2**53:  # beyond, a binary64 would not hold it: the format refuses it
         return flint.fmpq(x)
     if type(x) is float:
         return flint.fmpq(*exact_float(x, field).as_integer_ratio())
