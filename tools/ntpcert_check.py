@@ -143,8 +143,8 @@ class Instance:
         need += ("embeddings",) if dense_h else ("embeddings_shape", "embeddings_sparse")
         keys(rec, "instance.embedded", need, ("token_names", "context_names"))
         emb = rec["embeddings"] if dense_h else rec["embeddings_shape"]
-        refuse(not dense_h and (type(emb) is not list or len(emb) != 2),
-               "instance.embedded.embeddings_shape: not a pair")
+        refuse(not dense_h and (type(emb) is not list or len(emb) != 2 or {type(x) for x in emb} != {int}),
+               "instance.embedded.embeddings_shape: not a pair of integers")
         self.m = (len(emb) if type(emb) is list else 0) if dense_h else emb[0]
         self.d = (len(emb[0]) if self.m and type(emb[0]) is list else 0) if dense_h else emb[1]
         first = rec[law][0] if law != "counts_sparse" and rec[law] else None
