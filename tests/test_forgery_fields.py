@@ -28,6 +28,7 @@ from ntpcert import NTPInstance
 from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import verify_text
 from ntpcert.cli.app import main
+from ntpcert.cli.verify import EXIT_INVALID
 from ntpcert.exact.modular import MODULUS_BOUND, PRIMES, is_modulus
 from ntpcert.instance.io import write_json
 from ntpcert.pipeline import decide as dm
@@ -209,7 +210,7 @@ def test_the_red_team_witness_mod_2_61_minus_1_is_refused(certs, tmp_path, capsy
     assert cert["claims"] == {"compatible": True, "separable": True, "entropy_bound_reachable": True, "svm": None}
     path = tmp_path / "forged.json"
     path.write_text(_text(cert))
-    assert main(["verify", str(path)]) == 3
+    assert main(["verify", str(path)]) == EXIT_INVALID
     assert capsys.readouterr().out.splitlines()[0] == (
         f"INVALID: compatibility.embeddings_rank_witness: the core has rank 1 mod {M61}, not 2")
     run = subprocess.run([sys.executable, str(STANDALONE_PATH), str(path)], capture_output=True, text=True)
