@@ -46,7 +46,8 @@ from .standalone import standalone
 STANDALONE_UNCHECKED = frozenset({"svm", "claims.svm", "excess", "why_not_separable", "why_not_compatible", "source",
                                   "instance.fingerprint", "compatibility.W_star", "compatibility.dim_F",
                                   "instance.embedded.name", "instance.embedded.token_names",
-                                  "instance.embedded.context_names"})
+                                  "instance.embedded.context_names",
+                                  "instance.embedded.weights"})  # no claim reads them; the fingerprint covers them
 
 #: 2^61 - 1, a Mersenne prime: the modulus of the red-team forgery.
 M61 = 2**61 - 1
@@ -111,6 +112,12 @@ def certs() -> dict[str, dict]:
     # one-hot contexts: the embeddings written sparse, a rank witness of pivots only
     rng = np.random.default_rng(4)
     out["onehot"] = _certify(NTPInstance.from_counts(np.eye(40)[rng.permutation(40)], rng.integers(0, 3, (40, 5)) + np.eye(40, 5, dtype=np.int64)), svm=False)
+    # probabilities: as floats (taken exactly), and as fraction strings with weights
+    H = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 2.0], [1.0, 0.0, 1.0]])
+    out["probs_floats"] = _certify(NTPInstance.from_probs(H, [[0.25, 0.75, 0.0], [0.5, 0.0, 0.5], [0.0, 0.0, 1.0]]),
+                                   svm=False)
+    out["probs_strings"] = _certify(NTPInstance.from_probs(H, [["1/3", "2/3", "0"], ["1/2", "0", "1/2"],
+                                                               ["0", "0", "1"]], ["1/4", "1/4", "1/2"]), svm=False)
     with pytest.MonkeyPatch.context() as mp:  # the frequent-token reduction, as on a large system
         mp.setattr(dm, "GRAM_MAX_ROWS", 1)
         mp.setattr(parts, "PART_MIN_CONTEXTS", 10**9)
@@ -126,6 +133,8 @@ def certs() -> dict[str, dict]:
     assert c["source"]["source"]["vocabulary"]["V_reduced"] == 4
     assert "frequent_tokens_modulus" in c["frequent"]["compatibility"]
     assert "embeddings_sparse" in c["onehot"]["instance"]["embedded"]
+    assert c["probs_floats"]["probabilities_exact_from_floats"] is True
+    assert c["probs_strings"]["instance"]["embedded"]["probs"][0][0] == "1/3"
     return out
 
 
@@ -427,7 +436,8 @@ def _fields(cert: dict) -> list[tuple]:
 #: A value of each JSON type, and integers past every bound of the format.
 VALUES = [True, False, 0.5, 3.0, "x", "1/2", [], [1], {}, {"a": 1}, None, 10**400, 2**64, 2**63, -1]
 
-CERT_NAMES = ["both_false", "witness", "basis", "sep_W", "source", "frequent", "onehot"]
+CERT_NAMES = ["both_false", "witness", "basis", "sep_W", "source", "frequent", "onehot", "probs_floats",
+              "probs_strings"]
 
 
 def _values(original) -> list:

@@ -191,6 +191,7 @@ class Instance:
                 for z, c in enumerate(row):
                     x = (count if law == "counts" else exact if from_floats else q)(c, f"{field}[{j}]")
                     refuse(x < 0, f"{field}[{j}][{z}]: {x} is negative")
+                    refuse(from_floats and type(c) is not float, f"{field}[{j}][{z}]: {c!r} is not a float")
                     if x > 0:
                         vals[j][z] = x
         for j in range(m):
