@@ -55,8 +55,8 @@ def _check_range(p: int) -> None:
 
 
 def _mul_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
-    """``a * b mod p`` entrywise, exactly, for int64 arrays with entries in ``[0, p)`` (or ``|a| < 2^53``):
-    in int64 when ``p < 2^31`` (products below 2^62), else in Python integers."""
+    """``a * b mod p`` entrywise, exactly, for int64 arrays with entries in ``[0, p)``: in int64 when
+    ``p < 2^31`` (products below 2^62), else in Python integers."""
     if p < INT64_PRODUCT_BOUND:
         return a * b % p
     return (a.astype(object) * b.astype(object) % p).astype(np.int64)
