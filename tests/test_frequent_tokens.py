@@ -126,7 +126,7 @@ def test_reduction_certificate_verifies_and_its_forgeries_fail(monkeypatch):
 
     def not_prime(c):
         c["frequent_tokens_modulus"] = 2147483646
-    bad(not_prime, "is not a prime")
+    bad(not_prime, "frequent_tokens_modulus: expected a prime 2 <= p < 2^63")
 
     def twice(c):  # two copies of one vector: dependent, and dim_F one lower
         c["null_space_basis"], c["dim_F"] = c["null_space_basis"] * 2, 1

@@ -101,13 +101,13 @@ def exact_float(x, field):
 
 
 def count(x, field):
-    refuse(type(x) is not int, f"{field}: {str(x)[:40]!r} is not an integer count")
+    refuse(type(x) is not int or x >= 2**63, f"{field}: {str(x)[:40]!r} is not an integer count below 2^63")
     return flint.fmpq(x)
 
 
 def exact(x, field):
     """A JSON number (int, or a float taken as the dyadic rational it is) as an fmpq."""
-    if type(x) is int:
+    if type(x) is int and abs(x) <= 2**53:  # beyond, a binary64 would not hold it: the format refuses it
         return flint.fmpq(x)
     if type(x) is float:
         return flint.fmpq(*exact_float(x, field).as_integer_ratio())
@@ -186,8 +186,8 @@ class Instance:
                                                  "embeddings_f64" if packed else "embeddings_sparse")
         keys(rec, "instance.embedded", need, ("token_names", "context_names"))
         emb = rec["embeddings"] if dense_h else rec["embeddings_shape"]
-        refuse(not dense_h and (type(emb) is not list or len(emb) != 2),
-               "instance.embedded.embeddings_shape: not a pair")
+        refuse(not dense_h and (type(emb) is not list or len(emb) != 2 or {type(x) for x in emb} != {int}),
+               "instance.embedded.embeddings_shape: not a pair of integers")
         self.m = (len(emb) if type(emb) is list else 0) if dense_h else emb[0]
         self.d = (len(emb[0]) if self.m and type(emb[0]) is list else 0) if dense_h else emb[1]
         first = rec[law][0] if law != "counts_sparse" and rec[law] else None
@@ -237,6 +237,7 @@ class Instance:
                 for z, c in enumerate(row):
                     x = (count if law == "counts" else exact if from_floats else q)(c, f"{field}[{j}]")
                     refuse(x < 0, f"{field}[{j}][{z}]: {x} is negative")
+                    refuse(from_floats and type(c) is not float, f"{field}[{j}][{z}]: {c!r} is not a float")
                     if x > 0:
                         vals[j][z] = x
         for j in range(m):
@@ -292,8 +293,8 @@ def rank_mod(rows, p):
     return flint.nmod_mat([[x % p for x in integer_row(r)] for r in rows], p).rank() if rows else 0
 
 
-def is_prime(p):
-    return type(p) is int and p > 1 and bool(flint.fmpz(p).is_prime())
+def is_prime(p, below=None):  # a modulus is a prime 2 <= p < 2^63 (docs/certificate-format.md, section 1)
+    return type(p) is int and p > 1 and (below is None or p < below) and bool(flint.fmpz(p).is_prime())
 
 
 def exponents(inst, primes):
@@ -345,8 +346,8 @@ def lemma1(sec, inst, field):
     rank H >= #pivots + core_rank."""
     if "embeddings_rank_modulus" in sec:
         p = sec["embeddings_rank_modulus"]
-        refuse(not is_prime(p) or inst.rank_H(p) != inst.m,
-               f"{field}.embeddings_rank_modulus: H does not have rank m mod {p!r}")
+        refuse(not is_prime(p, 2**63) or inst.rank_H(p) != inst.m, f"{field}.embeddings_rank_modulus: " + (
+            f"H does not have rank m mod {p!r}" if is_prime(p, 2**63) else f"{p!r} is not a prime 2 <= p < 2^63"))
         return f"rank H = m mod {p}"
     if "embeddings_rank_witness" not in sec:
         return None
@@ -367,9 +368,9 @@ def lemma1(sec, inst, field):
         refuse(any(when.get(j, len(rows)) > k for j in inst.cols[c]), f"{f}.pivots[{k}]: column {c} is not zero below")
     claimed, p = w["core_rank"], w["modulus"]
     refuse(type(claimed) is not int or len(rows) + claimed < inst.m, f"{f}.core_rank: {claimed!r} does not reach m")
+    refuse((p is not None or claimed) and not is_prime(p, 2**63), f"{f}.modulus: {p!r} is not a prime 2 <= p < 2^63")
     if claimed:
-        refuse(not is_prime(p) or rank_mod(inst.dense(core_r, core_c), p) < claimed,
-               f"{f}: the core's rank mod {p!r} is below {claimed}")
+        refuse(rank_mod(inst.dense(core_r, core_c), p) < claimed, f"{f}: the core's rank mod {p} is below {claimed}")
     return f"rank H = m: {len(rows)} rows peeled" + (f" and a core of rank {claimed} mod {p}" if claimed else "")
 
 
@@ -430,7 +431,7 @@ def check_compatibility(cert, inst, notes):
             refuse(sum((c * E[row].get(p, 0) for row, c in y.items()), flint.fmpq(0)),
                    f"compatibility.null_space_basis[{k}]: y^T E != 0 at the prime {p}")
     p = sec.get("rank_modulus", sec.get("frequent_tokens_modulus", DEFAULT_PRIME))  # completeness by rank G mod p
-    refuse(not is_prime(p), f"compatibility.rank_modulus: {p!r} is not a prime")
+    refuse(not is_prime(p, 2**63), f"compatibility.rank_modulus: {p!r} is not a prime 2 <= p < 2^63")
     pos = {row: n for n, row in enumerate(inst.rows)}
     dense_Y = [[y.get(row, flint.fmpq(0)) for row in pos] for y in Y]
     refuse(rank_mod(dense_Y, p) != len(Y), f"compatibility.null_space_basis: the vectors are not independent mod {p}")

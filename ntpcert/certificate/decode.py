@@ -290,7 +290,7 @@ def odd_parts(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     low = N & -N  # lowest set bit of |N| (two's complement), a power of two; 0 for N = 0
     nz = N != 0
     t = np.zeros(N.shape, dtype=np.int64)
-    t[nz] = np.log2(low[nz].astype(np.float64)).astype(np.int64)  # exact: a power of two below 2^53
+    t[nz] = np.frexp(low[nz].astype(np.float64))[1] - 1  # exact: 2^t below 2^53 is 0.5 * 2^(t + 1)
     N = N >> t  # arithmetic shift of a multiple of 2^t: exact for negative N too
     E = np.where(nz, E + t, 0)
     return N, E

@@ -21,6 +21,7 @@ import flint
 from ntpcert.errors import CertificateError
 from ntpcert.certificate.format import LIMITS
 from ntpcert.certificate.provenance import SOURCE_SCHEMA, VOCABULARY_SCHEMA
+from ntpcert.exact.modular import MODULUS_BOUND
 
 #: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
 #: of any length travel as rational strings; the integers of the schema are sizes and indices.
@@ -32,6 +33,12 @@ PRIME_BOUND = 10 ** MAX_PRIME_DIGITS
 
 #: Every integer the schema reads (sizes, indices, counts) is below this bound.
 MAX_SCHEMA_INT = 2**63
+
+#: Every modulus a certificate names (``rank_modulus``, ``embeddings_rank_modulus``,
+#: ``frequent_tokens_modulus``, a rank witness's ``modulus``) is a prime below this bound:
+#: :data:`ntpcert.exact.modular.MODULUS_BOUND` (residues mod p are exact there), 2^63 as every integer of
+#: the schema, and ``tools/ntpcert_check.py``'s.
+MAX_MODULUS = MODULUS_BOUND
 
 #: The spelling of a canonical rational: ``p`` or ``p/q`` with q > 1 (lowest terms is checked apart).
 RATIONAL_RE = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?", re.ASCII)
@@ -50,7 +57,8 @@ _FLINT_DIGITS = 1000
 #: ``bool`` true/false only; ``bool|null``; ``int`` a non-negative integer (not a boolean);
 #: ``size`` a positive integer; ``str``; ``sha256`` 64 lowercase hex digits; ``float`` a finite
 #: JSON float (not an integer, not a boolean); ``rational`` a canonical ``"p/q"`` string;
-#: ``list``; ``object``; ``object|null``; ``primes`` an increasing list of integers >= 2 of at most
+#: ``list``; ``object``; ``object|null``; ``modulus`` a prime ``2 <= p < 2^63`` (``modulus|null``: or
+#: null); ``primes`` an increasing list of integers >= 2 of at most
 #: :data:`MAX_PRIME_DIGITS` digits each (any size the reader accepts: count ratios given as fraction
 #: strings have primes of any length, far beyond the 2^63 of ``int``).
 SCHEMA: dict[str, dict[str, str]] = {
@@ -82,17 +90,17 @@ SCHEMA: dict[str, dict[str, str]] = {
                "svm": "object|null"},
     "claims.svm": {"gap": "rational", "distance_bound": "float", "norm_lower": "float", "norm_upper": "float"},
     "compatibility/true": {"claim": "bool|null", "n_eq": "int", "dim_F": "int", "primes": "primes",
-                           "null_space_basis": "list", "W_star?": "object", "rank_modulus?": "int",
-                           "embeddings_rank_modulus?": "int", "particular_solutions?": "object",
-                           "embeddings_rank_witness?": "object", "frequent_tokens_modulus?": "int"},
+                           "null_space_basis": "list", "W_star?": "object", "rank_modulus?": "modulus",
+                           "embeddings_rank_modulus?": "modulus", "particular_solutions?": "object",
+                           "embeddings_rank_witness?": "object", "frequent_tokens_modulus?": "modulus"},
     "compatibility/false": {"claim": "bool|null", "n_eq": "int", "dim_F": "int|null", "primes": "primes",
                             "violating_null_vector": "list"},
     "compatibility/null": {"claim": "bool|null", "n_eq": "int", "primes": "primes", "reason": "str"},
     "compatibility.W_star": {"coefficients": "object"},
-    "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "int",
+    "separability/true": {"claim": "bool|null", "W?": "list", "embeddings_rank_modulus?": "modulus",
                           "embeddings_rank_witness?": "object"},
     "rank_witness": {"pivots": "list", "core_rows": "list", "core_cols": "list", "core_rank": "int",
-                     "modulus": "int|null"},
+                     "modulus": "modulus|null"},
     "separability/false": {"claim": "bool|null", "ray": "list"},
     "separability/null": {"claim": "bool|null", "reason": "str"},
     "excess": {"q": "list", "W": "list", "lower": "float", "upper": "float", "excess_lower": "float",
@@ -109,8 +117,9 @@ SCHEMA: dict[str, dict[str, str]] = {
 }
 
 KIND_TEXT = {
-    "bool": "true or false", "bool|null": "true, false or null", "int": "a non-negative integer",
-    "int|null": "a non-negative integer or null",
+    "bool": "true or false", "bool|null": "true, false or null", "int": "a non-negative integer below 2^63",
+    "int|null": "a non-negative integer below 2^63 or null", "modulus": "a prime 2 <= p < 2^63",
+    "modulus|null": "a prime 2 <= p < 2^63 or null",
     "size": "a positive integer", "str": "a string", "sha256": "64 lowercase hex digits",
     "float": "a finite JSON float", "rational": "a rational string 'p/q'", "list": "a list",
     "object": "an object", "object|null": "an object or null",
@@ -154,6 +163,9 @@ def check_kind(value: Any, kind: str, field: str) -> None:
         ok = t is int and (1 if kind == "size" else 0) <= value < MAX_SCHEMA_INT
     elif kind == "int|null":
         ok = value is None or (t is int and 0 <= value < MAX_SCHEMA_INT)
+    elif kind in ("modulus", "modulus|null"):
+        ok = (value is None and kind == "modulus|null") or (t is int and 2 <= value < MAX_MODULUS
+                                                            and bool(flint.fmpz(value).is_prime()))
     elif kind == "str":
         ok = t is str
     elif kind == "sha256":
@@ -283,6 +295,6 @@ def check_produced(cert: dict) -> None:
         check_section(cert["svm"], "svm", "svm")
 
 
-__all__ = ["KIND_TEXT", "MAX_JSON_INTEGER_DIGITS", "MAX_PRIME_DIGITS", "MAX_SCHEMA_INT", "RATIONAL_RE", "SCHEMA",
+__all__ = ["KIND_TEXT", "MAX_JSON_INTEGER_DIGITS", "MAX_MODULUS", "MAX_PRIME_DIGITS", "MAX_SCHEMA_INT", "RATIONAL_RE", "SCHEMA",
            "SHA256_RE", "check_kind", "check_primes", "check_prime_key", "check_produced", "check_section",
            "digits_to_int", "parse_rational", "show", "type_name"]

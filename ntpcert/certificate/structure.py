@@ -352,7 +352,7 @@ def check_sparse_embeddings(rec: dict, m: int, d: int) -> None:
     """The structure of a sparse H against the header's m and d (module doc); raises
     :class:`CertificateError` naming the field and the value."""
     shape = rec.get("embeddings_shape")
-    if shape != [m, d]:
+    if type(shape) is not list or [type(x) for x in shape] != [int, int] or shape != [m, d]:  # 40.0 is not 40
         raise CertificateError(f"instance.embedded.embeddings_shape: {show(shape)}, expected [{m}, {d}] (the header)")
     if m * d > MAX_SPARSE_EMBEDDING_CELLS:
         raise CertificateTooLarge(f"instance.embedded.embeddings_shape: m * d = {m} * {d} exceeds "

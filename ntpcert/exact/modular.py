@@ -9,7 +9,17 @@ caller tries another prime or says "not certified".
 
 Dyadic floats :math:`x = M\,2^{E}` (:math:`|M| < 2^{53}`) are scaled by one common power of two
 :math:`2^{s}` to integers :math:`M\,2^{E+s}`; their residues are :math:`(M \bmod p)(2^{E+s} \bmod p)
-\bmod p`, formed with int64 arithmetic because :math:`p < 2^{31}`. The scale does not change the rank.
+\bmod p`, exactly, for every modulus :math:`2 \le p <` :data:`MODULUS_BOUND` :math:`= 2^{63}`. Below
+:data:`INT64_PRODUCT_BOUND` :math:`= 2^{31}` both factors are below :math:`2^{31}` and the product, below
+:math:`2^{62}`, is formed in int64; from :math:`2^{31}` on it would pass :math:`2^{63}` (a 53-bit mantissa
+times a residue near p) and is formed in Python integers. Every residue lies in :math:`[0, p)`, so it fits
+int64. The scale does not change the rank.
+
+**The moduli a certificate may name** (``rank_modulus``, ``embeddings_rank_modulus``,
+``frequent_tokens_modulus``, a rank witness's ``modulus``) are the primes :math:`2 \le p < 2^{63}`
+(:func:`is_modulus`): the bound of every integer of the schema
+(:data:`ntpcert.certificate.schema.MAX_SCHEMA_INT`), of int64 residues, and within flint's word-size
+``nmod`` (:math:`p < 2^{64}`). ``tools/ntpcert_check.py`` refuses the same range.
 
 Costs (python-flint ``nmod_mat``, measured on the project's machine): a 1000 x 1024 matrix takes
 about 0.75 s to build from residues and 0.6 s for its rank; 4000 x 4000 takes 30 s, so callers cap
@@ -25,10 +35,38 @@ import numpy as np
 #: Primes below 2**31 (2**31 - 1 and the two next primes below it), tried in turn.
 PRIMES = (2147483647, 2147483629, 2147483587)
 
+#: Every modulus of the format is a prime ``2 <= p < MODULUS_BOUND`` (module doc).
+MODULUS_BOUND = 2**63
+
+#: Below this modulus, residue products (each factor below p) are formed in int64: they stay below 2^62.
+INT64_PRODUCT_BOUND = 2**31
+
+
+def is_modulus(p: object) -> bool:
+    """Whether ``p`` is a modulus of the format: an integer (not a boolean), prime, ``2 <= p < 2^63``."""
+    import flint
+
+    return type(p) is int and 2 <= p < MODULUS_BOUND and bool(flint.fmpz(p).is_prime())
+
+
+def _check_range(p: int) -> None:
+    if not (type(p) is int and 2 <= p < MODULUS_BOUND):
+        raise ValueError(f"modulus {p!r}: expected an integer 2 <= p < 2^63")
+
+
+def _mul_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    """``a * b mod p`` entrywise, exactly, for int64 arrays with entries in ``[0, p)``: in int64 when
+    ``p < 2^31`` (products below 2^62), else in Python integers."""
+    if p < INT64_PRODUCT_BOUND:
+        return a * b % p
+    return (a.astype(object) * b.astype(object) % p).astype(np.int64)
+
 
 def residues(A: np.ndarray, p: int) -> np.ndarray:
-    r"""The integers :math:`A\,2^{s}` modulo ``p`` (int64, same shape), for a float array A of dyadic
-    rationals (every float is one) and the smallest common :math:`s` making them all integers."""
+    r"""The integers :math:`A\,2^{s}` modulo ``p`` (int64 in :math:`[0, p)`, same shape), exactly, for a float
+    array A of dyadic rationals (every float is one), the smallest common :math:`s` making them all
+    integers, and ``2 <= p < 2^63`` (module doc)."""
+    _check_range(p)
     A = np.asarray(A, dtype=np.float64)
     if not np.all(np.isfinite(A)):
         raise ValueError("residues: the matrix has a non-finite entry")
@@ -52,7 +90,7 @@ def residues(A: np.ndarray, p: int) -> np.ndarray:
     uniq = np.unique(shift[nz])
     table = np.array([pow(2, int(k), p) for k in uniq], dtype=np.int64)
     pow_arr = table[np.searchsorted(uniq, shift[nz])]
-    out[nz] = ((np.abs(m[nz]) % p) * pow_arr) % p
+    out[nz] = _mul_mod(np.abs(m[nz]) % p, pow_arr, p)
     neg = nz & (m < 0)
     out[neg] = (p - out[neg]) % p
     return out
@@ -151,7 +189,10 @@ def gram_residues(H: np.ndarray, eq_context: np.ndarray, eq_token: np.ndarray, e
     z, a, c = eq_token, eq_anchor, eq_context
     T = ((z[:, None] == z[None, :]).astype(np.int64) - (z[:, None] == a[None, :])
          - (a[:, None] == z[None, :]) + (a[:, None] == a[None, :]))
-    return (T * K[np.ix_(c, c)]) % p
+    Kc = K[np.ix_(c, c)]
+    if 2 * p <= MODULUS_BOUND:  # |T K| <= 2 (p - 1) < 2^63
+        return (T * Kc) % p
+    return (T.astype(object) * Kc.astype(object) % p).astype(np.int64)
 
 
-__all__ = ["PRIMES", "lift_vector", "rational_reconstruction", "certify_full_row_rank", "gram_residues", "nmod_matrix", "rank_mod", "residues"]
+__all__ = ["INT64_PRODUCT_BOUND", "MODULUS_BOUND", "PRIMES", "is_modulus", "lift_vector", "rational_reconstruction", "certify_full_row_rank", "gram_residues", "nmod_matrix", "rank_mod", "residues"]

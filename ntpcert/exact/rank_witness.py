@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ntpcert.exact.modular import PRIMES, rank_mod, residues
+from ntpcert.exact.modular import PRIMES, is_modulus, rank_mod, residues
 
 #: Seconds the mod-p rank of a core may be predicted to take before it is skipped (and named so).
 CORE_RANK_SECONDS = 20.0
@@ -219,18 +219,22 @@ def check_rank_witness(H: np.ndarray, witness: dict, want: int) -> str:
     exactly, without trusting its producer: the pivots' triangular structure (module doc), the core's
     rows being exactly the unpeeled rows, its columns avoiding the pivots, and its rank mod the prime
     recomputed. Returns ``""`` when it proves ``rank H >= want``, else what fails."""
-    import flint
-
     H = np.asarray(H, dtype=np.float64)
     m, d = H.shape
     try:
-        pivots = [(int(r), int(c)) for r, c in witness["pivots"]]
-        core_rows = [int(r) for r in witness["core_rows"]]
-        core_cols = [int(c) for c in witness["core_cols"]]
-        core_rank = int(witness["core_rank"])
-        p = witness["modulus"]
-    except (KeyError, TypeError, ValueError) as e:
+        pairs = witness["pivots"]
+        if type(pairs) is not list or any(type(rc) is not list or len(rc) != 2 for rc in pairs):
+            return "pivots: expected a list of [row, column] pairs"
+        pivots = [(r, c) for r, c in pairs]
+        core_rows, core_cols, core_rank, p = (witness["core_rows"], witness["core_cols"], witness["core_rank"],
+                                              witness["modulus"])
+    except (KeyError, TypeError) as e:
         return f"malformed rank witness ({e})"
+    for name, xs in (("pivots", [x for rc in pivots for x in rc]), ("core_rows", core_rows),
+                     ("core_cols", core_cols), ("core_rank", [core_rank])):
+        if type(xs) is not list or any(type(x) is not int for x in xs):  # integers only: not 5.0, not true
+            bad = xs if type(xs) is not list else next(x for x in xs if type(x) is not int)
+            return f"{name}: {bad!r} is not an integer"
     rows = [r for r, _ in pivots]
     cols = [c for _, c in pivots]
     if any(not (0 <= r < m) for r in rows + core_rows) or any(not (0 <= c < d) for c in cols + core_cols):
@@ -256,9 +260,9 @@ def check_rank_witness(H: np.ndarray, witness: dict, want: int) -> str:
             return f"pivot column {cols[nz_k[i]]} is non-zero at row {int(nz_r[i])}, which was peeled later or never"
         if np.any(H[rows, cols] == 0):
             return "a pivot entry is zero"
+    if p is not None and not is_modulus(p) or core_rank and p is None:
+        return f"modulus {p!r} is not a prime 2 <= p < 2^63"
     if core_rank:
-        if not (isinstance(p, int) and not isinstance(p, bool) and 2 <= p < 2 ** 63 and flint.fmpz(p).is_prime()):
-            return f"modulus {p!r} is not a prime"
         if core_rank > min(len(core_rows), len(core_cols)):
             return "core_rank exceeds the core's size"
         sub = H[np.ix_(core_rows, core_cols)]

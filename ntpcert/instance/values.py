@@ -244,6 +244,8 @@ def check_exact_reals(name: str, value: Any) -> None:
 
 
 def as_float_matrix(name: str, value: Any, *, ndim: int) -> np.ndarray:
+    """A finite float64 array of numbers; strings (``"0.5"``, which numpy would parse) and integers that
+    float64 cannot hold exactly are refused, each naming its entry (:func:`check_exact_reals`)."""
     check_exact_reals(name, value)
     try:
         arr = np.asarray(value, dtype=np.float64)

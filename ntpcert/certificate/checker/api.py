@@ -58,6 +58,9 @@ exact integer lower bound or settled in Python integers. What it checks:
   and an irreducible cycle of log-odds, by :mod:`ntpcert.certificate.checker.why_not` (the Farkas ray on
   exactly the set and an exact separating W for each one-context deletion; a null vector whose rows
   have rank one less than their number, with :math:`y^\top E \ne 0`).
+* **source** (optional): ``source.vocabulary`` against the instance, by
+  :mod:`ntpcert.certificate.checker.source` (V' is the instance's V, the observed tokens follow contexts,
+  the representative follows none).
 * **claims**: the summary claims equal (type-exactly, ``is``) the sections they summarise, and
   ``entropy_bound_reachable`` is their Kleene conjunction.
 
@@ -79,6 +82,7 @@ from ntpcert.certificate.checker.compatibility import check_compatibility
 from ntpcert.certificate.checker.excess import check_excess
 from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.sections import check_claims, check_instance, check_separability, check_svm
+from ntpcert.certificate.checker.source import check_source
 from ntpcert.certificate.checker.why_not import check_why_not
 from ntpcert.certificate.jsonio import checksum, load, loads, sealed_text_matches, unlimited_int_digits
 from ntpcert.certificate.schema import show
@@ -175,6 +179,7 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *,
         inst = check_instance(cert, instance)
         checks.append(f"instance {show(inst.name)} {inst.fingerprint()[:16]}...: fingerprint, header and names "
                       f"agree with {'the embedded data' if instance is None else 'DATA'}")
+        check_source(cert.get("source"), inst, checks)
         ex = ExactInstance(inst)
         compat = check_compatibility(cert["compatibility"], ex, checks)
         sep = check_separability(cert["separability"], ex, checks)

@@ -19,6 +19,7 @@ from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.reduction import left_null_dimension_bound
 from ntpcert.certificate.decode import sparse_dict
 from ntpcert.certificate.schema import show
+from ntpcert.exact.modular import is_modulus
 from ntpcert.exact.rank_witness import check_rank_witness
 from ntpcert.util.numbers import lcm_all
 
@@ -80,7 +81,7 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
         return True
     if "embeddings_rank_modulus" in sec:
         p = sec["embeddings_rank_modulus"]
-        need(is_prime(p), f"compatibility.embeddings_rank_modulus: {show(p)} is not a prime")
+        need(is_modulus(p), f"compatibility.embeddings_rank_modulus: {show(p)} is not a prime 2 <= p < 2^63")
         need(ex.m <= ex.d and ex.rank_H_mod(p) == ex.m,
               f"compatibility.embeddings_rank_modulus: H does not have rank m = {ex.m} mod {p}")
         need(not ys, "compatibility.null_space_basis: A_eq has full row rank, its left null space is 0")
@@ -92,7 +93,7 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
         need(not yE(y), f"compatibility.null_space_basis[{k}]: y^T E != 0, contradicting the claim")
     if "frequent_tokens_modulus" in sec:  # the reduced system rebuilt here: an upper bound on dim null(A_eq^T)
         p = sec["frequent_tokens_modulus"]
-        need(is_prime(p) and p < 2**62, f"compatibility.frequent_tokens_modulus: {show(p)} is not a prime below 2^62")
+        need(is_modulus(p), f"compatibility.frequent_tokens_modulus: {show(p)} is not a prime 2 <= p < 2^63")
         bound = left_null_dimension_bound(ex.inst, p)
         need(bound is not None, "compatibility.frequent_tokens_modulus: the reduced system is too large to rebuild")
         need(len(ys) >= bound, f"compatibility.frequent_tokens_modulus: the reduced system mod {p} leaves {bound} "
@@ -105,7 +106,7 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
         return True
     if "rank_modulus" in sec:
         p = sec["rank_modulus"]
-        need(is_prime(p), f"compatibility.rank_modulus: {show(p)} is not a prime")
+        need(is_modulus(p), f"compatibility.rank_modulus: {show(p)} is not a prime 2 <= p < 2^63")
         rank_p = ex.rank_G_mod(p) if r else 0
         need(rank_p == dim_F, f"compatibility.rank_modulus: rank of G mod {p} is {rank_p}, not dim_F = {dim_F}")
         if ys:
@@ -177,6 +178,7 @@ def check_embeddings_rank_witness(sec: dict, section: str, ex: ExactInstance) ->
 
 
 def is_prime(p: int) -> bool:
+    """Whether the integer ``p`` is a prime (of any size; a modulus is checked by :func:`is_modulus`)."""
     return p >= 2 and bool(flint.fmpz(p).is_prime())
 
 

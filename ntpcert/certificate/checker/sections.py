@@ -14,13 +14,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ntpcert.certificate.checker.common import json_text, need, num_text, sqrt_text
-from ntpcert.certificate.checker.compatibility import check_embeddings_rank_witness, is_prime
+from ntpcert.certificate.checker.compatibility import check_embeddings_rank_witness
 from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.primal import check_primal, dual_terms
 from ntpcert.certificate.decode import (
     factored_rationals, instance_from_record, matrix_rationals, sparse_dict, sparse_rationals,
 )
 from ntpcert.certificate.schema import parse_rational, show
+from ntpcert.exact.modular import is_modulus
 from ntpcert.instance import NTPInstance
 from ntpcert.util.logic import and3
 
@@ -65,7 +66,7 @@ def check_separability(sec: dict, ex: ExactInstance, checks: list[str]) -> bool 
                       "so every logit matrix is reachable (Lemma 1)")
     elif claim is True and "embeddings_rank_modulus" in sec:
         p = sec["embeddings_rank_modulus"]
-        need(is_prime(p), f"separability.embeddings_rank_modulus: {show(p)} is not a prime")
+        need(is_modulus(p), f"separability.embeddings_rank_modulus: {show(p)} is not a prime 2 <= p < 2^63")
         need(ex.m <= ex.d and ex.rank_H_mod(p) == ex.m,
               f"separability.embeddings_rank_modulus: H does not have rank m = {ex.m} mod {p}")
         checks.append(f"separable: H has full row rank (rank m = {ex.m} mod {p}, d >= m), so every logit matrix "
