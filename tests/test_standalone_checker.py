@@ -1,5 +1,5 @@
 """tools/ntpcert_check.py, the standalone reference checker: it stands alone (standard library and
-python-flint only, at most 500 lines), and it agrees with ``ntpcert verify`` on genuine certificates of
+python-flint only, at most 900 lines), and it agrees with ``ntpcert verify`` on genuine certificates of
 every kind the writer makes. The forgeries of tests/test_forgery.py go through it in that file's harness."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ntpcert.pipeline.exact_verdicts import exact_certify
 from .conftest import random_instance
 from .standalone import PATH, standalone
 
-MAX_LINES = 500
+MAX_LINES = 900
 
 
 def test_it_imports_only_the_standard_library_and_flint() -> None:
@@ -101,7 +101,7 @@ def test_the_command_line_exits_0_on_valid_and_1_naming_the_claim(tmp_path) -> N
     rep = exact_certify(inst, certificate_out=str(tmp_path / "c.json"), **kwargs)
     run = lambda p: subprocess.run([sys.executable, str(PATH), str(p)], capture_output=True, text=True)  # noqa: E731
     good = run(tmp_path / "c.json")
-    assert good.returncode == 0 and good.stdout.startswith("VALID") and "not checked:" in good.stdout
+    assert good.returncode == 0 and good.stdout.startswith("VALID") and "not checked" not in good.stdout
     cert = rep.certificate
     cert["claims"]["compatible"] = True
     cert["claims"]["entropy_bound_reachable"] = cert["claims"]["separable"]
