@@ -27,16 +27,18 @@ from .test_explain import doubling_toy, two_context_toy
 def certs() -> dict[str, dict]:
     """Genuine certificates: 'sep' (explicit W, svm, excess, W*, a rank modulus), 'pair' (a non-separable
     pair of contexts, why_not_separable), 'cycle' (two circuits of log-odds, one of them inconsistent:
-    why_not_compatible)."""
+    why_not_compatible), 'lemma1' (W* beside Lemma 1's rank of H)."""
     out = {
         "sep": exact_certify(random_instance(np.random.default_rng(1), 4, 6, 5, 1, 4), use_lemma1=False,
                              excess=True).certificate,
         "pair": exact_certify(two_context_toy(), svm=False, why_not=why_not_with_sections).certificate,
         "cycle": exact_certify(doubling_toy(extra=True), svm=False, why_not=why_not_with_sections).certificate,
+        "lemma1": exact_certify(random_instance(np.random.default_rng(2), 4, 6, 5, 1, 4), svm=False).certificate,
     }
     sep = out["sep"]
     assert "W_star" in sep["compatibility"] and sep["svm"] is not None and sep["excess"] is not None
     assert "why_not_separable" in out["pair"] and "why_not_compatible" in out["cycle"]
+    assert "embeddings_rank_modulus" in out["lemma1"]["compatibility"] and "W_star" in out["lemma1"]["compatibility"]
     for cert in out.values():
         text = jsonio.dumps(cert)
         assert verify_text(text).valid and standalone(text)[0]
@@ -121,6 +123,7 @@ def _flip_zero_sign(c: dict) -> None:
 
 OTHER_FORGERIES = {
     "W_star coefficient": ("sep", _w_star_entry, "compatibility.W_star"),
+    "W_star coefficient beside Lemma 1": ("lemma1", _w_star_entry, "compatibility.W_star"),
     "W_star prime missing": ("sep", lambda c: c["compatibility"]["W_star"]["coefficients"].popitem(),
                              "compatibility.W_star"),
     "dim_F beside a basis": ("sep", lambda c: c["compatibility"].update(dim_F=c["compatibility"]["dim_F"] - 1),
