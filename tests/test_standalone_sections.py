@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from ntpcert import NTPInstance
 from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import verify_text
 from ntpcert.exact.rational import fraction_str
@@ -154,6 +155,21 @@ def test_dim_f_beside_a_false_claim_may_be_null_or_the_rank(certs):
     cert["compatibility"]["dim_F"] = 2
     text = jsonio.dumps(cert)
     assert verify_text(text).valid and standalone(text)[0]
+
+
+@pytest.mark.parametrize("probs,changed", [
+    ([["1/2", "1/2", "0"], ["1/3", "0", "2/3"], ["0", "1/4", "3/4"]], "1/4"),
+    ([[0.5, 0.5, 0.0], [0.25, 0.0, 0.75], [0.0, 0.125, 0.875]], 0.25),
+])
+def test_probabilities_that_do_not_sum_to_one_are_refused_by_both(probs, changed):
+    """Both read the fingerprint and the bracket of probabilities (as fractions and as floats), and refuse a row
+    that does not sum to 1 (exactly, or to within 1e-9 for floats), whatever the fingerprint says."""
+    inst = NTPInstance.from_probs([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], probs)
+    cert = exact_certify(inst, excess=True).certificate
+    assert cert["excess"] is not None
+    text = jsonio.dumps(cert)
+    assert verify_text(text).valid and standalone(text)[0]
+    _both_refuse(cert, lambda c: c["instance"]["embedded"]["probs"][0].__setitem__(0, changed), "probs")
 
 
 # ---------------------------------------------------------------------------- why not

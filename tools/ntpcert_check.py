@@ -420,17 +420,7 @@ def check_separability(cert, inst, notes):
         notes.append(f"separable: true ({how}: every logit matrix is reachable)")
         return True
     refuse("W" not in sec, "separability.W: missing")
-    W = sec["W"]
-    refuse(type(W) is not list or len(W) != inst.V or any(type(r) is not list or len(r) != inst.d for r in W),
-           f"separability.W: expected {inst.V} rows of {inst.d} values")
-    W = [[q(x, f"separability.W[{v}]") for x in r] for v, r in enumerate(W)]
-    L = inst.logits({v: {i: x for i, x in enumerate(row) if x} for v, row in enumerate(W)})
-    for j in range(inst.m):
-        top = {L[z][j] for z in inst.S[j]}
-        refuse(len(top) != 1, f"separability.W: the logits of context {j} differ on its support")
-        t = top.pop()
-        low = [v for v in range(inst.V) if v not in inst.S[j] and t - L[v][j] < 1]
-        refuse(low, f"separability.W: context {j}, token {(low or [0])[0]} has a margin below 1")
+    primal(inst, dense_q(sec["W"], inst.V, inst.d, "separability.W"), "separability.W")
     notes.append("separable: true (W has equal in-support logits and every margin >= 1, exactly)")
     return True
 
@@ -448,6 +438,24 @@ def integers(M):
     for d in {x.q for row in M for x in row}:
         D = D * d // D.gcd(d)
     return flint.fmpz_mat([[int(x.p * (D // x.q)) for x in row] for row in M]), D
+
+
+def row_integers(M):
+    """(N, D): row v of M (lists of fmpq) is N[v] / D[v], D[v] the lcm of that row's denominators (one
+    denominator for all rows would be the lcm of hundreds of unrelated long ones)."""
+    rows, dens = [], []
+    for row in M:
+        D = flint.fmpz(1)
+        for d in {x.q for x in row}:
+            D = D * d // D.gcd(d)
+        rows.append([x.p * (D // x.q) for x in row])
+        dens.append(D)
+    return flint.fmpz_mat(rows), dens
+
+
+def sq_rows(N, D):
+    """sum over rows v of ||N[v]||^2 / D[v]^2, exactly."""
+    return sum((flint.fmpq(sum(x * x for x in r), d * d) for r, d in zip(N.tolist(), D)), flint.fmpq(0))
 
 
 def hint(inst):
@@ -506,17 +514,18 @@ def check_dim_F_and_W_star(cert, inst, notes):
 
 def primal(inst, W, field):
     """(6a) and (6b) for the rational W (V rows of d fmpq), in integers; returns ||W||_F^2."""
-    N, D = integers(W)
+    N, D = row_integers(W)
     Hi, s = hint(inst)
-    L, unit = (Hi * N.transpose()).tolist(), D * s  # L[j][v] = unit * (W h_j)_v
+    L = (Hi * N.transpose()).tolist()  # L[j][v] = D[v] s (W h_j)_v
     for j, row in enumerate(L):
-        t = row[inst.anchor[j]]
+        a = inst.anchor[j]
+        t, Da = row[a], D[a]
         for v, x in enumerate(row):
             if v in inst.S[j]:
-                refuse(x != t, f"{field}: (6a) fails, logits of tokens {inst.anchor[j]} and {v} differ in context {j}")
+                refuse(x * Da != t * D[v], f"{field}: (6a) fails, logits of tokens {a} and {v} differ in context {j}")
             else:
-                refuse(t - x < unit, f"{field}: (6b) fails, margin of token {v} in context {j} is below 1")
-    return flint.fmpq(sum(int(x) ** 2 for x in N.entries()), D * D)
+                refuse(t * D[v] - x * Da < Da * D[v] * s, f"{field}: (6b) fails, margin of token {v} in context {j} is below 1")
+    return sq_rows(N, D)
 
 
 def dual(inst, a, field):
@@ -535,10 +544,10 @@ def dual(inst, a, field):
     A = [[flint.fmpq(0)] * len(ctxs) for _ in toks]
     for (v, j), x in a.items():
         A[ti[v]][ci[j]] = x
-    N, D = integers(A)
+    N, D = row_integers(A)
     Hi, s = hint(inst)
-    P = N * flint.fmpz_mat([[Hi[j, i] for i in range(inst.d)] for j in ctxs])
-    return mass, flint.fmpq(sum(int(x) ** 2 for x in P.entries()), (D * s) ** 2)
+    P = N * flint.fmpz_mat([[Hi[j, i] for i in range(inst.d)] for j in ctxs])  # row v: D[v] s (aH)_v
+    return mass, sq_rows(P, D) / (s * s)
 
 
 def upper(x, X, Q, field, what):
@@ -778,13 +787,17 @@ def fingerprint(cert, inst):
 
 
 def check_instance_record(cert, inst, notes):
-    """The fingerprint re-derived from the embedded instance, and its names: a string, V and m strings."""
+    """The fingerprint re-derived from the embedded instance, its names (a string, V and m strings), and its
+    probabilities summing to 1."""
     head, rec = cert["instance"], cert["instance"]["embedded"]
     refuse(type(rec["name"]) is not str, "instance.embedded.name: not a string")
     for key, n in (("token_names", inst.V), ("context_names", inst.m)):
         names = rec.get(key, [""] * n)
         refuse(type(names) is not list or len(names) != n or any(type(x) is not str for x in names),
                f"instance.embedded.{key}: expected {n} strings")
+    if not inst.counts:  # probabilities: rows of rationals sum to 1 exactly, rows of floats to within 1e-9
+        tol = flint.fmpq(1, 10**9) if cert["probabilities_exact_from_floats"] else 0
+        refuse(any(abs(sum(v.values()) - 1) > tol for v in inst.vals), "instance.embedded.probs: a row does not sum to 1")
     fp = fingerprint(cert, inst)
     refuse(head["fingerprint"] != fp, f"instance.fingerprint: names {str(head['fingerprint'])[:16]}..., the embedded "
            f"instance has {fp[:16]}...")
