@@ -7,11 +7,11 @@ NTP-SVM pair and its bounds, the excess bracket (in arb balls), the why-not culp
 Exit status: 0 when every claim and section checks (null claims as undetermined); 1 with one line
 ``INVALID: <field>: <reason>`` naming the first that fails; 2 when CERT cannot be read."""
 
-import array
 import hashlib
 import json
 import math
 import re
+import struct
 import sys
 
 import flint
@@ -508,7 +508,7 @@ def check_dim_F_and_W_star(cert, inst, notes):
         for j, z in inst.rows:
             Mz, Ma = acc.get(z, {}), acc.get(inst.anchor[j], {})
             got = sum((x * (Mz.get(i, 0) - Ma.get(i, 0)) for i, x in inst.H[j].items()), flint.fmpq(0))
-            refuse(got != E[(j, z)].get(int(key), 0), f"{f}: G g_p differs from the exponents of {key} at row ({j}, {z})")
+            refuse(got != E[(j, z)].get(int(key), 0), f"{f}: G g_p is not the exponent of {key} at row ({j}, {z})")
     notes.append(f"W*: G g_p = E_p exactly for {len(coef)} primes")
 
 
@@ -520,11 +520,11 @@ def primal(inst, W, field):
     for j, row in enumerate(L):
         a = inst.anchor[j]
         t, Da = row[a], D[a]
-        for v, x in enumerate(row):
-            if v in inst.S[j]:
-                refuse(x * Da != t * D[v], f"{field}: (6a) fails, logits of tokens {a} and {v} differ in context {j}")
-            else:
-                refuse(t * D[v] - x * Da < Da * D[v] * s, f"{field}: (6b) fails, margin of token {v} in context {j} is below 1")
+        for v, x in enumerate(row):  # (messages built only on failure: this loop runs V m times)
+            if v in inst.S[j] and x * Da != t * D[v]:
+                refuse(True, f"{field}: (6a) fails, logits of tokens {a} and {v} differ in context {j}")
+            if v not in inst.S[j] and t * D[v] - x * Da < Da * D[v] * s:
+                refuse(True, f"{field}: (6b) fails, margin of token {v} in context {j} is below 1")
     return sq_rows(N, D)
 
 
@@ -546,7 +546,8 @@ def dual(inst, a, field):
         A[ti[v]][ci[j]] = x
     N, D = row_integers(A)
     Hi, s = hint(inst)
-    P = N * flint.fmpz_mat([[Hi[j, i] for i in range(inst.d)] for j in ctxs])  # row v: D[v] s (aH)_v
+    rows = Hi.tolist()
+    P = N * flint.fmpz_mat([rows[j] for j in ctxs])  # row v: D[v] s (aH)_v
     return mass, sq_rows(P, D) / (s * s)
 
 
@@ -623,9 +624,8 @@ def law(cert, inst):
     return [x / sum(w) for x in w], inst.vals
 
 
-def ends(ball):
-    lo, hi = (flint.fmpq(int(m)) * flint.fmpq(2) ** int(e) for m, e in (x.man_exp() for x in (ball.lower(), ball.upper())))
-    return lo, hi
+def ends(ball):  # the exact lower and upper ends of an arb ball, as fmpq
+    return [flint.fmpq(int(m)) * flint.fmpq(2) ** int(e) for m, e in (ball.lower().man_exp(), ball.upper().man_exp())]
 
 
 def check_excess(cert, inst, notes):
@@ -665,7 +665,8 @@ def check_excess(cert, inst, notes):
         for j, z in enumerate(Z):
             top = max(z)
             fixed += pi[j] * flint.fmpq(top - sum(x * z[v] for v, x in p[j].items()), unit)
-            logs += flint.arb(pi[j]) * sum((flint.arb(flint.fmpq(zv - top, unit)).exp() for zv in z), flint.arb(0)).log()
+            spread = sum((flint.arb(flint.fmpq(zv - top, unit)).exp() for zv in z), flint.arb(0))
+            logs += flint.arb(pi[j]) * spread.log()
         ent_q, ent_p, ce = entropy(rows), entropy(p), logs + flint.arb(fixed)
         (lo_q, _), (lo_gap, _), (_, hi_ce), (_, hi_gap) = map(ends, (ent_q, ent_q - ent_p, ce, ce - ent_p))
     finally:
@@ -756,13 +757,6 @@ def fingerprint(cert, inst):
     by ";", then the normalised weights as "p/q" joined by "," (docs/certificate-format.md, section 3)."""
     rec, m, d, V = cert["instance"]["embedded"], inst.m, inst.d, inst.V
     h = hashlib.sha256(f"{m},{d},{V};".encode())
-
-    def le(kind, xs):
-        a = array.array(kind, xs)
-        if sys.byteorder == "big":
-            a.byteswap()
-        return a.tobytes()
-
     dense = rec.get("embeddings")
     sparse_h = {}
     for t in rec.get("embeddings_sparse", ()):
@@ -772,15 +766,16 @@ def fingerprint(cert, inst):
         for i, x in sparse_h.get(j, ()):
             row[i] = x
         refuse(any(type(x) is int and float(x) != x for x in row), "instance.embedded: an embedding is not a float64")
-        h.update(le("d", map(float, row)))
+        h.update(struct.pack(f"<{d}d", *map(float, row)))
     if inst.counts:
         h.update(b"counts;")
         for j in range(m):
-            h.update(le("q", [int(inst.vals[j][z].p) if z in inst.vals[j] else 0 for z in range(V)]))
+            h.update(struct.pack(f"<{V}q", *(int(inst.vals[j][z].p) if z in inst.vals[j] else 0 for z in range(V))))
     else:
         h.update(b"probs;")
         for row in rec["probs"]:
-            row = [flint.fmpq(*x.as_integer_ratio()) if type(x) is float else q(x, "instance.embedded.probs") for x in row]
+            row = [flint.fmpq(*x.as_integer_ratio()) if type(x) is float else q(x, "instance.embedded.probs")
+                   for x in row]
             h.update((",".join(f"{x.p}/{x.q}" for x in row) + ";").encode())
         h.update(",".join(f"{w.p}/{w.q}" for w in law(cert, inst)[0]).encode())
     return h.hexdigest()
@@ -797,7 +792,8 @@ def check_instance_record(cert, inst, notes):
                f"instance.embedded.{key}: expected {n} strings")
     if not inst.counts:  # probabilities: rows of rationals sum to 1 exactly, rows of floats to within 1e-9
         tol = flint.fmpq(1, 10**9) if cert["probabilities_exact_from_floats"] else 0
-        refuse(any(abs(sum(v.values()) - 1) > tol for v in inst.vals), "instance.embedded.probs: a row does not sum to 1")
+        refuse(any(abs(sum(v.values()) - 1) > tol for v in inst.vals),
+               "instance.embedded.probs: a row does not sum to 1")
     fp = fingerprint(cert, inst)
     refuse(head["fingerprint"] != fp, f"instance.fingerprint: names {str(head['fingerprint'])[:16]}..., the embedded "
            f"instance has {fp[:16]}...")
@@ -822,17 +818,18 @@ def check_source(cert, inst, notes):
     if "vocabulary" in sec:
         voc, f = sec["vocabulary"], "source.vocabulary"
         keys(voc, f, ("V", "V_reduced", "observed", "merged", "representative"))
-        refuse(any(type(voc[k]) is not int or voc[k] < (k != "merged") for k in ("V", "V_reduced", "observed", "merged")),
+        refuse(any(type(voc[k]) is not int or voc[k] < (k != "merged") for k in ("V", "V_reduced", "observed",
+                                                                                  "merged")),
                f"{f}: V, V_reduced, observed (positive) and merged (non-negative) are not integers")
         rep, merged = voc["representative"], voc["merged"]
         seen = set().union(*inst.S)
         refuse(voc["observed"] + merged != voc["V"] or voc["V_reduced"] != voc["observed"] + (merged > 0),
                f"{f}: observed + merged is not V, or V_reduced is not observed + (1 if merged)")
-        refuse((rep is None) != (merged == 0) or (rep is not None and (type(rep) is not int or not 0 <= rep < voc["V"])),
+        refuse((rep is None) != (merged == 0) or (rep is not None and not (type(rep) is int and 0 <= rep < voc["V"])),
                f"{f}.representative: {rep!r} is not a token id below V exactly when tokens are merged")
         refuse(voc["V_reduced"] != inst.V, f"{f}.V_reduced: {voc['V_reduced']}, the instance has V = {inst.V}")
         refuse(seen != set(range(voc["observed"])),
-               f"{f}.observed: the instance's first {voc['observed']} tokens are not exactly those that follow a context")
+               f"{f}.observed: the instance's first {voc['observed']} tokens are not those that follow a context")
         text += f", {voc['observed']} observed tokens" + (f" and one representative of {merged} more" if merged else "")
     notes.append(text)
 
@@ -841,7 +838,7 @@ def check(cert):
     """The notes of a certificate whose claims all check; raises Invalid otherwise."""
     try:
         return _check(cert)
-    except (KeyError, TypeError, IndexError, AttributeError, OverflowError) as err:
+    except (KeyError, TypeError, IndexError, AttributeError, OverflowError, struct.error) as err:
         raise Invalid(f"certificate: malformed ({type(err).__name__}: {err})") from None
 
 
