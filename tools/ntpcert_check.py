@@ -432,25 +432,24 @@ def floats(sec, names, field):
     return [exact(sec[k], f"{field}.{k}") for k in names]
 
 
+def lcm(dens):
+    D = flint.fmpz(1)
+    for d in set(dens):
+        D = D * d // D.gcd(d)
+    return D
+
+
 def integers(M):
     """(fmpz_mat N, D) with M = N / D for a list of rows of fmpq, D the lcm of the denominators."""
-    D = flint.fmpz(1)
-    for d in {x.q for row in M for x in row}:
-        D = D * d // D.gcd(d)
-    return flint.fmpz_mat([[int(x.p * (D // x.q)) for x in row] for row in M]), D
+    D = lcm(x.q for row in M for x in row)
+    return flint.fmpz_mat([[x.p * (D // x.q) for x in row] for row in M]), D
 
 
 def row_integers(M):
     """(N, D): row v of M (lists of fmpq) is N[v] / D[v], D[v] the lcm of that row's denominators (one
     denominator for all rows would be the lcm of hundreds of unrelated long ones)."""
-    rows, dens = [], []
-    for row in M:
-        D = flint.fmpz(1)
-        for d in {x.q for x in row}:
-            D = D * d // D.gcd(d)
-        rows.append([x.p * (D // x.q) for x in row])
-        dens.append(D)
-    return flint.fmpz_mat(rows), dens
+    dens = [lcm(x.q for x in row) for row in M]
+    return flint.fmpz_mat([[x.p * (D // x.q) for x in row] for row, D in zip(M, dens)]), dens
 
 
 def sq_rows(N, D):
@@ -458,11 +457,19 @@ def sq_rows(N, D):
     return sum((flint.fmpq(sum(x * x for x in r), d * d) for r, d in zip(N.tolist(), D)), flint.fmpq(0))
 
 
-def hint(inst):
-    """(Hint, s): H = Hint / s, s the lcm of the denominators of H's entries (computed once)."""
-    if not hasattr(inst, "_hint"):
-        inst._hint = integers(inst.dense()) if inst.m * inst.d else (flint.fmpz_mat(inst.m, inst.d), 1)
-    return inst._hint
+def hint(inst, rows=None):
+    """(Hint, s): H[rows] = Hint / s (default: all rows, kept), s the lcm of the denominators of H's entries."""
+    if rows is None and hasattr(inst, "_hint"):
+        return inst._hint
+    if not hasattr(inst, "_s"):
+        inst._s = lcm(x.q for h in inst.H for x in h.values())
+    s, M = inst._s, flint.fmpz_mat(inst.m if rows is None else len(rows), inst.d)
+    for r, j in enumerate(range(inst.m) if rows is None else rows):
+        for i, x in inst.H[j].items():
+            M[r, i] = x.p * (s // x.q)
+    if rows is None:
+        inst._hint = (M, s)
+    return M, s
 
 
 def rank_A(inst, rows):
@@ -545,9 +552,8 @@ def dual(inst, a, field):
     for (v, j), x in a.items():
         A[ti[v]][ci[j]] = x
     N, D = row_integers(A)
-    Hi, s = hint(inst)
-    rows = Hi.tolist()
-    P = N * flint.fmpz_mat([rows[j] for j in ctxs])  # row v: D[v] s (aH)_v
+    Hc, s = hint(inst, ctxs)
+    P = N * Hc  # row v: D[v] s (aH)_v
     return mass, sq_rows(P, D) / (s * s)
 
 
@@ -612,12 +618,11 @@ def dense_q(rows, n, k, field, value=None):
 
 def law(cert, inst):
     """(pi, p): the context weights and the rows of exact probabilities, as fmpq (only their nonzeros)."""
-    rec = cert["instance"]["embedded"]
     if inst.counts:
         n = [sum(v.values()) for v in inst.vals]
         total = sum(n)
         return [x / total for x in n], [{z: c / nj for z, c in v.items()} for v, nj in zip(inst.vals, n)]
-    w = rec["weights"]
+    w = cert["instance"]["embedded"]["weights"]
     refuse(type(w) is not list or len(w) != inst.m, f"instance.embedded.weights: expected {inst.m} rationals")
     w = [q(x, "instance.embedded.weights") for x in w]
     refuse(any(x <= 0 for x in w), "instance.embedded.weights: a weight is not positive")
@@ -721,15 +726,14 @@ def check_why_not(cert, inst, compat, sep, notes):
             cols = increasing(rec["cols"], inst.d, f"{g}.cols")
             cells += inst.V * len(cols)
             refuse(cells > MAX_WHY_NOT_CELLS, f"{g}.W: the deletions hold over {MAX_WHY_NOT_CELLS} entries in all")
-            refuse(not cols and rec["W"] != [], f"{g}.W: expected [] with no columns")
             rest = [c for c in C if c != j]
-            refuse(rest and not cols, f"{g}.W: no columns, but contexts are left to separate")
             if not cols:
+                refuse(rec["W"] != [] or rest, f"{g}.W: not [] beside no columns, or contexts are left to separate")
                 continue
             N, _ = integers(dense_q(rec["W"], inst.V, len(cols), f"{g}.W"))
             for c in rest:
                 refuse(set(inst.H[c]) - set(cols), f"{g}.cols: the embedding of context {c} is not zero outside them")
-            Z = (N * flint.fmpz_mat([integer_row(r) for r in inst.dense(rest, cols)]).transpose()).transpose().tolist()
+            Z = (flint.fmpz_mat([integer_row(r) for r in inst.dense(rest, cols)]) * N.transpose()).tolist()
             for c, z in zip(rest, Z):
                 t = z[inst.anchor[c]]
                 refuse(any(z[v] != t for v in inst.S[c]), f"{g}.W: context {c}'s in-support logits differ")
@@ -757,16 +761,20 @@ def fingerprint(cert, inst):
     by ";", then the normalised weights as "p/q" joined by "," (docs/certificate-format.md, section 3)."""
     rec, m, d, V = cert["instance"]["embedded"], inst.m, inst.d, inst.V
     h = hashlib.sha256(f"{m},{d},{V};".encode())
-    dense = rec.get("embeddings")
-    sparse_h = {}
+    dense, sparse_h, zero = rec.get("embeddings"), {}, bytes(8 * d)
     for t in rec.get("embeddings_sparse", ()):
         sparse_h.setdefault(t[0], []).append(t[1:])
     for j in range(m):
-        row = dense[j] if dense is not None else [0.0] * d
+        row = dense[j] if dense is not None else [x for _, x in sparse_h.get(j, ())]
+        refuse(int in set(map(type, row)) and any(type(x) is int and float(x) != x for x in row),
+               "instance.embedded: an embedding is not a float64")
+        if dense is not None:
+            h.update(struct.pack(f"<{d}d", *map(float, row)))
+            continue
+        buf = bytearray(zero)
         for i, x in sparse_h.get(j, ()):
-            row[i] = x
-        refuse(any(type(x) is int and float(x) != x for x in row), "instance.embedded: an embedding is not a float64")
-        h.update(struct.pack(f"<{d}d", *map(float, row)))
+            struct.pack_into("<d", buf, 8 * i, float(x))
+        h.update(buf)
     if inst.counts:
         h.update(b"counts;")
         for j in range(m):
@@ -806,8 +814,8 @@ def check_source(cert, inst, notes):
         return
     sec, sha = cert["source"], re.compile(r"[0-9a-f]{64}\Z")
     keys(sec, "source", ("kind", "files", "corpus_sha256", "context", "bos", "embeddings"), ("vocabulary",))
-    refuse(sec["kind"] != "model", "source.kind: not 'model'")
-    refuse(sec["embeddings"] not in ("model", "static"), "source.embeddings: not 'model' or 'static'")
+    refuse(sec["kind"] != "model" or sec["embeddings"] not in ("model", "static"),
+           "source: kind is not 'model', or embeddings not 'model' or 'static'")
     refuse(type(sec["context"]) is not str or type(sec["bos"]) is not bool, "source: context or bos of the wrong kind")
     refuse(type(sec["corpus_sha256"]) is not str or not sha.match(sec["corpus_sha256"]), "source.corpus_sha256: bad")
     refuse(type(sec["files"]) is not list or not sec["files"], "source.files: expected the model's files")
@@ -822,13 +830,12 @@ def check_source(cert, inst, notes):
                                                                                   "merged")),
                f"{f}: V, V_reduced, observed (positive) and merged (non-negative) are not integers")
         rep, merged = voc["representative"], voc["merged"]
-        seen = set().union(*inst.S)
         refuse(voc["observed"] + merged != voc["V"] or voc["V_reduced"] != voc["observed"] + (merged > 0),
                f"{f}: observed + merged is not V, or V_reduced is not observed + (1 if merged)")
         refuse((rep is None) != (merged == 0) or (rep is not None and not (type(rep) is int and 0 <= rep < voc["V"])),
                f"{f}.representative: {rep!r} is not a token id below V exactly when tokens are merged")
         refuse(voc["V_reduced"] != inst.V, f"{f}.V_reduced: {voc['V_reduced']}, the instance has V = {inst.V}")
-        refuse(seen != set(range(voc["observed"])),
+        refuse(set().union(*inst.S) != set(range(voc["observed"])),
                f"{f}.observed: the instance's first {voc['observed']} tokens are not those that follow a context")
         text += f", {voc['observed']} observed tokens" + (f" and one representative of {merged} more" if merged else "")
     notes.append(text)
