@@ -20,9 +20,11 @@ from ntpcert.experiments.strategies import ntp_instances
 from ntpcert.instance.datasets.compatible import integer_log_odds
 from ntpcert.instance.load import load_instance
 from ntpcert.pipeline.exact_verdicts import exact_certify
+from ntpcert.pipeline.explain import why_not_with_sections
 
 from .conftest import random_instance
 from .standalone import PATH, standalone
+from .test_explain import doubling_toy, two_context_toy
 
 MAX_LINES = 900
 
@@ -50,6 +52,13 @@ def _agree(inst: NTPInstance, **kwargs) -> str:
     assert ok, line
     for claim, value in (("compatible", rep.compatible.holds), ("separable", rep.separable.holds)):
         assert f"{claim}: {str(value).lower()}" in line or (value is None and f"{claim}:" not in line), line
+    cert = rep.certificate  # every section present has its line: none is passed over unchecked
+    present = {"svm: exact gap": cert["svm"] is not None, "excess: L*": cert.get("excess") is not None,
+               "why not separable:": "why_not_separable" in cert, "why not compatible:": "why_not_compatible" in cert,
+               "W*: G g_p": "W_star" in cert["compatibility"], "fingerprint: ": True}
+    for text, there in present.items():
+        assert (text in line) == there, (text, line)
+    assert "not checked" not in line
     return line
 
 
@@ -75,7 +84,14 @@ CASES = {
         np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]]),
         [["1/10000000000000000000000014", "10000000000000000000000013/10000000000000000000000014", "0"],
          ["1/3", "2/3", "0"], ["0", "1/2", "1/2"]], ["1/3", "1/3", "1/3"]), {"svm": False}),
-    "pydoc characters, k = 2 (why-not sections)": lambda: (load_instance("pydoc", max_chars=3000), {"svm": False}),
+    "pydoc characters, k = 2": lambda: (load_instance("pydoc", max_chars=3000), {"svm": False}),
+    "the excess bracket, W* and an NTP-SVM pair": lambda: (random_instance(np.random.default_rng(1), 4, 6, 5, 1, 4),
+                                                          {"use_lemma1": False, "excess": True}),
+    "why not separable": lambda: (two_context_toy(), {"svm": False, "why_not": why_not_with_sections}),
+    "why not compatible": lambda: (doubling_toy(extra=True), {"svm": False, "why_not": why_not_with_sections}),
+    "probabilities with the excess bracket": lambda: (NTPInstance.from_probs(
+        np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), [["1/2", "1/2", "0"], ["1/3", "0", "2/3"], ["0", "1/4", "3/4"]],
+        ["1/2", "1/4", "1/4"]), {"excess": True}),
 }
 
 
