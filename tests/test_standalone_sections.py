@@ -92,6 +92,27 @@ def test_forged_svm_sections_are_refused_by_both(certs, name):
     _both_refuse(certs["sep"], edit, field)
 
 
+def _factored(c: dict) -> None:
+    """svm.W as W_factored (scale 1/3, base 0.0 and 1.0 as numbers, the rest in delta) and svm.a as a_sparse:
+    the same pair in the encodings of large certificates."""
+    W = c["svm"].pop("W")
+    base = [[float(v == i) for i in range(len(row))] for v, row in enumerate(W)]
+    delta = [[v, i, _times(fraction_str(Fraction(x) - Fraction(base[v][i]) / 3), 3)] for v, row in enumerate(W)
+             for i, x in enumerate(row) if Fraction(x) != Fraction(base[v][i]) / 3]
+    c["svm"]["W_factored"] = {"scale": "1/3", "base": base, "delta": delta}
+    c["svm"]["a_sparse"] = [[v, j, x] for v, row in enumerate(c["svm"].pop("a")) for j, x in enumerate(row) if x != "0"]
+
+
+def test_the_factored_and_sparse_encodings_of_the_pair_are_read_alike_and_forgeries_refused(certs):
+    cert = copy.deepcopy(certs["sep"])
+    _factored(cert)
+    text = jsonio.dumps(cert)
+    assert verify_text(text).valid and standalone(text)[0]
+    _both_refuse(cert, lambda c: c["svm"]["W_factored"].update(scale="1/2"), "svm")
+    _both_refuse(cert, lambda c: c["svm"]["W_factored"]["delta"][0].__setitem__(2, "0"), "svm")
+    _both_refuse(cert, lambda c: c["svm"]["a_sparse"].pop(), "svm.a")
+
+
 # ---------------------------------------------------------------------------- excess
 EXCESS_FORGERIES = {
     "lower moved up": (lambda c: c["excess"].update(lower=c["excess"]["upper"]), "excess.lower"),
