@@ -13,9 +13,6 @@ _spec = importlib.util.spec_from_file_location("ntpcert_check", PATH)
 checker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(checker)
 
-#: Fields of verify's reasons that the standalone checker does not check: none (it checks every section).
-UNCHECKED: tuple[str, ...] = ()
-
 
 def standalone(text: str | bytes) -> tuple[bool, str]:
     """(valid, first line) of the standalone checker on a certificate's text."""
@@ -30,8 +27,3 @@ def standalone(text: str | bytes) -> tuple[bool, str]:
         sys.set_int_max_str_digits(old)
     return True, "VALID: " + "; ".join(notes)
 
-
-def unchecked(reason: str) -> bool:
-    """Whether verify's one-line reason names a field the standalone checker leaves unchecked."""
-    field = reason.removeprefix("INVALID: ").removeprefix("malformed certificate: ").split(":", 1)[0].split(" ", 1)[0]
-    return any(field == u or field.startswith(u + ".") or field.startswith(u + "[") for u in UNCHECKED)
