@@ -426,13 +426,13 @@ def check_separability(cert, inst, notes):
 
 
 # ------------------------------------------------------------------------------------------ the other sections
-def floats(sec, names, field):
+def floats(sec, names, field):  # the named finite JSON floats (never integers), as fmpq
     for k in names:
         refuse(type(sec[k]) is not float, f"{field}.{k}: {str(sec[k])[:40]!r} is not a finite JSON float")
     return [exact(sec[k], f"{field}.{k}") for k in names]
 
 
-def lcm(dens):
+def lcm(dens):  # the lcm of the fmpz dens
     D = flint.fmpz(1)
     for d in set(dens):
         D = D * d // D.gcd(d)
@@ -557,12 +557,12 @@ def dual(inst, a, field):
     return mass, sq_rows(P, D) / (s * s)
 
 
-def upper(x, X, Q, field, what):
+def upper(x, X, Q, field, what):  # the float x (X exactly) is sqrt(Q) rounded up
     refuse(x < 0 or X * X < Q, f"{field}: {x!r} is below {what}")
     refuse(X * X > Q * (1 + SLACK) ** 2 + TINY, f"{field}: {x!r} is not {what} rounded up (relative slack 2^-40)")
 
 
-def lower(x, X, Q, field, what):
+def lower(x, X, Q, field, what):  # the float x (X exactly) is sqrt(max(Q, 0)) rounded down
     refuse(x < 0 or X * X > max(Q, flint.fmpq(0)), f"{field}: {x!r} is above {what}")
     refuse(X * X < Q * (1 - SLACK) ** 2 - TINY, f"{field}: {x!r} is not {what} rounded down (relative slack 2^-40)")
 
@@ -610,7 +610,7 @@ def check_svm(cert, inst, sep, notes):
                  f"||W^mm||_F in [{sec['norm_lower']:.12g}, {sec['norm_upper']:.12g}]")
 
 
-def dense_q(rows, n, k, field, value=None):
+def dense_q(rows, n, k, field, value=None):  # n rows of k values, read by value (default: canonical rationals)
     refuse(type(rows) is not list or len(rows) != n or any(type(r) is not list or len(r) != k for r in rows),
            f"{field}: expected {n} rows of {k} values")
     return [[(value or q)(x, f"{field}[{v}]") for x in r] for v, r in enumerate(rows)]
@@ -684,7 +684,7 @@ def check_excess(cert, inst, notes):
                  f"{sec['excess_upper']!r}] (q exactly dual feasible, W rational; arb, {PREC} bits)")
 
 
-def increasing(xs, bound, field):
+def increasing(xs, bound, field):  # a strictly increasing list of indices below bound
     refuse(type(xs) is not list or any(type(x) is not int for x in xs) or xs != sorted(set(xs))
            or any(not 0 <= x < bound for x in xs), f"{field}: not strictly increasing indices below {bound}")
     return xs
