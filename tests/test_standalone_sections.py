@@ -6,6 +6,7 @@ culprits, W*, dim F, the fingerprint, the names and the source record."""
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -128,6 +129,14 @@ EXCESS_FORGERIES = {
 def test_a_moved_excess_bracket_is_refused_by_both(certs, name):
     edit, field = EXCESS_FORGERIES[name]
     _both_refuse(certs["sep"], edit, field)
+
+
+@pytest.mark.parametrize("key,inward", [("lower", math.inf), ("upper", -math.inf)])
+def test_an_excess_end_one_ulp_inward_is_refused_by_both(certs, key, inward):
+    """The writer's ends are the floats just outside its balls, and both checkers evaluate the same ones at 192
+    bits: they refuse an end moved by a single ulp, at the same place."""
+    _both_refuse(certs["sep"], lambda c: c["excess"].update({key: math.nextafter(c["excess"][key], inward)}),
+                 f"excess.{key}")
 
 
 # ---------------------------------------------------------------------------- W*, dim F, fingerprint, names
