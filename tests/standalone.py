@@ -8,18 +8,12 @@ import sys
 from pathlib import Path
 
 PATH = Path(__file__).resolve().parent.parent / "tools" / "ntpcert_check.py"
+#: Every file of the checker: the entry point and the two modules beside it that it imports.
+FILES = (PATH, PATH.with_name("ntpcert_check_exact.py"), PATH.with_name("ntpcert_check_sections.py"))
 
 _spec = importlib.util.spec_from_file_location("ntpcert_check", PATH)
 checker = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(checker)
-
-#: Fields of verify's reasons that the standalone checker does not check, by design: it names these
-#: sections as "not checked" (the NTP-SVM pair and its bounds, the excess bracket, the why-not sections,
-#: W* coefficients, dim_F beside a verdict it does not need, the fingerprint, the names and weights (which no
-#: claim reads), and the source record).
-UNCHECKED = ("svm", "claims.svm", "excess", "why_not_separable", "why_not_compatible", "source", "compatibility.W_star",
-             "compatibility.dim_F", "instance.fingerprint", "instance.embedded.token_names",
-             "instance.embedded.context_names", "instance.embedded.name", "instance.embedded.weights", "name")
 
 
 def standalone(text: str | bytes) -> tuple[bool, str]:
@@ -37,8 +31,3 @@ def standalone(text: str | bytes) -> tuple[bool, str]:
         sys.set_int_max_str_digits(old)
     return True, "VALID: " + "; ".join(notes)
 
-
-def unchecked(reason: str) -> bool:
-    """Whether verify's one-line reason names a field the standalone checker leaves unchecked."""
-    field = reason.removeprefix("INVALID: ").removeprefix("malformed certificate: ").split(":", 1)[0].split(" ", 1)[0]
-    return any(field == u or field.startswith(u + ".") or field.startswith(u + "[") for u in UNCHECKED)

@@ -40,14 +40,6 @@ from .conftest import random_instance
 from .standalone import PATH as STANDALONE_PATH
 from .standalone import standalone
 
-#: Sections and fields that tools/ntpcert_check.py does not check yet: a forgery there may pass it (verify
-#: must still refuse it). This set must shrink as the standalone checker grows, down to empty once it checks
-#: every section ntpcert writes.
-STANDALONE_UNCHECKED = frozenset({"svm", "claims.svm", "excess", "why_not_separable", "why_not_compatible", "source",
-                                  "instance.fingerprint", "compatibility.W_star", "compatibility.dim_F",
-                                  "instance.embedded.name", "instance.embedded.token_names",
-                                  "instance.embedded.context_names",
-                                  "instance.embedded.weights"})  # no claim reads them; the fingerprint covers them
 
 #: 2^61 - 1, a Mersenne prime: the modulus of the red-team forgery.
 M61 = 2**61 - 1
@@ -145,22 +137,13 @@ def _text(cert: dict) -> str:
     return text
 
 
-def _unchecked(field: str) -> bool:
-    return any(field == u or field.startswith(u + ".") or field.startswith(u + "[") for u in STANDALONE_UNCHECKED)
-
-
-def _reason_field(reason: str) -> str:
-    """The field a one-line reason of verify names."""
-    return reason.removeprefix("malformed certificate: ").split(":", 1)[0].split(" ", 1)[0]
-
-
 def _refused(text: str, field: str, needle: str | None = None) -> str:
-    """Both checkers refuse ``text`` (the standalone one unless ``field`` is where it does not look yet)."""
+    """Both checkers refuse ``text``."""
     v = verify_text(text)
     assert not v.valid, f"verify accepted a forged {field}"
     assert "\n" not in v.reason and (needle is None or needle in v.reason), v.reason
     ok, line = standalone(text)
-    assert not ok or _unchecked(field), f"the standalone checker accepted a forged {field}: {line}"
+    assert not ok, f"the standalone checker accepted a forged {field}: {line}"
     return v.reason
 
 
@@ -482,8 +465,7 @@ def _substitution_property(certs, name: str, path: tuple, value) -> None:
         return
     assert "\n" not in v.reason and not re.search(r"\b[A-Z][a-z]+Error\b", v.reason), v.reason  # a field, not a crash
     ok, line = standalone(text)
-    # an unchecked field, or a change that verify refuses in one (another H breaks only the fingerprint)
-    assert not ok or _unchecked(field) or _unchecked(_reason_field(v.reason)), (
+    assert not ok, (
         f"{name}: the standalone checker accepted {field} = {value!r}: {line}")
 
 

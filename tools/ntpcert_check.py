@@ -1,57 +1,29 @@
 #!/usr/bin/env python3
-"""ntpcert_check CERT: decide the three claims of an ntpcert certificate (docs/certificate-format.md, format 1),
-NTP-compatibility (4), NTP-separability (6) and "the entropy bound is reachable", against the instance embedded
-in it, in exact arithmetic, with the standard library and python-flint only (nothing from ntpcert, so no code is
-shared with the writer). Sections it does not check are listed as not checked, never counted as checked.
-Exit status: 0 when every claim checks (null checks as undetermined); 1 with one line ``INVALID: <field>:
-<reason>`` naming the first that fails; 2 when CERT cannot be read; 4 with one line ``TOO LARGE: <field>:
-<reason>`` when CERT is over a size limit of the format (LIMITS): too large to check here, not a verdict."""
+"""ntpcert_check CERT: check every section of an ntpcert certificate (docs/certificate-format.md, format 1)
+against the instance embedded in it, in exact arithmetic, with the standard library and python-flint only
+(nothing from ntpcert, so no code is shared with the writer): its three claims, NTP-compatibility (4),
+NTP-separability (6) and "the entropy bound is reachable", then the fingerprint and names, dim F and W*, the
+NTP-SVM pair and its bounds, the excess bracket (in arb balls), the why-not culprits and the source record.
+Exit status: 0 when every claim and section checks (null claims as undetermined); 1 with one line
+``INVALID: <field>: <reason>`` naming the first that fails; 2 when CERT cannot be read; 4 with one line
+``TOO LARGE: <field>: <reason>`` when CERT is over a size limit of the format (LIMITS): too large to check
+here, not a verdict."""
 
-import base64
 import hashlib
 import json
-import math
 import os
-import re
 import struct
 import sys
 
 import flint
 
-FORMAT, VERSION = "ntpcert-certificate", 1
-#: The format's size limits (docs/certificate-format.md, section 1), a copy of ntpcert.certificate.format.LIMITS
-#: (a test holds the two equal): a certificate over one is too large to check here, not invalid.
-LIMITS = {"certificate_bytes": 536_870_912, "json_integer_digits": 4300, "sparse_count_cells": 100_000_000,
-          "sparse_embedding_cells": 100_000_000, "why_not_cells": 2_000_000}
-MAX_BYTES = LIMITS["certificate_bytes"]
-MAX_INT_DIGITS = LIMITS["json_integer_digits"]
-MAX_SPARSE_CELLS = LIMITS["sparse_count_cells"]
-MAX_SPARSE_EMBEDDING_CELLS = LIMITS["sparse_embedding_cells"]
-#: A prime for ranks mod p when the certificate names none (a rank mod p is at most the rank over Q).
-DEFAULT_PRIME = 2**61 - 1
-RATIONAL = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?\Z")
-TOP = {"format", "version", "instance", "probabilities_exact_from_floats", "claims", "compatibility", "separability",
-       "svm", "checksum"}
-TOP_OPTIONAL = {"excess", "why_not_separable", "why_not_compatible", "source"}
-NOT_CHECKED = ("svm", "excess", "why_not_separable", "why_not_compatible", "source")
-
-
-class Invalid(Exception):
-    """A certificate that does not prove what it claims; the message names the field."""
-
-
-class TooLarge(Exception):
-    """A certificate over a size limit of the format (LIMITS): not checked, so neither valid nor invalid."""
-
-
-def refuse(condition, message):
-    if condition:
-        raise Invalid(message)
-
-
-def too_large(condition, message):
-    if condition:
-        raise TooLarge(message)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the checker's other two files, beside it
+from ntpcert_check_exact import (DEFAULT_PRIME, FORMAT, LIMITS, Invalid, MAX_BYTES, MAX_INT_DIGITS, MAX_SPARSE_CELLS,
+    MAX_SPARSE_EMBEDDING_CELLS, TOP, TOP_OPTIONAL, TooLarge, VERSION, count, dense_q, exact, exact_float, exponents,
+    farkas, flag, index, integer_row, is_prime, keys, law, packed_rows, primal, q, rank_mod, refuse, sparse,
+    too_large)
+from ntpcert_check_sections import (check_dim_F_and_W_star, check_excess, check_instance_record, check_source,
+    check_svm, check_why_not)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -84,89 +56,6 @@ def parse(data):
 
 def canonical(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def q(text, field):
-    """A canonical rational string "p" or "p/q" (lowest terms, q > 1) as an fmpq."""
-    m = RATIONAL.match(text) if type(text) is str else None
-    refuse(m is None or text == "-0", f"{field}: {str(text)[:40]!r} is not a canonical rational")
-    num, den = flint.fmpz(m.group(1)), flint.fmpz(m.group(2) or 1)
-    refuse(m.group(2) is not None and (den == 1 or num.gcd(den) != 1), f"{field}: {text[:40]!r} is not in lowest terms")
-    return flint.fmpq(num, den)
-
-
-def exact_float(x, field):
-    refuse(not math.isfinite(x), f"{field}: {x} is not finite")
-    return x
-
-
-def count(x, field):
-    refuse(type(x) is not int or x >= 2**63, f"{field}: {str(x)[:40]!r} is not an integer count below 2^63")
-    return flint.fmpq(x)
-
-
-def exact(x, field):
-    """A JSON number (int, or a float taken as the dyadic rational it is) as an fmpq."""
-    if type(x) is int and abs(x) <= 2**53:  # beyond, a binary64 would not hold it: the format refuses it
-        return flint.fmpq(x)
-    if type(x) is float:
-        return flint.fmpq(*exact_float(x, field).as_integer_ratio())
-    raise Invalid(f"{field}: {str(x)[:40]!r} is not a finite number")
-
-
-def keys(obj, field, required, optional=()):
-    refuse(type(obj) is not dict, f"{field}: expected an object")
-    missing, extra = sorted(set(required) - set(obj)), sorted(set(obj) - set(required) - set(optional))
-    refuse(missing, f"{field}.{(missing or [''])[0]}: missing")
-    refuse(extra, f"{field}.{(extra or [''])[0]}: unknown key")
-
-
-def flag(x, field):
-    """true, false or null, type-exactly (1 and 0 are not booleans)."""
-    refuse(x is not None and type(x) is not bool, f"{field}: {x!r} is not true, false or null")
-    return x
-
-
-def index(x, bound, field):
-    refuse(type(x) is not int or not 0 <= x < bound, f"{field}: {str(x)[:40]} is not an index below {bound}")
-    return x
-
-
-def sparse(items, bounds, field, value=None):
-    """[[i, k, "p/q"], ...] with indices in range, as a dict (i, k) -> fmpq; no repeated index."""
-    value = value or q
-    refuse(type(items) is not list, f"{field}: expected a list")
-    out = {}
-    for e, item in enumerate(items):
-        refuse(type(item) is not list or len(item) != 3, f"{field}[{e}]: expected [i, k, value]")
-        i, k = index(item[0], bounds[0], f"{field}[{e}]"), index(item[1], bounds[1], f"{field}[{e}]")
-        refuse((i, k) in out, f"{field}[{e}]: index ({i}, {k}) repeated")
-        out[(i, k)] = value(item[2], f"{field}[{e}]")
-    return out
-
-
-def packed_rows(text, m, d, field):
-    """``embeddings_f64``: standard base64 (padded, nothing else) of the m d entries of H as little-endian
-    binary64 in row-major order, in its one spelling (re-encoding gives the text back; no NaN, infinity or
-    -0.0); the rows as {i: fmpq} of the nonzero entries, each the dyadic rational of its bits."""
-    refuse(type(text) is not str or len(text) != 4 * ((8 * m * d + 2) // 3),
-           f"{field}: not the length of base64 of {m} x {d} float64 values")
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except ValueError:
-        raise Invalid(f"{field}: not base64") from None
-    refuse(len(raw) != 8 * m * d or base64.b64encode(raw).decode("ascii") != text,
-           f"{field}: not the canonical base64 spelling of {m * d} float64 values")
-    xs, rows = struct.unpack(f"<{m * d}d", raw), []
-    for j in range(m):
-        row = {}
-        for i, x in enumerate(xs[j * d:(j + 1) * d]):
-            refuse(not math.isfinite(x) or (x == 0 and math.copysign(1.0, x) < 0),
-                   f"{field}[{j}][{i}]: {x!r} is not a finite float other than -0.0")
-            if x:
-                row[i] = flint.fmpq(*x.as_integer_ratio())
-        rows.append(row)
-    return rows
 
 
 # ------------------------------------------------------------------------------------------ the instance
@@ -279,53 +168,6 @@ class Instance:
         return L
 
 
-def integer_row(xs):
-    """A list of fmpq times the least common denominator of its entries (a positive scaling of a row keeps
-    every rank)."""
-    s = flint.fmpz(1)
-    for x in xs:
-        s = s * x.q // s.gcd(x.q)
-    return [int(x * s) for x in xs]
-
-
-def rank_mod(rows, p):
-    """The rank mod the prime p of a matrix of fmpq rows, each scaled to integers: at most the rank over Q."""
-    return flint.nmod_mat([[x % p for x in integer_row(r)] for r in rows], p).rank() if rows else 0
-
-
-def is_prime(p, below=None):  # a modulus is a prime 2 <= p < 2^63 (docs/certificate-format.md, section 1)
-    return type(p) is int and p > 1 and (below is None or p < below) and bool(flint.fmpz(p).is_prime())
-
-
-def exponents(inst, primes):
-    """E: for every equality row, the exponent of each prime in c_{j,z} / c_{j,z_j}, where c_{j,.} are the
-    counts or, for probabilities, the coprime integers proportional to p_j. ``primes`` must be exactly
-    the primes of those integers (each is factored completely over the list)."""
-    refuse(type(primes) is not list or any(not is_prime(p) for p in primes) or primes != sorted(set(primes)),
-           "compatibility.primes: not an increasing list of primes")
-    factors, used = [], set()
-    for j, vals in enumerate(inst.vals):
-        ints = dict(zip(vals, integer_row(list(vals.values()))))
-        g = 1 if inst.counts else math.gcd(*ints.values())
-        ints = {z: c // g for z, c in ints.items()}
-        row = {}
-        for z, c in ints.items():
-            e = {}
-            for p in primes:
-                while c % p == 0:
-                    c, e[p] = c // p, e.get(p, 0) + 1
-            refuse(c != 1, f"compatibility.primes: the count of context {j}, token {z} has a prime factor not listed")
-            row[z] = e
-            used.update(e)
-        factors.append(row)
-    refuse(used != set(primes), f"compatibility.primes: {sorted(set(primes) - used)[:3]} divide no count")
-    E = {}
-    for j, z in inst.rows:
-        e, a = factors[j][z], factors[j][inst.anchor[j]]
-        E[(j, z)] = {p: e.get(p, 0) - a.get(p, 0) for p in set(e) | set(a) if e.get(p, 0) != a.get(p, 0)}
-    return E
-
-
 def rank_G(inst, p):
     """rank of G = A_eq A_eq^T mod p (a lower bound on rank A_eq over Q), from K = H H^T."""
     if not inst.rows:
@@ -397,8 +239,6 @@ def check_compatibility(cert, inst, notes):
     keys(sec, "compatibility", ("claim", "n_eq", "dim_F", "primes", "null_space_basis"),
          ("W_star", "rank_modulus", "embeddings_rank_modulus", "embeddings_rank_witness", "particular_solutions",
           "frequent_tokens_modulus"))
-    if "W_star" in sec:
-        notes.append("not checked: compatibility.W_star")
     basis = sec["null_space_basis"]
     refuse(type(basis) is not list, "compatibility.null_space_basis: expected a list")
     how = lemma1(sec, inst, "compatibility")
@@ -452,16 +292,7 @@ def check_separability(cert, inst, notes):
     if claim is False:
         keys(sec, "separability", ("claim", "ray"))
         a = sparse(sec["ray"], (inst.V, inst.m), "separability.ray")
-        acc, col, mass = {}, [flint.fmpq(0)] * inst.m, flint.fmpq(0)
-        for (v, j), x in a.items():
-            col[j] += x
-            if v not in inst.S[j]:
-                refuse(x > 0, f"separability.ray: a[{v}, {j}] > 0 off the support")
-                mass -= x
-            inst.add(acc, v, x, j)
-        refuse(any(any(r.values()) for r in acc.values()), "separability.ray: sum_j a_j h_j^T != 0")
-        refuse(any(col), "separability.ray: a column of the ray does not sum to 0")
-        refuse(not mass > 0, "separability.ray: no positive mass off the supports")
+        farkas(inst, a, "separability.ray")
         notes.append(f"separable: false (a Farkas ray with {len(a)} nonzeros)")
         return False
     keys(sec, "separability", ("claim",), ("W", "embeddings_rank_modulus", "embeddings_rank_witness"))
@@ -472,17 +303,7 @@ def check_separability(cert, inst, notes):
         notes.append(f"separable: true ({how}: every logit matrix is reachable)")
         return True
     refuse("W" not in sec, "separability.W: missing")
-    W = sec["W"]
-    refuse(type(W) is not list or len(W) != inst.V or any(type(r) is not list or len(r) != inst.d for r in W),
-           f"separability.W: expected {inst.V} rows of {inst.d} values")
-    W = [[q(x, f"separability.W[{v}]") for x in r] for v, r in enumerate(W)]
-    L = inst.logits({v: {i: x for i, x in enumerate(row) if x} for v, row in enumerate(W)})
-    for j in range(inst.m):
-        top = {L[z][j] for z in inst.S[j]}
-        refuse(len(top) != 1, f"separability.W: the logits of context {j} differ on its support")
-        t = top.pop()
-        low = [v for v in range(inst.V) if v not in inst.S[j] and t - L[v][j] < 1]
-        refuse(low, f"separability.W: context {j}, token {(low or [0])[0]} has a margin below 1")
+    primal(inst, dense_q(sec["W"], inst.V, inst.d, "separability.W"), "separability.W")
     notes.append("separable: true (W has equal in-support logits and every margin >= 1, exactly)")
     return True
 
@@ -491,7 +312,7 @@ def check(cert):
     """The notes of a certificate whose claims all check; raises Invalid otherwise."""
     try:
         return _check(cert)
-    except (KeyError, TypeError, IndexError, AttributeError) as err:
+    except (KeyError, TypeError, IndexError, AttributeError, OverflowError, struct.error) as err:
         raise Invalid(f"certificate: malformed ({type(err).__name__}: {err})") from None
 
 
@@ -504,6 +325,7 @@ def _check(cert):
            "checksum: does not match the SHA-256 of the canonical JSON")
     inst = Instance(cert)
     notes = [f"instance: m = {inst.m}, d = {inst.d}, V = {inst.V}, {len(inst.rows)} equality rows (embedded)"]
+    check_instance_record(cert, inst, notes)
     claims = cert["claims"]
     keys(claims, "claims", ("compatible", "separable", "entropy_bound_reachable", "svm"))
     compat, sep = check_compatibility(cert, inst, notes), check_separability(cert, inst, notes)
@@ -512,11 +334,11 @@ def _check(cert):
         refuse(flag(claims[key], f"claims.{key}") is not verdict,
                f"claims.{key}: {claims[key]!r} is not the checked verdict {json.dumps(verdict)}")
     notes.append(f"entropy bound reachable: {json.dumps(both)}")
-    skipped = [k for k in NOT_CHECKED if cert.get(k) is not None] + ["compatibility.dim_F", "instance.fingerprint",
-                                                                      "names"]
-    if claims["svm"] is not None:
-        skipped.insert(0, "claims.svm")
-    notes.append("not checked: " + ", ".join(skipped))
+    check_dim_F_and_W_star(cert, inst, notes)
+    check_svm(cert, inst, sep, notes)
+    check_excess(cert, inst, notes)
+    check_why_not(cert, inst, compat, sep, notes)
+    check_source(cert, inst, notes)
     return notes
 
 

@@ -78,6 +78,7 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
         need(not ys, "compatibility.null_space_basis: A_eq has full row rank, its left null space is 0")
         checks.append(f"compatible: H has rank m = {ex.m} (peeled triangular pivots and a core mod p, re-checked), "
                       f"so A_eq has full row rank r = {r} and (4) is solvable (Lemma 1)")
+        _w_star_if_given(sec, ex, primes, Erows, checks)
         return True
     if "embeddings_rank_modulus" in sec:
         p = sec["embeddings_rank_modulus"]
@@ -87,6 +88,7 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
         need(not ys, "compatibility.null_space_basis: A_eq has full row rank, its left null space is 0")
         checks.append(f"compatible: H has full row rank (rank m = {ex.m} mod {p}, d >= m), so A_eq has full row "
                       f"rank r = {r} and (4) is solvable (Lemma 1)")
+        _w_star_if_given(sec, ex, primes, Erows, checks)
         return True
     for k, y in enumerate(ys):
         need(ex.left_null(y), f"compatibility.null_space_basis[{k}]: not in the left null space of A_eq")
@@ -103,6 +105,7 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
                   f"mod {p}")
         checks.append(f"compatible: the frequent-token reduction mod {p} bounds dim null(A_eq^T) by {bound}, the "
                       f"{len(ys)} exact null vectors reach it and Y^T E = 0")
+        _w_star_if_given(sec, ex, primes, Erows, checks)
         return True
     if "rank_modulus" in sec:
         p = sec["rank_modulus"]
@@ -120,10 +123,15 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
             need(ex.rank_vectors_mod(ys, None) == len(ys), "compatibility.null_space_basis: the vectors are dependent")
         how = f"rank A_eq = {rank}"
     checks.append(f"compatible: null(A_eq^T) has dimension {len(ys)} and Y^T E = 0 ({how})")
-    if "W_star" in sec:
-        G = ex.G
-        _check_w_star(sec["W_star"], ex, G, primes, Erows, checks)
+    _w_star_if_given(sec, ex, primes, Erows, checks)
     return True
+
+
+def _w_star_if_given(sec: dict, ex: ExactInstance, primes: list[int], Erows: dict, checks: list[str]) -> None:
+    """The optional closed form of W*, checked beside every witness of a true claim that allows it (the rank
+    witness and the frequent-token bound included, where it was once left unchecked)."""
+    if "W_star" in sec:
+        _check_w_star(sec["W_star"], ex, ex.G, primes, Erows, checks)
 
 
 def _check_particular(sec: dict, ex: ExactInstance, primes: list[int], Erows: dict, checks: list[str]) -> None:
