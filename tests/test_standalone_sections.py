@@ -258,9 +258,11 @@ def test_a_source_record_that_does_not_add_up_is_refused_by_both(certs, vocabula
     ({"V": 3, "observed": 3, "merged": 0, "representative": None}, "source.vocabulary.observed"),  # token 2 follows none
     ({"V": 6, "observed": 1, "merged": 5, "V_reduced": 2}, "source.vocabulary.V_reduced"),
 ])
-def test_a_source_record_of_another_instance_is_refused_by_the_standalone_checker(certs, vocabulary, field):
+def test_a_source_record_of_another_instance_is_refused_by_both(certs, vocabulary, field):
     """Its sums are right, but it does not describe the embedded instance: V_reduced is not its V, or the tokens
     that follow a context are not the observed ones (the representative, the last token, follows none)."""
     text = jsonio.dumps(_with_source(certs["pair"], **vocabulary))
     ok, line = standalone(text)
     assert not ok and field in line, line
+    v = verify_text(text)
+    assert not v.valid and "source.vocabulary" in v.reason, v.reason
