@@ -91,12 +91,12 @@ def _entries(tensors: dict[str, Tensor]) -> int:
 
 def vocab_size(cfg: dict, tensors: dict[str, Tensor], config: str) -> int:
     """The config's ``vocab_size``, checked against the checkpoint (module doc)."""
-    from ntpcert.instance.lm.static import EMBEDDING_NAMES, _find
+    from ntpcert.instance.lm.static import EMBEDDING_NAMES, find_tensor
 
     V = cfg.get("vocab_size")
     if not isinstance(V, int) or isinstance(V, bool) or V <= 0:
         raise InputError(f"--model: {config!r} has no positive integer vocab_size (got {V!r})")
-    emb = _find(dict.fromkeys(tensors), EMBEDDING_NAMES)
+    emb = find_tensor(dict.fromkeys(tensors), EMBEDDING_NAMES)
     if emb is not None:
         shape = tensors[emb][1]
         if len(shape) != 2 or shape[0] != V:

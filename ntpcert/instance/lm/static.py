@@ -43,7 +43,9 @@ def _open(path: str) -> Any:
         raise InputError(f"--model: {path!r} is not a readable .safetensors file ({one_line(err)})") from None
 
 
-def _find(names: dict[str, str], suffixes: tuple[str, ...]) -> str | None:
+def find_tensor(names: dict[str, str], suffixes: tuple[str, ...]) -> str | None:
+    """The first name (in sorted order) that is one of ``suffixes`` or ends in ``.suffix``, trying the
+    suffixes in turn; None when none matches."""
     for suf in suffixes:
         hits = sorted(n for n in names if n == suf or n.endswith("." + suf))
         if hits:
@@ -122,11 +124,11 @@ def read_static(files: ModelFiles) -> StaticModel:
     for path in files.weights:
         for name in _open(path).keys():
             where[name] = path
-    emb = _find(where, EMBEDDING_NAMES)
+    emb = find_tensor(where, EMBEDDING_NAMES)
     if emb is None:
         raise InputError(f"--model: no input embedding matrix in {files.weights[0]!r} (looked for "
                          f"{', '.join(EMBEDDING_NAMES)})")
-    dec = _find(where, DECODER_NAMES)
+    dec = find_tensor(where, DECODER_NAMES)
     E = read_tensor(where[emb], emb)
     if E.ndim != 2:
         raise InputError(f"--model: tensor {emb!r} has shape {E.shape}, expected (V, d)")
