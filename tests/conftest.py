@@ -84,6 +84,8 @@ def _standalone_beside_verify():
         ok, line = standalone(text)
         if verdict.valid:
             assert ok, f"verify accepts, the standalone checker refuses: {line}"
+        elif verdict.too_large:  # not checked here, so no verdict to agree with (each checker has its own work caps)
+            pass
         elif instance is None and sealed is None:  # a refused sealed text may be another valid certificate
             assert not ok, f"verify refuses ({verdict.reason}), the standalone accepts"
         return verdict
