@@ -284,7 +284,7 @@ def excess_bracket(limits: Limits) -> dict[str, Any]:
     r"""The float bracket on :math:`L^*-\mathcal H`: ``[0, 0]`` by the paper's Theorem 1 when the (float)
     verdicts of ``limits`` are compatible and separable, else
     :func:`ntpcert.pipeline.excess_certificate.excess_key` (its scalar keys only)."""
-    if limits.compatible is True and limits.svm is not None:
+    if limits.compatible is True and limits.svm is not None and limits.separable is True:
         return {"excess_lower": 0.0, "excess_upper": 0.0, "engine": "theorem",
                 "reason": "the float verdicts say compatible and separable"}
     from ntpcert.pipeline.excess_certificate import excess_key
@@ -342,7 +342,15 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     values["norm_matched_distance"] = float("nan") if (Wmm is None or pn == 0) else float(
         np.linalg.norm(Wp - (pn / limits.svm.norm) * Wmm)) / pn
     bins = _bins(limits, W, PF, frequency)
-    return Comparison(values, bracket, bins, _null_notes(values, bins, limits, values["norm"]))
+    notes = _null_notes(values, bins, limits, values["norm"])
+    split = getattr(limits, "split", None)
+    if split is not None and split.limit is not None:
+        values["L_star"] = split.limit.L_star
+        values["loss_over_L_star"] = values["loss"] - split.limit.L_star
+        notes["limits"] = (f"not separable: {len(split.nonseparable)} non-separable pair(s) ({split.split_note}); "
+                           "F is F_N, W* is W_fin and W^mm is W^mm_P (rel_dist_F = ||P_F_N W - W_fin||/||W_fin||, "
+                           "cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); loss_over_L_star = CE(W) - L*")
+    return Comparison(values, bracket, bins, notes)
 
 
 def compare_series(snapshots: Sequence[tuple[int, np.ndarray]], limits: Limits, *,
@@ -386,7 +394,7 @@ class DecoderReport:
         inst, limits = self.instance, self.limits
         out = (self.comparison.to_json() if self.comparison is not None
                else {"snapshots": [{"t": t, **c.to_json()} for t, c in self.series or []]})
-        separable = limits.svm is not None if self.merge is None else self.separable
+        separable = limits.separable if self.merge is None else self.separable
         out.update({"m": inst.m, "d": inst.d, "V": inst.V if self.merge is None else self.merge.V,
                     "compatible": limits.compatible, "separable": separable, "figure": figure, "table": table})
         if self.merge is not None:
