@@ -73,7 +73,7 @@ class Explanation:
     stages: dict = field(default_factory=dict)
     #: The ``excess_loss`` key (:func:`ntpcert.pipeline.excess_certificate.excess_key`), or None.
     excess_loss: dict | None = None
-    #: On data that are not separable, the non-separable pairs N by token pair
+    #: On data that are not (or not shown to be) separable, the non-separable pairs N by token pair
     #: (:func:`nonseparable_pairs_json`), or None.
     nonseparable_pairs: dict | None = None
 
@@ -167,10 +167,10 @@ def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: 
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
     ts = lap("why_not_compatible", ts)
     pairs = None
-    if separable.holds is False:
+    if separable.holds is not True:  # False, or undetermined: the float split may still name the pairs
         from ntpcert.pipeline.nonseparable import split_for
 
-        N, note = split_for(instance, False)
+        N, note = split_for(instance, separable.holds)
         pairs = nonseparable_pairs_json(instance, N, note)
         ts = lap("nonseparable_pairs", ts)
     excess_loss = None
@@ -190,7 +190,7 @@ MAX_PAIR_CONTEXTS = 5
 
 
 def nonseparable_pairs_json(instance: NTPInstance, nonseparable, note: str) -> dict:
-    """The non-separable pairs (j, v) named by their tokens and grouped by token pair (the support of
+    r"""The non-separable pairs (j, v) named by their tokens and grouped by token pair (the support of
     context j against v), the most frequent first (largest total context weight :math:`\sum\pi_j`):
     ``pairs`` (how many), ``split`` (how N was found), ``groups`` (the first :data:`MAX_PAIR_GROUPS`,
     each with ``support`` and ``token`` as names, ``contexts`` (how many), ``weight`` and the first
