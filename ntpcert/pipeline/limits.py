@@ -36,8 +36,8 @@ def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BAS
     """The files of ``report`` (a float report computed with the NTP-SVM).
 
     ``general`` (:class:`~ntpcert.pipeline.nonseparable.NonseparableLimits`, optional) adds the summary's
-    ``limit`` object and ``W_fin.npy``; on data that are not separable (no NTP-SVM in the report) its
-    W^mm_P is written as ``W_mm.npy``.
+    ``limit`` object; on data with non-separable pairs also ``W_fin.npy``, and (no NTP-SVM in the report)
+    its W^mm_P as ``W_mm.npy``.
 
     On the sparse (LSMR) path F is known through projections only, so a requested basis rebuilds the
     subspace densely (eigh) first; a basis of more than ``max_basis_entries`` entries is skipped, and the
@@ -53,7 +53,8 @@ def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BAS
                 and len(general.nonseparable) == 0:  # N empty: W^mm_P is the report's W^mm
             summary["limit"]["W_mm_P_norm"] = report.svm.norm
             summary["limit"]["svm_P"] = "W^mm (N is empty)"
-        if general.W_fin is not None:
+        nonseparable = general.nonseparable is not None and len(general.nonseparable) > 0
+        if general.W_fin is not None and nonseparable:  # on separable data the files stay those of W* and W^mm
             arrays["W_fin.npy"] = general.W_fin
         if report.svm is None and general.W_mm is not None:
             arrays["W_mm.npy"] = general.W_mm
