@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from ntpcert import NTPInstance
@@ -226,3 +228,20 @@ def test_a_support_pair_or_a_repeated_pair_is_refused():
     N, _ = _split_pairs(inst)
     with pytest.raises(InputError, match="twice"):
         check_nonseparable(inst, np.vstack([N[:1], N[:1]]))
+
+
+@given(seed=st.integers(0, 10 ** 6), duplicated=st.booleans())
+def test_property_W_fin_matches_lbfgs_on_random_partly_separable_instances(seed, duplicated):
+    inst = (duplicated_instance if duplicated else gaussian_instance)(seed)
+    N, _ = _split_pairs(inst)
+    q = inst.m * inst.V - int(inst.support_sizes.sum())
+    assume(N is not None and 0 < len(N) < q)
+    lim = finite_limit(inst, N)
+    W_ref, L_ref = lbfgs_limit(inst, N)
+    assert lim.converged
+    assert np.linalg.norm(lim.W_fin - W_ref) <= AGREE * max(1.0, np.linalg.norm(W_ref))
+    assert abs(lim.L_star - L_ref) <= 1e-10 * max(1.0, L_ref)
+    # L* is below CE everywhere: at W_fin itself and at W_fin plus any direction
+    rng = np.random.default_rng(seed)
+    for W in (lim.W_fin, lim.W_fin + rng.standard_normal(lim.W_fin.shape)):
+        assert inst.loss(W) >= lim.L_star - 1e-12
