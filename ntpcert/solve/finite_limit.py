@@ -33,7 +33,9 @@ of :math:`F_N`. In the coordinates c of :math:`W = \sum_i c_if_i` the anchored l
 
 with :math:`s_j` the softmax of :math:`Wh_j` over :math:`S_j\cup N_j` and :math:`s'_j` its entries off
 the anchor. Newton's step :math:`-\nabla^2_c{}^{-1}\nabla_c` is damped by a backtracking (Armijo) line
-search on :math:`\mathrm{CE}_N`, from c = 0; it stops once :math:`\|\nabla\mathrm{CE}_N(W)\|_F` (which
+search on :math:`\mathrm{CE}_N`, from c = 0 (near the minimiser, where the predicted decrease is below
+float64's resolution of :math:`\mathrm{CE}_N`, the full step is taken when it does not raise the loss by
+more than that resolution, and the gradient decides); it stops once :math:`\|\nabla\mathrm{CE}_N(W)\|_F` (which
 lies in :math:`F_N` and equals :math:`\|\nabla_c\|`) is at most :data:`GRAD_TOL`, after at most
 :data:`MAX_NEWTON_STEPS` steps, or when the line search can no longer decrease the loss in float64; the
 final gradient norm is reported as ``grad_norm`` with ``converged`` = grad_norm ≤ GRAD_TOL. These are
@@ -73,6 +75,8 @@ MAX_LOGIT_ENTRIES = 20_000_000
 #: Armijo constant and the smallest step of the backtracking line search.
 _ARMIJO = 1e-4
 _MIN_STEP = 2.0 ** -40
+#: Relative resolution of a float64 CE_N value (a sum of m·V rounded terms, with room).
+_NOISE = 64 * float(np.finfo(np.float64).eps)
 
 
 def check_nonseparable(instance: NTPInstance, nonseparable: Any) -> np.ndarray:
@@ -269,6 +273,7 @@ def finite_limit(instance: NTPInstance, nonseparable: Any, *, tol: float = GRAD_
     f = _reduced_loss(instance, ext, W)
     history = []
     steps = 0
+    prev = np.inf
     for steps in range(1, max_steps + 1):
         s = np.exp(_log_softmax_ext(instance, W, ext))
         sp = s[ctx, tok]  # s' (entries off the anchor)
@@ -276,9 +281,10 @@ def finite_limit(instance: NTPInstance, nonseparable: Any, *, tol: float = GRAD_
         grad = M.T @ gg
         gnorm = float(np.linalg.norm(grad))
         history.append((f, gnorm))
-        if gnorm <= tol * 1e-2:  # polished well past the tolerance
-            steps -= 1
+        if gnorm <= tol * 1e-2 or (gnorm <= tol and gnorm >= 0.5 * prev):  # polished past the tolerance, or
+            steps -= 1  # within it and no longer falling (the rounding floor)
             break
+        prev = gnorm
         Dg = pi[ctx] * sp
         Hc = (M * Dg[:, None]).T @ M
         v = np.zeros((instance.m, k))
@@ -293,11 +299,16 @@ def finite_limit(instance: NTPInstance, nonseparable: Any, *, tol: float = GRAD_
         if not slope < 0:  # not a descent direction in float64: fall back to the gradient
             step, slope = -grad, -gnorm * gnorm
         t = 1.0
+        noise = _NOISE * max(1.0, abs(f))
         while True:
             c_new = c + t * step
             W_new = W_of(c_new)
             f_new = _reduced_loss(instance, ext, W_new)
-            if f_new <= f + _ARMIJO * t * slope or (f_new <= f and gnorm <= tol):
+            if f_new <= f + _ARMIJO * t * slope:
+                break
+            if t == 1.0 and -slope <= noise and f_new <= f + noise:  # the decrease is below float64's resolution
+                break  # of CE_N: near the minimiser, take Newton's full step and let the gradient judge
+            if f_new <= f and gnorm <= tol:
                 break
             t *= 0.5
             if t < _MIN_STEP:
