@@ -198,3 +198,13 @@ def test_gd_follows_the_conjectured_ray(k, capsys):
     assert cos[-1] >= 0.99
     assert dist[-1] < dist[-2] < dist[-3]
     assert 0 <= gap[-1] < gap[-2] < gap[-3]
+
+
+def test_other_norm_svms_of_the_separable_pairs():
+    inst = INSTANCES[1]
+    lim = Limits.compute(inst, norms=("max", "spectral"))
+    assert set(lim.norm_svms) == {"max", "spectral"}
+    for sol in lim.norm_svms.values():
+        # feasible for the extended pattern: in F_N^perp with margins >= 1 on P
+        assert float(lim.system.apply_margin(sol.W).min()) >= 1 - 1e-6
+        assert float(np.abs(lim.system.apply_eq(sol.W)).max()) <= 1e-6 * max(1.0, float(np.abs(sol.W).max()))

@@ -41,6 +41,13 @@ which do depend on the convention, carry ``raw`` in their names (:data:`RAW_METR
 :math:`\|W\|` (the old ``norm``) and ``raw_invariant_norm`` :math:`\|W - P(W)\|`, the size of the part of W
 that no prediction sees.
 
+**Data that are not separable.** When the NTP-SVM is infeasible and the split into separable pairs P and
+non-separable pairs N is found (:mod:`ntpcert.pipeline.nonseparable`), the limits are F_N, W_fin and W^mm_P
+(:class:`~ntpcert.dynamics.trajectory.Limits`): ``rel_dist_F`` is :math:`\|P_{F_N}W - W_{fin}\|/\|W_{fin}\|`,
+``cos_perp_mm`` is :math:`\cos(P_{F_N}^\perp W, W^{mm}_P)`, both on :math:`P(W)` as above (F_N, W_fin and
+W^mm_P are orthogonal to the invariant directions too), and ``L_star`` and ``loss_over_L_star``
+:math:`\mathrm{CE}(W) - L^*` are added; ``notes["limits"]`` says so.
+
 A decoder with a non-finite entry, or one so large that a metric would overflow
 (:data:`MAX_DECODER_SCALE`), is refused naming the entry (:func:`check_decoder_values`). In
 :meth:`Comparison.to_json` a number that is not finite (undefined: no W^mm, no margin, ...) is null, and

@@ -186,7 +186,9 @@ class Limits:
         :func:`ntpcert.solve.norms.solve_norm_svm`; ``progress`` writes each solve's progress and
         checked gap on stderr).
 
-        A non-separable instance gives ``svm=None`` and no other-norm solutions.
+        On a non-separable instance the limits are those of the split (``split``, see the class doc): W_fin,
+        F_N, W^mm_P and the other norms' SVMs of the extended pattern; ``svm=None`` and no other-norm
+        solutions only when the split is undetermined or P is empty.
         """
         norms = tuple(norms)
         for n in norms:
@@ -204,8 +206,12 @@ class Limits:
             except InfeasibleError as e:
                 err = str(e)
                 general = cls._nonseparable(instance, system, sub, fit.W_star, comp.holds, err, solver)
-                if general is not None:
-                    return general
+                if general.svm is not None:  # the other norms' SVMs of the separable pairs, on the extended pattern
+                    for n in norms:
+                        general.norm_svms[n] = solve_norm_svm(general.system, n, solver=norm_solver,
+                                                              canonical=canonical, subspace=general.subspace,
+                                                              progress=progress)
+                return general
             if svm is not None:
                 for n in norms:
                     others[n] = solve_norm_svm(system, n, solver=norm_solver, canonical=canonical, subspace=sub,
