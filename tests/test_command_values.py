@@ -21,7 +21,7 @@ def test_the_files_and_the_reasons_for_what_is_left_out() -> None:
     assert np.abs(flat @ flat.T - np.eye(B.shape[0])).max() <= TOL["linalg"]  # orthonormal
     tiny = limit_files(rep, basis=True, max_basis_entries=1)
     assert "F_basis.npy" not in tiny.arrays and tiny.summary["F_basis_skipped"].startswith("dim F * V * d")
-    assert output_names(False) == ("W_star.npy", "W_mm.npy", "summary.json")
+    assert output_names(False) == ("W_star.npy", "W_mm.npy", "W_fin.npy", "summary.json")  # W_fin: non-separable data
 
 
 def test_svm_outcome_is_a_solution_or_a_refutation() -> None:

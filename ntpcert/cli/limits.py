@@ -14,9 +14,11 @@ from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_option
 
 def register(subparsers: Any, name: str) -> None:
     p = subparsers.add_parser(
-        name, help="write W*, W^mm (and with --basis a basis of F) as .npy plus summary.json",
+        name, help="write W*, W^mm, W_fin (and with --basis a basis of F) as .npy plus summary.json",
         description="Compute the limits gradient descent is proven to pick, W* (on F) and W^mm (the NTP-SVM), "
-        "and write them into DIR all at once, with the verdicts in summary.json.")
+        "and write them into DIR all at once, with the verdicts in summary.json. On data that are not separable, "
+        "W_fin (the finite part) and W^mm_P (the direction of the separable pairs), with L* and the split under "
+        "'limit'.")
     data_options(p)
     out_dir_option(p, "output directory (created if missing)", required=True)
     p.add_argument("--basis", action="store_true",
@@ -42,7 +44,11 @@ def run(args: argparse.Namespace) -> int:
     rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args),
                   separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
                   svm_certificate="exact")  # W^mm is written out: its gap bounded exactly, as in the docs
-    files = limit_files(rep, basis=args.basis)
+    from ntpcert.pipeline.nonseparable import nonseparable_limits
+
+    sep = rep.separable.holds
+    general = nonseparable_limits(inst, separable=sep, solver=args.solver, svm=sep is not True)
+    files = limit_files(rep, basis=args.basis, general=general)
     with staged_directory(out, "--out-dir") as stage:
         for name, arr in files.arrays.items():
             save_npy_atomic(os.path.join(stage, name), arr)

@@ -41,6 +41,13 @@ which do depend on the convention, carry ``raw`` in their names (:data:`RAW_METR
 :math:`\|W\|` (the old ``norm``) and ``raw_invariant_norm`` :math:`\|W - P(W)\|`, the size of the part of W
 that no prediction sees.
 
+**Data that are not separable.** When the NTP-SVM is infeasible and the split into separable pairs P and
+non-separable pairs N is found (:mod:`ntpcert.pipeline.nonseparable`), the limits are F_N, W_fin and W^mm_P
+(:class:`~ntpcert.dynamics.trajectory.Limits`): ``rel_dist_F`` is :math:`\|P_{F_N}W - W_{fin}\|/\|W_{fin}\|`,
+``cos_perp_mm`` is :math:`\cos(P_{F_N}^\perp W, W^{mm}_P)`, both on :math:`P(W)` as above (F_N, W_fin and
+W^mm_P are orthogonal to the invariant directions too), and ``L_star`` and ``loss_over_L_star``
+:math:`\mathrm{CE}(W) - L^*` are added; ``notes["limits"]`` says so.
+
 A decoder with a non-finite entry, or one so large that a metric would overflow
 (:data:`MAX_DECODER_SCALE`), is refused naming the entry (:func:`check_decoder_values`). In
 :meth:`Comparison.to_json` a number that is not finite (undefined: no W^mm, no margin, ...) is null, and
@@ -284,7 +291,7 @@ def excess_bracket(limits: Limits) -> dict[str, Any]:
     r"""The float bracket on :math:`L^*-\mathcal H`: ``[0, 0]`` by the paper's Theorem 1 when the (float)
     verdicts of ``limits`` are compatible and separable, else
     :func:`ntpcert.pipeline.excess_certificate.excess_key` (its scalar keys only)."""
-    if limits.compatible is True and limits.svm is not None:
+    if limits.compatible is True and limits.svm is not None and limits.separable is True:
         return {"excess_lower": 0.0, "excess_upper": 0.0, "engine": "theorem",
                 "reason": "the float verdicts say compatible and separable"}
     from ntpcert.pipeline.excess_certificate import excess_key
@@ -342,7 +349,15 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     values["norm_matched_distance"] = float("nan") if (Wmm is None or pn == 0) else float(
         np.linalg.norm(Wp - (pn / limits.svm.norm) * Wmm)) / pn
     bins = _bins(limits, W, PF, frequency)
-    return Comparison(values, bracket, bins, _null_notes(values, bins, limits, values["norm"]))
+    notes = _null_notes(values, bins, limits, values["norm"])
+    split = getattr(limits, "split", None)
+    if split is not None and split.limit is not None:
+        values["L_star"] = split.limit.L_star
+        values["loss_over_L_star"] = values["loss"] - split.limit.L_star
+        notes["limits"] = (f"not separable: {len(split.nonseparable)} non-separable pair(s) ({split.split_note}); "
+                           "F is F_N, W* is W_fin and W^mm is W^mm_P (rel_dist_F = ||P_F_N W - W_fin||/||W_fin||, "
+                           "cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); loss_over_L_star = CE(W) - L*")
+    return Comparison(values, bracket, bins, notes)
 
 
 def compare_series(snapshots: Sequence[tuple[int, np.ndarray]], limits: Limits, *,
@@ -386,7 +401,7 @@ class DecoderReport:
         inst, limits = self.instance, self.limits
         out = (self.comparison.to_json() if self.comparison is not None
                else {"snapshots": [{"t": t, **c.to_json()} for t, c in self.series or []]})
-        separable = limits.svm is not None if self.merge is None else self.separable
+        separable = limits.separable if self.merge is None else self.separable
         out.update({"m": inst.m, "d": inst.d, "V": inst.V if self.merge is None else self.merge.V,
                     "compatible": limits.compatible, "separable": separable, "figure": figure, "table": table})
         if self.merge is not None:

@@ -135,6 +135,13 @@ class Limits:
         The NTP-SVM; None when the data are not separable (then ``W_mm`` is None).
     norm_svms : dict of str to NormSVMSolution
         NTP-SVMs in other norms, by name.
+    split : NonseparableLimits or None
+        On data that are not separable (the NTP-SVM is infeasible), the split and the limits of
+        :mod:`ntpcert.pipeline.nonseparable`. When the split was found, the limits the iterates are
+        measured against are the general ones: ``system`` and ``subspace`` are those of the extended
+        pattern :math:`S_j\cup N_j` (so :math:`P_F` is :math:`P_{F_N}` and the margin rows are P's),
+        ``W_star`` is :math:`W_{fin}` and ``svm`` is the NTP-SVM of the extended pattern, W^mm_P; with
+        N = ∅ these are F, W* and W^mm. None on separable data (nothing changes there).
     """
 
     __str__ = short_str  # print(report): a few lines; repr stays complete
@@ -148,11 +155,21 @@ class Limits:
     svm: SVMSolution | None
     norm_svms: dict[str, NormSVMSolution] = field(default_factory=dict)
     svm_error: str | None = None
+    split: Any = None
 
     @property
     def W_mm(self) -> np.ndarray | None:
-        """:math:`W^{mm}`, shape (V, d), or None."""
+        """:math:`W^{mm}` (W^mm_P on non-separable data with a split), shape (V, d), or None."""
         return None if self.svm is None else self.svm.W
+
+    @property
+    def separable(self) -> bool | None:
+        """Whether (6) holds by these limits: the NTP-SVM was solved on the instance itself (True), or the
+        split found non-separable pairs (False); None when the split is undetermined."""
+        if self.split is None:
+            return self.svm is not None
+        N = self.split.nonseparable
+        return None if N is None else len(N) == 0
 
     @classmethod
     def compute(
@@ -169,7 +186,9 @@ class Limits:
         :func:`ntpcert.solve.norms.solve_norm_svm`; ``progress`` writes each solve's progress and
         checked gap on stderr).
 
-        A non-separable instance gives ``svm=None`` and no other-norm solutions.
+        On a non-separable instance the limits are those of the split (``split``, see the class doc): W_fin,
+        F_N, W^mm_P and the other norms' SVMs of the extended pattern; ``svm=None`` and no other-norm
+        solutions only when the split is undetermined or P is empty.
         """
         norms = tuple(norms)
         for n in norms:
@@ -186,6 +205,13 @@ class Limits:
                 svm = solve_svm(system, solver=solver)
             except InfeasibleError as e:
                 err = str(e)
+                general = cls._nonseparable(instance, system, sub, fit.W_star, comp.holds, err, solver)
+                if general.svm is not None:  # the other norms' SVMs of the separable pairs, on the extended pattern
+                    for n in norms:
+                        general.norm_svms[n] = solve_norm_svm(general.system, n, solver=norm_solver,
+                                                              canonical=canonical, subspace=general.subspace,
+                                                              progress=progress)
+                return general
             if svm is not None:
                 for n in norms:
                     others[n] = solve_norm_svm(system, n, solver=norm_solver, canonical=canonical, subspace=sub,
@@ -193,6 +219,21 @@ class Limits:
         else:
             err = "no margin constraints (every k_j = V): W^mm is not defined"
         return cls(instance, system, sub, instance.entropy(), fit.W_star, comp.holds, svm, others, err)
+
+    @classmethod
+    def _nonseparable(cls, instance: NTPInstance, system: KeslerSystem, sub: Subspace, W_star: np.ndarray,
+                      compatible: bool | None, err: str, solver: str) -> "Limits":
+        """The general limits (``split``) of an instance whose NTP-SVM is infeasible; with an undetermined
+        split, the old limits (no W^mm) carrying the split's reason."""
+        from ntpcert.pipeline.nonseparable import nonseparable_limits
+
+        gen = nonseparable_limits(instance, separable=False, solver=solver)
+        lim = gen.limit
+        if lim is None:
+            why = f"{err}; W_fin, W^mm_P: {gen.error or gen.split_note}"
+            return cls(instance, system, sub, instance.entropy(), W_star, compatible, None, {}, why, gen)
+        return cls(instance, lim.system, lim.subspace, instance.entropy(), lim.W_fin, compatible, gen.svm, {},
+                   gen.svm_error, gen)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -205,6 +246,11 @@ class Limits:
             "svm_error": self.svm_error,
             "norm_svms": {k: v.to_json() for k, v in self.norm_svms.items()},
         }
+        if self.split is not None:
+            out["limit"] = self.split.to_json()
+            out["W_star_is"] = "W_fin" if self.split.limit is not None else "least-squares point of (4)"
+            out["dim_F_is"] = "dim F_N" if self.split.limit is not None else "dim F"
+            out["svm_is"] = "W^mm_P (the NTP-SVM of the extended pattern S_j u N_j)"
         return out
 
 

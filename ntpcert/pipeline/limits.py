@@ -13,7 +13,7 @@ import numpy as np
 #: The basis of F is written only when it has at most this many entries (dim F · V · d).
 MAX_BASIS_ENTRIES = 50_000_000
 #: Every file ``limits`` may write.
-OUTPUT_NAMES = ("W_star.npy", "W_mm.npy", "F_basis.npy", "summary.json")
+OUTPUT_NAMES = ("W_star.npy", "W_mm.npy", "W_fin.npy", "F_basis.npy", "summary.json")
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,13 @@ def output_names(basis: bool) -> tuple[str, ...]:
     return OUTPUT_NAMES if basis else tuple(n for n in OUTPUT_NAMES if n != "F_basis.npy")
 
 
-def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BASIS_ENTRIES) -> LimitFiles:
+def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BASIS_ENTRIES,
+                general=None) -> LimitFiles:
     """The files of ``report`` (a float report computed with the NTP-SVM).
+
+    ``general`` (:class:`~ntpcert.pipeline.nonseparable.NonseparableLimits`, optional) adds the summary's
+    ``limit`` object; on data with non-separable pairs also ``W_fin.npy``, and (no NTP-SVM in the report)
+    its W^mm_P as ``W_mm.npy``.
 
     On the sparse (LSMR) path F is known through projections only, so a requested basis rebuilds the
     subspace densely (eigh) first; a basis of more than ``max_basis_entries`` entries is skipped, and the
@@ -42,6 +47,18 @@ def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BAS
     arrays: dict[str, np.ndarray] = {"W_star.npy": report.fit.W_star}
     if report.svm is not None:
         arrays["W_mm.npy"] = report.svm.W
+    if general is not None:
+        summary["limit"] = general.to_json()
+        if general.W_mm is None and report.svm is not None and general.nonseparable is not None \
+                and len(general.nonseparable) == 0:  # N empty: W^mm_P is the report's W^mm
+            summary["limit"]["W_mm_P_norm"] = report.svm.norm
+            summary["limit"]["svm_P"] = "W^mm (N is empty)"
+        nonseparable = general.nonseparable is not None and len(general.nonseparable) > 0
+        if general.W_fin is not None and nonseparable:  # on separable data the files stay those of W* and W^mm
+            arrays["W_fin.npy"] = general.W_fin
+        if report.svm is None and general.W_mm is not None:
+            arrays["W_mm.npy"] = general.W_mm
+            summary["W_mm_is"] = "W^mm_P, the NTP-SVM of the separable pairs (see limit)"
     if not basis:
         summary["F_basis_skipped"] = "not requested (give --basis)"
     else:

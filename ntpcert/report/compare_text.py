@@ -42,7 +42,7 @@ def report_lines(rep: Any) -> list[str]:
     inst, lim, merge = rep.instance, rep.limits, rep.merge
     if merge is None:
         head = (f"{inst.name}: m={inst.m}, d={inst.d}, V={inst.V}; compatible {lim.compatible}, "
-                f"separable {lim.svm is not None}")
+                f"separable {lim.separable}")
     else:
         head = (f"{inst.name}: m={inst.m}, d={inst.d}, V={merge.V} ({inst.V} after merging the {merge.merged} "
                 f"unseen tokens); compatible {lim.compatible}, separable {rep.separable}")

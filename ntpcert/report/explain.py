@@ -208,6 +208,8 @@ def explanation_lines(exp: Any) -> list[str]:
                   else [f"Why not compatible: not explained ({exp.notes.get('why_not_compatible', '')})"])
     elif exp.compatible.holds is None:
         lines += ["", f"Compatibility undetermined: {exp.compatible.reason}"]
+    if getattr(exp, "nonseparable_pairs", None) is not None:
+        lines += [""] + pair_lines(exp.nonseparable_pairs)
     if getattr(exp, "excess_loss", None) is not None:
         lines += [""] + excess_lines(exp.excess_loss, inst)
     lines += ["", f"({exp.seconds:.2f} s)"]
@@ -216,6 +218,25 @@ def explanation_lines(exp: Any) -> list[str]:
 
 #: Contexts listed by their excess loss at the optimum.
 EXCESS_SHOWN = 8
+#: Token pairs listed among the non-separable pairs.
+PAIRS_SHOWN = 10
+
+
+def pair_lines(key: dict) -> list[str]:
+    """The ``nonseparable_pairs`` key (:func:`ntpcert.pipeline.explain.nonseparable_pairs_json`) as text."""
+    from ntpcert.pipeline.explain.names import quoted
+
+    if key["pairs"] is None:
+        return [f"Non-separable pairs: not found ({key['split']})"]
+    lines = [f"Non-separable pairs (j, v), v outside S_j, whose margin no decoder can grow while CE stays bounded: {key['pairs']}, in "
+             f"{key['groups_total']} token pair(s), most frequent first ({key['split']}):"]
+    for g in key["groups"][:PAIRS_SHOWN]:
+        sup = quoted(g["support"][0]) if len(g["support"]) == 1 else "{" + ", ".join(quoted(t) for t in g["support"]) + "}"
+        ctx = ", ".join(quoted(c) for c in g["context_names"]) + (", ..." if g["contexts"] > len(g["context_names"]) else "")
+        lines.append(f"  {sup} over {quoted(g['token'])}: {g['contexts']} context(s), weight {g['weight']:.4g} ({ctx})")
+    if key["groups_total"] > PAIRS_SHOWN:
+        lines.append(f"  ... and {key['groups_total'] - PAIRS_SHOWN} more token pair(s) (--json lists {len(key['groups'])})")
+    return lines
 
 
 def excess_lines(key: dict, inst: Any) -> list[str]:

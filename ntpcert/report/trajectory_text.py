@@ -32,6 +32,10 @@ def render_final(inst, limits, traj) -> str:
         f"(NTP-compatible: {limits.compatible}); "
         + (f"||W^mm|| = {limits.svm.norm:.6g}" if limits.svm is not None else f"W^mm: {limits.svm_error}"),
     ]
+    split = getattr(limits, "split", None)
+    if split is not None and split.limit is not None:
+        lines.append(f"  not separable: {len(split.nonseparable)} non-separable pair(s); W* above is W_fin, "
+                     f"L* = {split.limit.L_star:.10g}, dim F_N = {split.limit.dim_F_N}; W^mm above is W^mm_P")
     for key in ("excess_loss", "norm", "cos_mm", "cos_mm_centered", "rel_dist_F", "perp_fraction", "margin_ratio",
                 "eq_violation"):
         lines.append(f"  {key:>22}: {f[key]:.6g}")

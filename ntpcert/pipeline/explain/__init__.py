@@ -73,6 +73,9 @@ class Explanation:
     stages: dict = field(default_factory=dict)
     #: The ``excess_loss`` key (:func:`ntpcert.pipeline.excess_certificate.excess_key`), or None.
     excess_loss: dict | None = None
+    #: On data that are not (or not shown to be) separable, the non-separable pairs N by token pair
+    #: (:func:`nonseparable_pairs_json`), or None.
+    nonseparable_pairs: dict | None = None
 
     @property
     def entropy_bound_reachable(self) -> bool | None:
@@ -90,6 +93,8 @@ class Explanation:
                          self.notes))
         if self.excess_loss is not None:
             out["excess_loss"] = self.excess_loss
+        if self.nonseparable_pairs is not None:
+            out["nonseparable_pairs"] = self.nonseparable_pairs
         out["seconds"] = self.seconds
         out["stages"] = dict(self.stages)
         return out
@@ -161,13 +166,47 @@ def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: 
         if wnc is None:
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
     ts = lap("why_not_compatible", ts)
+    pairs = None
+    if separable.holds is not True:  # False, or undetermined: the float split may still name the pairs
+        from ntpcert.pipeline.nonseparable import split_for
+
+        N, note = split_for(instance, separable.holds)
+        pairs = nonseparable_pairs_json(instance, N, note)
+        ts = lap("nonseparable_pairs", ts)
     excess_loss = None
     if excess:
         from ntpcert.pipeline.excess_certificate import EXPLAIN_MAX_CELLS, excess_key
 
         excess_loss = excess_key(instance, exact=exact, cap=EXPLAIN_MAX_CELLS)[0]
         lap("excess_loss", ts)
-    return Explanation(instance, compatible, separable, wnc, wns, notes, time.perf_counter() - t0, stages, excess_loss)
+    return Explanation(instance, compatible, separable, wnc, wns, notes, time.perf_counter() - t0, stages, excess_loss,
+                       pairs)
+
+
+#: How many token pairs :func:`nonseparable_pairs_json` lists (``groups_total`` counts them all).
+MAX_PAIR_GROUPS = 50
+#: How many context names each listed token pair shows.
+MAX_PAIR_CONTEXTS = 5
+
+
+def nonseparable_pairs_json(instance: NTPInstance, nonseparable, note: str) -> dict:
+    r"""The non-separable pairs (j, v) named by their tokens and grouped by token pair (the support of
+    context j against v), the most frequent first (largest total context weight :math:`\sum\pi_j`):
+    ``pairs`` (how many), ``split`` (how N was found), ``groups`` (the first :data:`MAX_PAIR_GROUPS`,
+    each with ``support`` and ``token`` as names, ``contexts`` (how many), ``weight`` and the first
+    :data:`MAX_PAIR_CONTEXTS` context names) and ``groups_total``; ``pairs`` None when the split is
+    undetermined (``split`` says why)."""
+    from ntpcert.pipeline.explain.names import context_text, token_text
+    from ntpcert.pipeline.nonseparable import pair_groups
+
+    if nonseparable is None:
+        return {"pairs": None, "split": note, "groups": [], "groups_total": None}
+    groups = pair_groups(instance, nonseparable)
+    shown = [{"support": [token_text(instance, z) for z in g["support"]], "token": token_text(instance, g["token"]),
+              "contexts": len(g["contexts"]), "weight": g["weight"],
+              "context_names": [context_text(instance, j) for j in g["contexts"][:MAX_PAIR_CONTEXTS]]}
+             for g in groups[:MAX_PAIR_GROUPS]]
+    return {"pairs": int(len(nonseparable)), "split": note, "groups": shown, "groups_total": len(groups)}
 
 
 def _violating(v: Verdict) -> dict | None:
@@ -271,6 +310,7 @@ __all__ = [
     "WhyNotCompatible",
     "WhyNotSeparable",
     "explain",
+    "nonseparable_pairs_json",
     "why_not",
     "why_not_with_sections",
     "why_not_compatible",
