@@ -1,0 +1,202 @@
+r"""The split P / N made exact: a rational :math:`D_P` and a rational N-certificate a.
+
+The float split (:func:`ntpcert.solve.split.nonseparable_split`) comes on one token per class of
+interchangeable tokens (``of_token``, class sizes :math:`n_c`). Both certificates are made exact there
+and read on the whole vocabulary through the class map.
+
+**D_P.** :math:`D_P \in K` with every P-margin > 0 is a point of :math:`F_N^\perp` (the in-support
+equalities and the N margins, all = 0) with every remaining margin > 0: an NTP-separating point of the
+instance whose supports are extended to :math:`S_j \cup N_j`. The float D is rounded to a dyadic grid,
+repaired exactly onto that instance's :math:`F^\perp` and rescaled so that every P margin is at least 1
+(:func:`ntpcert.exact.separability.exact_feasible_point`). Its N margins are then exactly 0.
+
+**a.** The float dual is solved again in rationals on its own support: unknowns :math:`a_{c,j}` where the
+float one is non-zero, equations :math:`\sum_j a_{c,j} h_j = 0` (each class, each feature, H taken as the
+dyadic rationals it is) and :math:`\sum_c a_{c,j} = 0` (each context). The in-support unknowns come first, so
+that the row reduction takes them as pivots and the off-support multipliers (about -1 or less on N) keep
+their rationalised float values when they are free. On the whole vocabulary :math:`a_{v,j} = a_{c(v),j}/n_{c(v)}`,
+which keeps both families of equations. It counts only when it is < 0 on every N pair and 0 on every
+P pair, checked exactly.
+
+Either step failing leaves the split undetermined, naming why; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import flint
+import numpy as np
+
+from ntpcert.exact.rational import combinations_vanish, frac
+from ntpcert.instance import NTPInstance
+
+#: Float multipliers below this (relative to the largest) are outside the support solved on.
+DUAL_SUPPORT_TOL = 1e-9
+#: Free multipliers are rationalised with denominators at most this.
+FREE_DENOMINATOR = 1 << 20
+#: Largest exact system (rows times unknowns) the dual step reduces.
+MAX_DUAL_CELLS = 4_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class ExactSplit:
+    r"""An exact split (module doc), on the whole vocabulary through ``of_token``.
+
+    Attributes
+    ----------
+    status : str
+        ``"exact"`` (both certificates hold exactly) or ``"undetermined"`` (``reason``).
+    reason : str
+    nonseparable : ndarray of int64, shape (n_N, 2)
+        N as sorted pairs (j, v).
+    n_separable : int
+    of_token : ndarray of int64, shape (V,)
+        A class per token.
+    D_rows : tuple of tuple of Fraction, shape (C, d), or None
+        :math:`D_P`: token v's row is ``D_rows[of_token[v]]``. In K, every P margin >= 1, every N margin 0.
+    dual : dict {(c, j): Fraction} or None
+        The N-certificate: :math:`a_{v,j} = \text{dual}[(c(v), j)]` (0 when absent), with
+        :math:`\sum_j a_{v,j} h_j = 0` for every v, :math:`\sum_v a_{v,j} = 0` for every j, and
+        :math:`a_{v,j} < 0` exactly on the N pairs off the supports.
+    """
+
+    status: str
+    reason: str
+    nonseparable: np.ndarray
+    n_separable: int
+    of_token: np.ndarray
+    D_rows: tuple | None
+    dual: dict | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "exact"
+
+
+def _undetermined(split, why: str) -> ExactSplit:
+    return ExactSplit("undetermined", why, split.nonseparable, int(split.n_separable), split.of_token, None, None)
+
+
+def _class_masks(instance: NTPInstance, split) -> tuple[np.ndarray, np.ndarray]:
+    """``(mask, nmask)`` on one token per class, shape (m, C): the supports and N."""
+    of = np.asarray(split.of_token)
+    C = int(np.asarray(split.class_sizes).size)
+    rep = np.full(C, -1, dtype=np.int64)
+    for v in range(of.size - 1, -1, -1):
+        rep[of[v]] = v
+    mask = instance.support_mask()[:, rep]
+    nmask = np.zeros_like(mask)
+    if split.nonseparable.size:
+        nm = split.nonseparable_mask(instance.m, instance.V)
+        nmask = nm[:, rep]
+    return mask, nmask
+
+
+def _exact_D(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, D: np.ndarray):
+    """Rational class rows of :math:`D_P`, or ``(None, why)``."""
+    from ntpcert.exact.separability import exact_feasible_point
+
+    ext = mask | nmask
+    C, d = mask.shape[1], instance.d
+    if ext.all():  # P is empty: D_P = 0
+        return tuple(tuple(Fraction(0) for _ in range(d)) for _ in range(C)), ""
+    ext_inst = NTPInstance.from_counts(instance.embeddings, ext.astype(np.int64), name=instance.name)
+    point, _ell, why = exact_feasible_point(ext_inst, D)
+    if point is None:
+        return None, f"D_P is not exactly in K with positive P margins ({why})"
+    F = point.fractions()
+    return tuple(tuple(frac(x) for x in row) for row in F), ""
+
+
+def _exact_dual(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, a: np.ndarray):
+    """The class-level N-certificate as ``{(c, j): Fraction}``, or ``(None, why)``."""
+    if not nmask.any():
+        return {}, ""
+    H = instance.embeddings
+    amax = float(np.abs(a).max(initial=0.0))
+    if amax == 0.0:
+        return None, "the split LP's dual is zero"
+    supp = [(int(c), int(j)) for c, j in np.argwhere(np.abs(a) > DUAL_SUPPORT_TOL * amax)]
+    supp.sort(key=lambda cj: (not mask[cj[1], cj[0]], cj))  # in-support unknowns first (pivots)
+    n = len(supp)
+    Hi = np.asarray(H)
+    from ntpcert.exact.rational import dyadic_int_rows
+
+    rows_int = dyadic_int_rows(Hi)
+    by_c: dict[int, list[tuple[int, int]]] = {}
+    by_j: dict[int, list[int]] = {}
+    for k, (c, j) in enumerate(supp):
+        by_c.setdefault(c, []).append((j, k))
+        by_j.setdefault(j, []).append(k)
+    eqs: list[list[tuple[int, int]]] = []
+    for c, items in by_c.items():
+        for i in range(instance.d):
+            row = [(k, rows_int[j][i]) for j, k in items if rows_int[j][i]]
+            if row:
+                eqs.append(row)
+    for j, ks in by_j.items():
+        eqs.append([(k, 1) for k in ks])
+    if len(eqs) * n > MAX_DUAL_CELLS:
+        return None, (f"the exact system of the N-certificate is too large: {len(eqs)} equations in {n} unknowns, "
+                      f"more than MAX_DUAL_CELLS = {MAX_DUAL_CELLS} cells")
+    M = flint.fmpz_mat(len(eqs), n)
+    for r, row in enumerate(eqs):
+        for k, val in row:
+            M[r, k] = val
+    R, den, rank = M.rref()
+    pivots: list[int] = []
+    for i in range(int(rank)):
+        for cc in range(n):
+            if R[i, cc] != 0:
+                pivots.append(cc)
+                break
+    piv = set(pivots)
+    free = [cc for cc in range(n) if cc not in piv]
+    x: dict[int, Fraction] = {cc: Fraction(float(a[supp[cc]])).limit_denominator(FREE_DENOMINATOR) for cc in free}
+    for i, pc in enumerate(pivots):
+        val = Fraction(0)
+        for cc in free:
+            coef = R[i, cc]
+            if coef != 0 and x[cc]:
+                val -= int(coef) * x[cc]
+        x[pc] = val / int(R[i, pc])
+    dual = {supp[cc]: v for cc, v in x.items() if v != 0}
+    # exact checks on the class level: signs, column sums, sum_j a_cj h_j = 0
+    for (c, j), v in dual.items():
+        if not mask[j, c] and v > 0:
+            return None, f"the exact N-certificate is positive off the support at class {c}, context {j}"
+        if not mask[j, c] and not nmask[j, c]:
+            return None, f"the exact N-certificate is non-zero on a separable pair (class {c}, context {j})"
+    for j, c in zip(*np.nonzero(nmask)):
+        if not dual.get((int(c), int(j)), 0) < 0:
+            return None, f"the exact N-certificate is not negative on the non-separable pair (class {c}, context {j})"
+    colsum: dict[int, Fraction] = {}
+    for (c, j), v in dual.items():
+        colsum[j] = colsum.get(j, Fraction(0)) + v
+    if any(s != 0 for s in colsum.values()):
+        return None, "a column of the exact N-certificate does not sum to 0"
+    coeffs: dict[int, dict[int, Fraction]] = {}
+    for (c, j), v in dual.items():
+        coeffs.setdefault(c, {})[j] = v
+    if not combinations_vanish(Hi, coeffs):
+        return None, "sum_j a_cj h_j is not 0 for some class of the exact N-certificate"
+    return dual, ""
+
+
+def exact_split(instance: NTPInstance, split) -> ExactSplit:
+    """Make the float ``split`` (a :class:`ntpcert.solve.split.Split`) exact (module doc)."""
+    if not split.ok:
+        return _undetermined(split, f"the float split is undetermined ({split.reason})")
+    mask, nmask = _class_masks(instance, split)
+    D_rows, why = _exact_D(instance, mask, nmask, split.D_classes)
+    if D_rows is None:
+        return _undetermined(split, why)
+    dual_c, why = _exact_dual(instance, mask, nmask, split.dual_classes)
+    if dual_c is None:
+        return _undetermined(split, why)
+    sizes = np.asarray(split.class_sizes)
+    dual = {(c, j): v / int(sizes[c]) for (c, j), v in dual_c.items()}
+    return ExactSplit("exact", "", split.nonseparable, int(split.n_separable), np.asarray(split.of_token, dtype=np.int64),
+                      D_rows, dual)
