@@ -34,7 +34,10 @@ def _q(field, s):
     if not isinstance(s, str) or not _NUM.fullmatch(s):
         raise ValueError(f"split.{field}: {str(s)[:40]!r} is not an exact rational string 'p' or 'p/q'")
     p, _, q = s.partition("/")
-    return flint.fmpq(int(p), int(q) if q else 1)
+    val = flint.fmpq(int(p), int(q) if q else 1)
+    if str(val) != s:
+        raise ValueError(f"split.{field}: {s[:40]!r} is not in lowest terms (canonical: {str(val)[:40]!r})")
+    return val
 
 
 def _list(field, x, n=None):

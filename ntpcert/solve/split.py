@@ -156,10 +156,12 @@ def _undetermined(classes, why: str, iterations: int = 0) -> Split:
                  classes.sizes.astype(np.int64), None, None, iterations)
 
 
-def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS) -> Split:
+def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS,
+                       max_nonzeros: int | None = None) -> Split:
     """The split P / N of the out-of-support pairs of ``instance`` by the LP of the module doc, on one
     token per class of interchangeable tokens. A :class:`Split`; never raises for a hard instance
-    (the result is then undetermined, naming why)."""
+    (the result is then undetermined, naming why). ``max_nonzeros``: the largest LP built (default
+    :data:`~ntpcert.solve.separability_lp.LP_MAX_NONZEROS`), decided from the sizes before anything is built."""
     from scipy.optimize import linprog
     import scipy.sparse as sp
 
@@ -176,10 +178,11 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
         return Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, classes.of_token, sizes,
                      np.zeros((C, d)), np.zeros((C, m)), 0)
     nnz = 2 * d * (q + r) + q
-    if nnz > LP_MAX_NONZEROS:
+    limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
+    if nnz > limit:
         return _undetermined(classes, f"the split LP is too large to try here: {q + r} rows on {C} token classes "
                                       f"with up to 2d = {2 * d} non-zeros each ({nnz} in all), more than "
-                                      f"LP_MAX_NONZEROS = {LP_MAX_NONZEROS}")
+                                      f"the limit of {limit}")
     A_mar = sysr.margin_matrix()
     A_eq = sysr.eq_matrix()
     n = C * d
