@@ -7,8 +7,10 @@ and read on the whole vocabulary through the class map.
 **D_P.** :math:`D_P \in K` with every P-margin > 0 is a point of :math:`F_N^\perp` (the in-support
 equalities and the N margins, all = 0) with every remaining margin > 0: an NTP-separating point of the
 instance whose supports are extended to :math:`S_j \cup N_j`. The float D is rounded to a dyadic grid,
-repaired exactly onto that instance's :math:`F^\perp` and rescaled so that every P margin is at least 1
-(:func:`ntpcert.exact.separability.exact_feasible_point`). Its N margins are then exactly 0.
+repaired exactly onto that instance's :math:`F^\perp`, with an exact positive lower bound on every P margin
+(:func:`ntpcert.exact.separability.exact_feasible_point`; its last rescaling is not applied). Its N margins are
+then exactly 0. When the rounded point already satisfies all of this exactly (checked in integers), it is
+kept as it is, with its small dyadic entries.
 
 **a.** The float dual is solved again in rationals on its own support: unknowns :math:`a_{c,j}` where the
 float one is non-zero, equations :math:`\sum_j a_{c,j} h_j = 0` (each class, each feature, H taken as the
@@ -55,7 +57,7 @@ class ExactSplit:
     of_token : ndarray of int64, shape (V,)
         A class per token.
     D_rows : tuple of tuple of Fraction, shape (C, d), or None
-        :math:`D_P`: token v's row is ``D_rows[of_token[v]]``. In K, every P margin >= 1, every N margin 0.
+        :math:`D_P`: token v's row is ``D_rows[of_token[v]]``. In K, every P margin > 0, every N margin 0.
     dual : dict {(c, j): Fraction} or None
         The N-certificate: :math:`a_{v,j} = \text{dual}[(c(v), j)]` (0 when absent), with
         :math:`\sum_j a_{v,j} h_j = 0` for every v, :math:`\sum_v a_{v,j} = 0` for every j, and
@@ -94,6 +96,32 @@ def _class_masks(instance: NTPInstance, split) -> tuple[np.ndarray, np.ndarray]:
     return mask, nmask
 
 
+def _rounded_D(instance: NTPInstance, ext: np.ndarray, D: np.ndarray, bits: int = 30):
+    r"""D rounded to ``bits`` significant bits of its largest entry (a dyadic grid), when that point is
+    already exactly in :math:`F_N^\perp` with every P margin > 0 (the common case: a basic LP point on
+    small integer data): its class rows as Fractions, else None. The logits are one exact integer product
+    :math:`N\,\mathrm{Hint}^\top` (D = N / 2^k, H = Hint / 2^s), compared in integers."""
+    from ntpcert.exact.rational import dyadic_int_rows
+
+    amax = float(np.abs(D).max(initial=0.0))
+    if amax == 0.0 or not np.isfinite(amax):
+        return None
+    k = bits - int(np.frexp(amax)[1])
+    N = np.rint(np.ldexp(D, k)).astype(np.int64)
+    C, d = N.shape
+    Hint = dyadic_int_rows(instance.embeddings)
+    L = (flint.fmpz_mat(N.tolist()) * flint.fmpz_mat(Hint).transpose()).tolist()  # (C, m)
+    for j in range(instance.m):
+        cols = np.flatnonzero(ext[j])
+        t = L[cols[0]][j]
+        if any(L[c][j] != t for c in cols[1:]):
+            return None
+        if any(L[c][j] >= t for c in np.flatnonzero(~ext[j])):
+            return None
+    scale = Fraction(1, 1 << k) if k >= 0 else Fraction(1 << -k)
+    return tuple(tuple(int(x) * scale for x in row) for row in N.tolist())
+
+
 def _exact_D(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, D: np.ndarray):
     """Rational class rows of :math:`D_P`, or ``(None, why)``."""
     from ntpcert.exact.separability import exact_feasible_point
@@ -102,12 +130,19 @@ def _exact_D(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, D: np.n
     C, d = mask.shape[1], instance.d
     if ext.all():  # P is empty: D_P = 0
         return tuple(tuple(Fraction(0) for _ in range(d)) for _ in range(C)), ""
+    rows = _rounded_D(instance, ext, D)
+    if rows is not None:
+        return rows, ""
     ext_inst = NTPInstance.from_counts(instance.embeddings, ext.astype(np.int64), name=instance.name)
     point, _ell, why = exact_feasible_point(ext_inst, D)
     if point is None:
         return None, f"D_P is not exactly in K with positive P margins ({why})"
-    F = point.fractions()
-    return tuple(tuple(frac(x) for x in row) for row in F), ""
+    # W' = base + delta has every P margin >= ell > 0 already; the rescaling by 1/ell (margins >= 1) is left
+    # out, so that the rows keep the dyadic denominators of the grid
+    rows = [[frac(x) for x in row] for row in point.base.tolist()]
+    for v, i, dl in point.delta:
+        rows[v][i] += dl
+    return tuple(tuple(row) for row in rows), ""
 
 
 def _exact_dual(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, a: np.ndarray):

@@ -51,7 +51,7 @@ SPLIT_MAX_ITERATIONS = 2_000_000
 #: A pair is read as separable when its t is above this, as non-separable when below 1 - this; any
 #: t in between, or a P margin or an N multiplier off its side, leaves the split undetermined.
 T_THRESHOLD = 0.5
-#: Dual entries below this (relative to the largest) are read as 0.
+#: Entries of the point and the dual below this (relative to the largest, or to 1) are read as 0.
 DUAL_TOL = 1e-9
 
 
@@ -201,7 +201,8 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     if res.status != 0 or res.x is None:
         return _undetermined(classes, f"HiGHS did not solve the split LP ({res.message})", its)
     x = np.asarray(res.x, dtype=np.float64)
-    D = x[:n].reshape(C, d)
+    D = x[:n].reshape(C, d).copy()
+    D[np.abs(D) <= DUAL_TOL * max(np.abs(D).max(initial=0.0), 1.0)] = 0.0  # round-off of a basic point, not data
     t = x[n:]
     # dual: marginals of A_ub x <= 0 are <= 0 (d obj / d b); y = -marginals >= 0
     y = -np.asarray(res.ineqlin.marginals, dtype=np.float64)
