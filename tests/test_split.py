@@ -252,3 +252,25 @@ def test_certify_json_reports_the_split(capsys, tmp_path):
     assert out["split"]["status"] == "ok"
     assert out["split"]["nonseparable_pairs"] == s.nonseparable.tolist()
     assert out["split"]["separable_pairs"] == s.n_separable
+
+
+def test_split_witness_checks_and_refuses_a_forgery():
+    import dataclasses
+    from fractions import Fraction
+
+    from ntpcert.pipeline.split_section import split_verdict
+    from ntpcert.verdict import SplitCertificate
+
+    inst = toy()
+    v = split_verdict(inst)
+    assert v.holds is False and v.witness.kind == "split" and v.is_exact
+    assert v.check(inst) == ""
+    assert v.to_json()["nonseparable_pairs"] == len(v.witness.split.nonseparable)
+    es = v.witness.split
+    (c, j), _ = next(iter(es.dual.items()))
+    forged = dataclasses.replace(es, dual={**es.dual, (c, j): es.dual[(c, j)] + Fraction(1, 3)})
+    assert SplitCertificate(forged).check(inst) != ""
+    moved = dataclasses.replace(es, nonseparable=es.nonseparable[1:])
+    assert "margin" in SplitCertificate(moved).check(inst)
+    with pytest.raises(ValueError, match="non-separable pair"):
+        SplitCertificate(dataclasses.replace(es, nonseparable=es.nonseparable[:0]))

@@ -235,3 +235,49 @@ def exact_split(instance: NTPInstance, split) -> ExactSplit:
     dual = {(c, j): v / int(sizes[c]) for (c, j), v in dual_c.items()}
     return ExactSplit("exact", "", split.nonseparable, int(split.n_separable), np.asarray(split.of_token, dtype=np.int64),
                       D_rows, dual)
+
+
+def check_exact_split(instance: NTPInstance, es: ExactSplit) -> str:
+    """Exact check of both certificates of ``es`` on the whole vocabulary (module doc): ``""`` or the
+    first failure. The same conditions as the certificate section's check, on the values themselves."""
+    if not es.ok or es.D_rows is None or es.dual is None:
+        return f"the split is not exact ({es.reason})"
+    m, V, d = instance.m, instance.V, instance.d
+    of = [int(c) for c in np.asarray(es.of_token).tolist()]
+    C = len(es.D_rows)
+    if len(of) != V or any(not 0 <= c < C for c in of):
+        return "of_token does not map the V tokens onto the rows of D_P"
+    S = instance.support_mask()
+    N = {(int(j), int(v)) for j, v in np.asarray(es.nonseparable).tolist()}
+    if any(not (0 <= j < m and 0 <= v < V) or S[j, v] for j, v in N):
+        return "a non-separable pair is out of range or in its support"
+    Hq = flint.fmpq_mat(m, d, [flint.fmpq(*float(x).as_integer_ratio()) for x in instance.embeddings.ravel().tolist()])
+    Dq = flint.fmpq_mat(C, d, [flint.fmpq(x.numerator, x.denominator) for row in es.D_rows for x in row])
+    L = Dq * Hq.transpose()
+    for j in range(m):
+        sj = np.flatnonzero(S[j])
+        t = L[of[sj[0]], j]
+        if any(L[of[z], j] != t for z in sj[1:]):
+            return f"D_P h_{j} is not constant on the support of context {j}"
+        for v in np.flatnonzero(~S[j]):
+            mar = t - L[of[v], j]
+            if mar < 0 or (mar == 0 and (j, int(v)) not in N):
+                return f"D_P's margin at the pair ({j}, {int(v)}) is {mar}"
+    sizes = np.bincount(np.asarray(of), minlength=C)
+    colsum: dict[int, Fraction] = {}
+    coeffs: dict[int, dict[int, Fraction]] = {}
+    for (c, j), val in es.dual.items():
+        if not (0 <= c < C and 0 <= j < m):
+            return f"dual entry ({c}, {j}) out of range"
+        colsum[j] = colsum.get(j, Fraction(0)) + int(sizes[c]) * val
+        coeffs.setdefault(c, {})[j] = val
+    if any(x != 0 for x in colsum.values()):
+        return "a column of the N-certificate does not sum to 0"
+    if not combinations_vanish(instance.embeddings, coeffs):
+        return "sum_j a_vj h_j is not 0 for some token"
+    for j in range(m):
+        for v in np.flatnonzero(~S[j]):
+            val = es.dual.get((of[v], j), Fraction(0))
+            if val > 0 or ((j, int(v)) in N and not val < 0):
+                return f"the N-certificate is {val} at the pair ({j}, {int(v)})"
+    return ""

@@ -75,3 +75,20 @@ def exact_split_section(instance: NTPInstance) -> tuple[dict, dict | None]:
         key["reason"] = es.reason
         return key, None
     return key, section_of(es)
+
+
+def split_verdict(instance: NTPInstance):
+    """The separability verdict the exact split shows: False with a
+    :class:`~ntpcert.verdict.SplitCertificate` when N is not empty, else undetermined (an empty N says
+    the data are separable, which the separability witnesses show already), naming why."""
+    from ntpcert.exact.split import exact_split
+    from ntpcert.solve.split import nonseparable_split
+    from ntpcert.verdict import SplitCertificate, Verdict
+
+    es = exact_split(instance, nonseparable_split(instance))
+    if not es.ok:
+        return Verdict.undetermined(f"the split is undetermined: {es.reason}")
+    if not len(es.nonseparable):
+        return Verdict.undetermined("the split has no non-separable pair: the data are separable")
+    return Verdict.of(SplitCertificate(es, text=f"split: {len(es.nonseparable)} non-separable pairs, "
+                                                f"{es.n_separable} separable, exact"))
