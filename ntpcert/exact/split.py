@@ -12,7 +12,9 @@ repaired exactly onto that instance's :math:`F^\perp`, with an exact positive lo
 then exactly 0. When the rounded point already satisfies all of this exactly (checked in integers), it is
 kept as it is, with its small dyadic entries.
 
-**a.** The float dual is solved again in rationals on its own support: unknowns :math:`a_{c,j}` where the
+**a.** The float dual is first rounded entry by entry to the nearest rationals of small denominator
+(:data:`ROUND_DENOMINATORS`; a basic dual on small integer data is one already) and checked exactly;
+failing that, it is solved again in rationals on its own support: unknowns :math:`a_{c,j}` where the
 float one is non-zero, equations :math:`\sum_j a_{c,j} h_j = 0` (each class, each feature, H taken as the
 dyadic rationals it is) and :math:`\sum_c a_{c,j} = 0` (each context). The in-support unknowns come first, so
 that the row reduction takes them as pivots and the off-support multipliers (about -1 or less on N) keep
@@ -38,6 +40,8 @@ from ntpcert.instance import NTPInstance
 DUAL_SUPPORT_TOL = 1e-9
 #: Free multipliers are rationalised with denominators at most this.
 FREE_DENOMINATOR = 1 << 20
+#: Denominators tried, in turn, for rounding the whole float dual before solving on its support.
+ROUND_DENOMINATORS = (1, 64, 4096)
 #: Largest exact system (rows times unknowns) the dual step reduces.
 MAX_DUAL_CELLS = 4_000_000
 
@@ -154,6 +158,11 @@ def _exact_dual(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, a: n
     if amax == 0.0:
         return None, "the split LP's dual is zero"
     supp = [(int(c), int(j)) for c, j in np.argwhere(np.abs(a) > DUAL_SUPPORT_TOL * amax)]
+    for den in ROUND_DENOMINATORS:  # a basic dual on small integer data is often a small rational already
+        guess = {cj: Fraction(float(a[cj])).limit_denominator(den) for cj in supp}
+        why = _check_class_dual(H, mask, nmask, {k: v for k, v in guess.items() if v != 0})
+        if not why:
+            return {k: v for k, v in guess.items() if v != 0}, ""
     supp.sort(key=lambda cj: (not mask[cj[1], cj[0]], cj))  # in-support unknowns first (pivots)
     n = len(supp)
     Hi = np.asarray(H)
@@ -198,26 +207,32 @@ def _exact_dual(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, a: n
                 val -= int(coef) * x[cc]
         x[pc] = val / int(R[i, pc])
     dual = {supp[cc]: v for cc, v in x.items() if v != 0}
-    # exact checks on the class level: signs, column sums, sum_j a_cj h_j = 0
+    why = _check_class_dual(Hi, mask, nmask, dual)
+    return (None, why) if why else (dual, "")
+
+
+def _check_class_dual(Hi: np.ndarray, mask: np.ndarray, nmask: np.ndarray, dual: dict) -> str:
+    """Exact checks of a class-level N-certificate (one token per class): signs, column sums,
+    :math:`\sum_j a_{c,j} h_j = 0`; ``""`` or the first failure."""
     for (c, j), v in dual.items():
         if not mask[j, c] and v > 0:
-            return None, f"the exact N-certificate is positive off the support at class {c}, context {j}"
+            return f"the exact N-certificate is positive off the support at class {c}, context {j}"
         if not mask[j, c] and not nmask[j, c]:
-            return None, f"the exact N-certificate is non-zero on a separable pair (class {c}, context {j})"
+            return f"the exact N-certificate is non-zero on a separable pair (class {c}, context {j})"
     for j, c in zip(*np.nonzero(nmask)):
         if not dual.get((int(c), int(j)), 0) < 0:
-            return None, f"the exact N-certificate is not negative on the non-separable pair (class {c}, context {j})"
+            return f"the exact N-certificate is not negative on the non-separable pair (class {c}, context {j})"
     colsum: dict[int, Fraction] = {}
     for (c, j), v in dual.items():
         colsum[j] = colsum.get(j, Fraction(0)) + v
     if any(s != 0 for s in colsum.values()):
-        return None, "a column of the exact N-certificate does not sum to 0"
+        return "a column of the exact N-certificate does not sum to 0"
     coeffs: dict[int, dict[int, Fraction]] = {}
     for (c, j), v in dual.items():
         coeffs.setdefault(c, {})[j] = v
     if not combinations_vanish(Hi, coeffs):
-        return None, "sum_j a_cj h_j is not 0 for some class of the exact N-certificate"
-    return dual, ""
+        return "sum_j a_cj h_j is not 0 for some class of the exact N-certificate"
+    return ""
 
 
 def exact_split(instance: NTPInstance, split) -> ExactSplit:

@@ -151,6 +151,28 @@ def _expand_pairs(classes, pairs_c: np.ndarray) -> np.ndarray:
     return P[np.lexsort((P[:, 1], P[:, 0]))]
 
 
+def _rows(H: np.ndarray, V: int, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray):
+    r"""The rows :math:`(e_{plus} - e_{minus}) \otimes h_{ctx}` as a sparse matrix of shape (len(ctx), V·d),
+    built from the non-zeros of H only (the layout of :mod:`ntpcert.rows.kesler`; one-hot rows have one
+    or k non-zeros, not d)."""
+    import scipy.sparse as sp
+
+    d = H.shape[1]
+    Hs = sp.csr_matrix(H)
+    nnz = np.diff(Hs.indptr)[ctx]
+    rows = np.repeat(np.arange(ctx.size), nnz)
+    starts = Hs.indptr[ctx]
+    # positions of each row's non-zeros inside Hs.data
+    offs = np.arange(rows.size) - np.repeat(np.cumsum(nnz) - nnz, nnz)
+    pos = np.repeat(starts, nnz) + offs
+    cols_i = Hs.indices[pos]
+    vals = Hs.data[pos]
+    r2 = np.concatenate([rows, rows])
+    c2 = np.concatenate([np.repeat(plus, nnz) * d + cols_i, np.repeat(minus, nnz) * d + cols_i])
+    v2 = np.concatenate([vals, -vals])
+    return sp.csr_matrix((v2, (r2, c2)), shape=(ctx.size, V * d))
+
+
 def _undetermined(classes, why: str, iterations: int = 0) -> Split:
     return Split("undetermined", why, np.zeros((0, 2), dtype=np.int64), 0, classes.of_token,
                  classes.sizes.astype(np.int64), None, None, iterations)
@@ -177,14 +199,16 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     if q == 0:
         return Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, classes.of_token, sizes,
                      np.zeros((C, d)), np.zeros((C, m)), 0)
-    nnz = 2 * d * (q + r) + q
+    # non-zeros from the sizes alone: a row of context j has 2 nnz(h_j) (one-hot data: 2 or 2k)
+    per = 2 * np.count_nonzero(red.embeddings, axis=1).astype(np.int64)
+    rows_j = red.V - red.support_sizes.astype(np.int64) + np.maximum(red.support_sizes.astype(np.int64) - 1, 0)
+    nnz = int(per @ rows_j) + q
     limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
     if nnz > limit:
         return _undetermined(classes, f"the split LP is too large to try here: {q + r} rows on {C} token classes "
-                                      f"with up to 2d = {2 * d} non-zeros each ({nnz} in all), more than "
-                                      f"the limit of {limit}")
-    A_mar = sysr.margin_matrix()
-    A_eq = sysr.eq_matrix()
+                                      f"({nnz} non-zeros), more than the limit of {limit}")
+    A_mar = _rows(red.embeddings, C, sysr.mar_context, sysr.mar_anchor, sysr.mar_token)
+    A_eq = _rows(red.embeddings, C, sysr.eq_context, sysr.eq_token, sysr.eq_anchor)
     n = C * d
     # variables x = (vec D, t); A_mar D - t >= 0  <=>  -A_mar D + t <= 0
     A_ub = sp.hstack([-A_mar, sp.identity(q, format="csr")], format="csr")
