@@ -204,7 +204,7 @@ def _forgeries(sec: dict, inst: NTPInstance):
 
 def test_forged_split_sections_are_refused_by_both_checkers():
     inst = toy()
-    rep = exact_certify(inst, svm=False)
+    rep = exact_certify(inst, svm=False, split=True)
     assert rep.check.valid and "split" in rep.certificate
     assert any(c.startswith("split: ") for c in rep.check.checks)
     sec = rep.certificate["split"]
@@ -223,12 +223,12 @@ def test_forged_split_sections_are_refused_by_both_checkers():
 
 def test_split_section_refused_beside_a_contrary_claim():
     inst = toy()
-    rep = exact_certify(inst, svm=False)
+    rep = exact_certify(inst, svm=False, split=True)
     cert = copy.deepcopy(rep.certificate)
     cert.pop("checksum")
     sec = cert["split"]
     H = np.eye(3)
-    sep = exact_certify(NTPInstance.from_counts(H, np.eye(3, dtype=np.int64)), svm=False)
+    sep = exact_certify(NTPInstance.from_counts(H, np.eye(3, dtype=np.int64)), svm=False, split=True)
     assert "split" not in sep.certificate  # written only when the data are not separable
     c2 = copy.deepcopy(sep.certificate)
     c2.pop("checksum")
@@ -274,3 +274,21 @@ def test_split_witness_checks_and_refuses_a_forgery():
     assert "margin" in SplitCertificate(moved).check(inst)
     with pytest.raises(ValueError, match="non-separable pair"):
         SplitCertificate(dataclasses.replace(es, nonseparable=es.nonseparable[:0]))
+
+
+def test_certify_exact_writes_the_split_and_verify_accepts_it(capsys, tmp_path):
+    import json
+
+    from ntpcert.cli.app import main
+    from ntpcert.instance.io import write_json
+
+    path = tmp_path / "toy.json"
+    cert = tmp_path / "toy.cert.json"
+    write_json(toy(), path)
+    assert main(["certify", str(path), "--exact", "--no-svm", "--json", "--certificate-out", str(cert)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["split"]["status"] == "exact" and out["split"]["certificate_checked"] is True
+    data = json.loads(cert.read_text())
+    assert data["split"]["nonseparable"] == out["split"]["nonseparable_pairs"]
+    assert main(["verify", str(cert)]) == 0
+    assert "split: " in capsys.readouterr().out

@@ -228,6 +228,7 @@ def exact_certify(
     excess: bool = False,
     why_not: Callable[..., tuple[dict, dict]] | None = None,
     source: dict | None = None,
+    split: bool = False,
 ) -> ExactReport:
     """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
 
@@ -259,6 +260,9 @@ def exact_certify(
         ray=, system=)`` with the exact verdicts and witnesses, it returns ``(keys, sections)``: JSON
         keys for the report and certificate sections, which are written and checked with the rest
         (:func:`ntpcert.pipeline.explain.why_not_with_sections`, passed in by ``certify --exact``).
+    split : bool
+        When the data are not separable, also make the split of the out-of-support pairs exact and write it
+        as the optional section ``split`` (:mod:`ntpcert.pipeline.split_section`; ``certify --exact`` does).
     source : dict, optional
         The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`): the model files the
         instance was read from, by SHA-256.
@@ -305,7 +309,7 @@ def exact_certify(
                 system=rep.subspace.system)
             stages.seconds["why_not"] = time.perf_counter() - tw
         split_key, split_sec = None, None
-        if sep.holds is not True:  # the split of the pairs, exact (ntpcert.pipeline.split_section)
+        if split and sep.holds is not True:  # the split of the pairs, exact (ntpcert.pipeline.split_section)
             from ntpcert.pipeline.split_section import exact_split_section
 
             ts = time.perf_counter()
