@@ -29,7 +29,8 @@ def certify_json(report, *, excess: bool, separability_solver: str, merge: Any =
     if "split" not in out:  # the split P / N of the out-of-support pairs (ntpcert.pipeline.split_section)
         from ntpcert.pipeline.split_section import split_key
 
-        out["split"] = split_key(report.instance, report.separable.holds)
+        instance = report.float_report.instance if hasattr(report, "float_report") else report.instance
+        out["split"] = split_key(instance, report.separable.holds)
     if merge is not None:
         out.update(merge.report_keys(svm_asked=svm_asked))
     return out
