@@ -15,6 +15,9 @@ witness                    holds    what it is
 ``ViolatingNullVector``    False    :math:`A_{eq}^\top y = 0` with :math:`y^\top b \ne 0`
 ``FeasiblePoint``          True     a W with every margin at least 1 and (6a) satisfied
 ``FarkasRay``              False    a ray of the Farkas system of (6)
+``SplitCertificate``       False    the split of the out-of-support pairs into separable ones (a
+                                    D_P in the recession cone) and implicit equalities N (a
+                                    vanishing combination negative on N), N non-empty
 ``Undetermined``           None     why neither was shown, and what would settle it
 =========================  =======  ===============================================================
 
@@ -393,6 +396,34 @@ class FarkasRay(Witness):
 
 
 @dataclass(frozen=True, eq=False)
+class SplitCertificate(Witness):
+    """The exact split (:class:`ntpcert.exact.split.ExactSplit`) with a non-empty N: its N-certificate
+    is a Farkas ray of (6) (each N pair negative), so (6) has no solution; its D_P shows every other
+    out-of-support pair separable. Section ``split`` of the certificate."""
+
+    ENGINES = EXACT_ENGINES = ("split-lp",)
+    SHOWS = False
+    SECTION = "split"
+
+    split: Any = None
+    engine: str = "split-lp"
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.split is None or not getattr(self.split, "ok", False) or not len(self.split.nonseparable):
+            raise ValueError("SplitCertificate: needs an exact split with at least one non-separable pair")
+
+    def check(self, instance: NTPInstance) -> str:
+        from ntpcert.exact.split import check_exact_split
+
+        return check_exact_split(instance, self.split)
+
+    def summary(self) -> dict:
+        return {"nonseparable_pairs": int(len(self.split.nonseparable)), "separable_pairs": int(self.split.n_separable)}
+
+
+@dataclass(frozen=True, eq=False)
 class Undetermined(Witness):
     """Neither a proof nor a refutation was checked: ``text`` says why, and what would settle it."""
 
@@ -417,7 +448,7 @@ class Undetermined(Witness):
 _KIND_NAMES = {NoEquations: "no-equations", EmbeddingsFullRank: "embeddings-full-rank", FullRowRank: "full-row-rank",
                NullSpaceBasis: "null-space-basis", ParticularSolutions: "particular-solutions",
                ViolatingNullVector: "violating-null-vector", FeasiblePoint: "feasible-point", FarkasRay: "farkas-ray",
-               Undetermined: "undetermined"}
+               SplitCertificate: "split", Undetermined: "undetermined"}
 #: The closed set of witness kinds.
 WITNESS_KINDS = tuple(_KIND_NAMES)
 
@@ -489,4 +520,4 @@ class Verdict:
 
 
 __all__ = ["EmbeddingsFullRank", "FarkasRay", "FeasiblePoint", "FullRowRank", "NoEquations", "NullSpaceBasis",
-           "ParticularSolutions", "Undetermined", "Verdict", "ViolatingNullVector", "WITNESS_KINDS", "Witness"]
+           "ParticularSolutions", "SplitCertificate", "Undetermined", "Verdict", "ViolatingNullVector", "WITNESS_KINDS", "Witness"]

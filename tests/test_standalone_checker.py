@@ -26,8 +26,9 @@ from .conftest import random_instance
 from .standalone import FILES, PATH, standalone
 from .test_explain import doubling_toy, two_context_toy
 
-#: The checker's size in lines, all its files together: small enough to read in one sitting.
-MAX_LINES = 1000
+#: The checker's size in lines, all its files together: small enough to read in one sitting (the claims and
+#: the sections of issue 31 in under 1,000, the split section's 150 beside them).
+MAX_LINES = 1160
 
 
 def test_it_imports_only_the_standard_library_and_flint() -> None:

@@ -63,7 +63,7 @@ def test_the_kind_fixes_holds_and_the_engines():
     assert vd.FeasiblePoint(np.zeros((2, 2)), "svm-point:clarabel").engine == "svm-point:clarabel"
     assert set(vd.WITNESS_KINDS) == {vd.NoEquations, vd.EmbeddingsFullRank, vd.FullRowRank, vd.NullSpaceBasis,
                                      vd.ParticularSolutions, vd.ViolatingNullVector, vd.FeasiblePoint, vd.FarkasRay,
-                                     vd.Undetermined}
+                                     vd.SplitCertificate, vd.Undetermined}
 
 
 def test_a_verdict_is_not_a_bool():

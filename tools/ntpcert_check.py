@@ -17,13 +17,14 @@ import sys
 
 import flint
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the checker's other two files, beside it
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the checker's other files, beside it
 from ntpcert_check_exact import (DEFAULT_PRIME, FORMAT, LIMITS, Invalid, MAX_BYTES, MAX_INT_DIGITS, MAX_SPARSE_CELLS,
     MAX_SPARSE_EMBEDDING_CELLS, TOP, TOP_OPTIONAL, TooLarge, VERSION, count, dense_q, exact, exact_float, exponents,
     farkas, flag, index, integer_row, is_prime, keys, law, packed_rows, primal, q, rank_mod, refuse, sparse,
     too_large)
 from ntpcert_check_sections import (check_dim_F_and_W_star, check_excess, check_instance_record, check_source,
     check_svm, check_why_not)
+from ntpcert_check_split import check_split
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -338,8 +339,25 @@ def _check(cert):
     check_svm(cert, inst, sep, notes)
     check_excess(cert, inst, notes)
     check_why_not(cert, inst, compat, sep, notes)
+    check_split_section(cert, inst, sep, notes)
     check_source(cert, inst, notes)
     return notes
+
+
+def check_split_section(cert, inst, sep, notes):
+    """The optional split section (section 11): N exactly the implicit equalities of the recession cone, by
+    tools/ntpcert_check_split.py; a non-empty N beside a true separability claim, or an empty one beside a false
+    claim, is refused."""
+    if "split" not in cert:
+        return
+    H = [[inst.H[j].get(i, flint.fmpq(0)) for i in range(inst.d)] for j in range(inst.m)]
+    try:
+        notes.extend(check_split(cert["split"], H, [sorted(s) for s in inst.S], inst.V))
+    except ValueError as err:
+        raise Invalid(str(err)) from None
+    n_N = len(cert["split"]["nonseparable"])
+    refuse(n_N and sep is True, f"split: {n_N} non-separable pairs, but the separability claim is true")
+    refuse(not n_N and sep is False, "split: no non-separable pair, but the separability claim is false")
 
 
 def main(argv=None):

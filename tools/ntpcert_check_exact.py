@@ -25,7 +25,7 @@ DEFAULT_PRIME = 2**61 - 1
 RATIONAL = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:/([1-9][0-9]*))?\Z")
 TOP = {"format", "version", "instance", "probabilities_exact_from_floats", "claims", "compatibility", "separability",
        "svm", "checksum"}
-TOP_OPTIONAL = {"excess", "why_not_separable", "why_not_compatible", "source"}
+TOP_OPTIONAL = {"excess", "why_not_separable", "why_not_compatible", "split", "source"}
 #: A bound x of an exact sqrt(Q) may differ from it by a relative 2^-40 (and 2^-1000 absolute, on the squares).
 SLACK, TINY = flint.fmpq(1, 2**40), flint.fmpq(1, 2**1000)
 #: Bits of the arb balls of the excess bracket.

@@ -30,6 +30,8 @@ Layout (``format = "ntpcert-certificate"``, ``version = 1``)::
       "why_not_separable": {"contexts": [j, ..], "ray": [[v, j, "p/q"], ..],
                             "deletions": [{"context": j, "cols": [i, ..], "W": [["p/q", ..], ..]}, ..]} | absent,
       "why_not_compatible": {"y": [[j, z, "p/q"], ..]} | absent,
+      "split": {"nonseparable": [[j, v], ..], "token_class": [c, ..] (V), "D_P": [["p/q", ..], ..] (C rows of d),
+                "dual": [[c, j, "p/q"], ..]} | absent  (docs/certificate-format.md, section 7),
       "source": {"kind": "model", "files": [[name, SHA256], ..], ..} | absent  (ntpcert.certificate.provenance),
       "checksum": SHA256 of the canonical JSON of every other field
     }

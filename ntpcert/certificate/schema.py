@@ -66,7 +66,7 @@ SCHEMA: dict[str, dict[str, str]] = {
         "format": "str", "version": "int", "instance": "object", "probabilities_exact_from_floats": "bool",
         "claims": "object", "compatibility": "object", "separability": "object", "svm": "object|null",
         "excess?": "object|null", "why_not_separable?": "object", "why_not_compatible?": "object",
-        "source?": "object", "checksum": "sha256",
+        "split?": "object", "source?": "object", "checksum": "sha256",
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
@@ -108,6 +108,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "why_not_separable": {"contexts": "list", "ray": "list", "deletions": "list"},
     "why_not_separable.deletion": {"context": "int", "cols": "list", "W": "list"},
     "why_not_compatible": {"y": "list"},
+    "split": {"nonseparable": "list", "token_class": "list", "D_P": "list", "dual": "list"},
     "source": SOURCE_SCHEMA,  # where the instance was read from (ntpcert.certificate.provenance)
     "source.vocabulary": VOCABULARY_SCHEMA,  # a model's unseen tokens merged into one (ntpcert.instance.lm.merge)
     "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",

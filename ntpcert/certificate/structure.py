@@ -114,6 +114,8 @@ def check_schema(cert: Any) -> None:
     if "why_not_compatible" in cert:
         check_section(cert["why_not_compatible"], "why_not_compatible", "why_not_compatible")
         _check_sparse(cert["why_not_compatible"]["y"], "why_not_compatible.y")
+    if "split" in cert:  # its entries are checked by ntpcert.certificate.checker.split
+        check_section(cert["split"], "split", "split")
 
     svm = cert["svm"]
     if svm is not None:

@@ -80,6 +80,7 @@ def _run_exact(args: argparse.Namespace) -> int:
         why_not=partial(why_not_with_sections, separability_solver=args.separability_solver),
         # the model files, by SHA-256, when DATA was read through --model
         source=None if data is None else data.source_record(),
+        split=True,  # non-separable data: the split P / N, exact, in the certificate
     )
     if args.json:
         emit_json(_json(rep, args, merge))

@@ -57,6 +57,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.util.numbers import lcm_all
 
 __all__ = [
+    "partly_separable_instances",
     "OVERLAPS",
     "EMBEDDING_FAMILIES",
     "DISTRIBUTIONS",
@@ -487,3 +488,44 @@ def ntp_instances(
         overlap=overlap, embedding=embedding, max_abs=max_abs, distribution=distribution, max_count=max_count,
         standing_assumption=int(standing_assumption), allow_zero_rows=allow_zero_rows,
     ))
+
+
+# ---------------------------------------------------------------------------- partly separable instances
+@st.composite
+def _partly_separable(draw: Callable, min_m: int, max_m: int, max_d: int, max_V: int, max_abs: int,
+                      max_count: int) -> ExampleInstance:
+    d = draw(st.integers(2, max_d))
+    m = draw(st.integers(max(min_m, 3), max_m))
+    V = draw(st.integers(3, max_V))
+    rest = draw(_int_matrix(m, d - 1, max_abs))
+    H = np.hstack([np.ones((m, 1), dtype=np.int64), rest])
+    H[1] = H[0] * draw(st.integers(1, 2))  # context 1 repeats context 0's direction
+    mask = draw(_masks(m, V - 1, 1, V - 1, "any"))
+    mask = np.hstack([mask, np.zeros((m, 1), dtype=bool)])  # token V - 1 lies in no support
+    mask[0, :] = False
+    mask[1, :] = False
+    mask[0, 0] = True
+    mask[1, 1] = True
+    C = draw(_positive_ints(mask, max_count))
+    return ExampleInstance.from_counts(H.astype(np.float64), C)
+
+
+def partly_separable_instances(*, min_m: int = 3, max_m: int = 8, max_d: int = 3, max_V: int = 5,
+                               max_abs: int = 2, max_count: int = 3) -> st.SearchStrategy[ExampleInstance]:
+    r"""Instances whose out-of-support pairs are partly separable: both P and N of the split
+    (:mod:`ntpcert.solve.split`) are non-empty, by construction.
+
+    Every embedding has a first entry 1 (a bias feature), the rest small integers. Token V - 1 lies in no
+    support, so :math:`D = -e_{V-1} e_1^\top` lies in the recession cone K with margin 1 on every pair
+    (j, V - 1): P is not empty. Context 1 repeats context 0's direction (:math:`h_1 = c\,h_0`, c in {1, 2})
+    with supports :math:`\{0\}` and :math:`\{1\}`: every D in K has
+    :math:`(d_0 - d_1)^\top h_0 \ge 0` and :math:`(d_1 - d_0)^\top h_0 \ge 0`, so the pairs (0, 1) and (1, 0)
+    are in N. The other contexts and supports are drawn freely (m >= 3, d >= 2, V >= 3), which mixes
+    further pairs of both kinds.
+    """
+    min_m, max_m = _bounds("min_m", min_m, "max_m", max_m, low=3)
+    max_d = _int("max_d", max_d, low=2)
+    max_V = _int("max_V", max_V, low=3)
+    max_abs = _int("max_abs", max_abs, low=1)
+    max_count = _int("max_count", max_count, low=1)
+    return _partly_separable(min_m, max_m, max_d, max_V, max_abs, max_count)

@@ -26,6 +26,11 @@ def certify_json(report, *, excess: bool, separability_solver: str, merge: Any =
             out["excess_loss"] = excess_key(report.instance, exact=False)[0]
         else:
             out["excess_loss"] = excess_without_bracket(out)
+    if "split" not in out:  # the split P / N of the out-of-support pairs (ntpcert.pipeline.split_section)
+        from ntpcert.pipeline.split_section import split_key
+
+        instance = report.float_report.instance if hasattr(report, "float_report") else report.instance
+        out["split"] = split_key(instance, report.separable.holds)
     if merge is not None:
         out.update(merge.report_keys(svm_asked=svm_asked))
     return out

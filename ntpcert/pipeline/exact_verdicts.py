@@ -102,6 +102,8 @@ class ExactReport:
     excess: dict | None = None
     #: The keys ``why_not_separable`` / ``why_not_compatible`` made by the ``why_not`` hook, or None.
     why_not: dict | None = None
+    #: The ``split`` key (:func:`ntpcert.pipeline.split_section.exact_split_section`), or None.
+    split: dict | None = None
 
     def _checked(self, verdict: Verdict) -> Verdict:
         if self.check.valid:
@@ -164,6 +166,8 @@ class ExactReport:
             out["excess_loss"] = dict(self.excess, certificate_checked=self.check.valid and "q_nonzeros" in self.excess)
         if self.why_not is not None:
             out.update(self.why_not)
+        if self.split is not None:
+            out["split"] = dict(self.split, certificate_checked=self.check.valid and "split" in self.certificate)
         return out
 
     def _compat_json(self) -> dict:
@@ -224,6 +228,7 @@ def exact_certify(
     excess: bool = False,
     why_not: Callable[..., tuple[dict, dict]] | None = None,
     source: dict | None = None,
+    split: bool = False,
 ) -> ExactReport:
     """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
 
@@ -255,6 +260,9 @@ def exact_certify(
         ray=, system=)`` with the exact verdicts and witnesses, it returns ``(keys, sections)``: JSON
         keys for the report and certificate sections, which are written and checked with the rest
         (:func:`ntpcert.pipeline.explain.why_not_with_sections`, passed in by ``certify --exact``).
+    split : bool
+        When the data are not separable, also make the split of the out-of-support pairs exact and write it
+        as the optional section ``split`` (:mod:`ntpcert.pipeline.split_section`; ``certify --exact`` does).
     source : dict, optional
         The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`): the model files the
         instance was read from, by SHA-256.
@@ -300,12 +308,21 @@ def exact_certify(
                 separable=sep.holds, ray=sep.witness.ray if isinstance(sep.witness, FarkasRay) else None,
                 system=rep.subspace.system)
             stages.seconds["why_not"] = time.perf_counter() - tw
+        split_key, split_sec = None, None
+        if split and sep.holds is not True:  # the split of the pairs, exact (ntpcert.pipeline.split_section)
+            from ntpcert.pipeline.split_section import exact_split_section
+
+            ts = time.perf_counter()
+            split_key, split_sec = exact_split_section(instance)
+            stages.seconds["split"] = time.perf_counter() - ts
         with stages.stage("independent check", key="independent_check"):
             # one encoding of the (large) certificate serves its checksum and the file
             body = certificate_body(instance, compat, sep, bound, wstar, primes, E)
             if ex_obj is not None and hasattr(ex_obj, "section"):  # certified (not the float fallback)
                 body["excess"] = ex_obj.section
             body.update(why_sections)
+            if split_sec is not None:
+                body["split"] = split_sec
             if source is not None:
                 body["source"] = source
             cert, text = seal_canonical(body)
@@ -323,7 +340,7 @@ def exact_certify(
     finally:
         stages.close()
     return ExactReport(rep, compat, sep, primes, E, wstar, note, bound, cert, check, written,
-                       time.perf_counter() - t0, dict(stages.seconds), ex_key, why_keys)
+                       time.perf_counter() - t0, dict(stages.seconds), ex_key, why_keys, split_key)
 
 
 def _check_writable_sizes(instance: NTPInstance, path: str) -> None:

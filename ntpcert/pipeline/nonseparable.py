@@ -4,20 +4,18 @@ report them (``limits``, ``compare``, ``trajectory``, ``explain``).
 
 **Where the split comes from.** :func:`_split_pairs` is the one place that computes N. It returns
 ``(nonseparable, why)``: an int64 array of shape (n_N, 2) of rows (j, v), or None with the reason the
-split is undetermined. Its present body is a plain float LP (HiGHS through
-:func:`scipy.optimize.linprog`), for small instances only:
+split is undetermined. It is :func:`ntpcert.solve.split.nonseparable_split`, one LP on the classes of
+interchangeable tokens,
 
 .. math::
     \max \sum_i t_i \quad\text{over } D\in\mathbb R^{V\times d},\ 0\le t\le 1, \qquad
-    A_{eq}\,\mathrm{vec}(D) = 0,\quad A_{mar}\,\mathrm{vec}(D)\ge t.
+    A_{eq}\,\mathrm{vec}(D) = 0,\quad A_{mar}\,\mathrm{vec}(D)\ge t,
 
-Its optimum has :math:`t_i = 1` exactly on P (a single :math:`D_P` is positive on all of P, scaled to
-margins ≥ 1) and :math:`t_i = 0` on N (no D in K is positive there), so the optimal t is unique and a
-pair is classed by :math:`t_i > 1/2`. A float optimum with some :math:`t_i` further than
-:data:`SPLIT_T_TOL` from 0 and 1, a solver that does not report an optimum, or an LP past
-:data:`SPLIT_LP_MAX_NONZEROS` non-zeros gives None ("undetermined", naming why). This is a float
-classification, not a certificate: the exact split (with rational :math:`D_P` and y) replaces it.
-Separable data (the float or exact verdict says so) have N = ∅ and need no LP (:func:`split_for`).
+whose optimum has :math:`t_i = 1` exactly on P and :math:`t_i = 0` on N; an LP past
+:data:`SPLIT_LP_MAX_NONZEROS` non-zeros, or one HiGHS does not solve within its iteration budget, gives
+None ("undetermined", naming why). These float pairs feed the float limits (W_fin, W^mm_P); the exact
+split of a certificate (:mod:`ntpcert.exact.split`) checks its own. Separable data (the float or exact
+verdict says so) have N = ∅ and need no LP (:func:`split_for`).
 """
 
 from __future__ import annotations
@@ -31,48 +29,21 @@ from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.solve.finite_limit import FiniteLimit, finite_limit, solve_mm_p
 
-__all__ = ["SPLIT_LP_MAX_NONZEROS", "SPLIT_T_TOL", "NonseparableLimits", "nonseparable_limits", "pair_groups",
+__all__ = ["SPLIT_LP_MAX_NONZEROS", "NonseparableLimits", "nonseparable_limits", "pair_groups",
            "split_for"]
 
 #: The float split LP is built only up to this many non-zeros of its constraint matrix (2d per row).
 SPLIT_LP_MAX_NONZEROS = 2_000_000
-#: A float LP optimum classes a pair only when its t is within this of 0 or 1.
-SPLIT_T_TOL = 1e-6
 
 
 def _split_pairs(instance: NTPInstance) -> tuple[np.ndarray | None, str]:
     """N of ``instance`` as rows (j, v), or None and why it is undetermined (module doc)."""
-    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.split import nonseparable_split
 
-    system = KeslerSystem.build(instance)
-    q, r, V, d = system.n_margin, system.n_eq, instance.V, instance.d
-    if q == 0:
-        return np.zeros((0, 2), dtype=np.int64), "no out-of-support pairs"
-    nnz = 2 * d * (q + r) + q
-    if nnz > SPLIT_LP_MAX_NONZEROS:
-        return None, (f"undetermined: the float split LP would have {nnz:,} non-zeros, more than the "
-                      f"{SPLIT_LP_MAX_NONZEROS:,} it is built for")
-    import scipy.sparse as sp
-    from scipy.optimize import linprog
-
-    A_mar = system.margin_matrix()
-    A_ub = sp.hstack([-A_mar, sp.identity(q, format="csr")], format="csr")
-    A_eq = sp.hstack([system.eq_matrix(), sp.csr_matrix((r, q))], format="csr") if r else None
-    c = np.concatenate([np.zeros(V * d), -np.ones(q)])
-    bounds = [(None, None)] * (V * d) + [(0.0, 1.0)] * q
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(q), A_eq=A_eq, b_eq=np.zeros(r) if r else None, bounds=bounds,
-                  method="highs")
-    if res.status != 0 or res.x is None:
-        return None, f"undetermined: the float split LP (HiGHS) stopped with status {res.status} ({res.message})"
-    t = res.x[V * d:]
-    unsure = (t > SPLIT_T_TOL) & (t < 1.0 - SPLIT_T_TOL)
-    if unsure.any():
-        i = int(np.flatnonzero(unsure)[0])
-        return None, (f"undetermined: the float split LP left {int(unsure.sum())} pair(s) between 0 and 1 (first: "
-                      f"context {int(system.mar_context[i])}, token {int(system.mar_token[i])}, t = {t[i]:.3g})")
-    nsep = t < 0.5
-    N = np.stack([system.mar_context[nsep], system.mar_token[nsep]], axis=1).astype(np.int64)
-    return N, "float split LP (HiGHS)"
+    split = nonseparable_split(instance, max_nonzeros=SPLIT_LP_MAX_NONZEROS)
+    if not split.ok:
+        return None, f"undetermined: {split.reason}"
+    return split.nonseparable, f"the split LP on {split.class_sizes.size} token classes (HiGHS)"
 
 
 def split_for(instance: NTPInstance, separable: bool | None = None) -> tuple[np.ndarray | None, str]:

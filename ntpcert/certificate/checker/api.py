@@ -58,6 +58,9 @@ exact integer lower bound or settled in Python integers. What it checks:
   and an irreducible cycle of log-odds, by :mod:`ntpcert.certificate.checker.why_not` (the Farkas ray on
   exactly the set and an exact separating W for each one-context deletion; a null vector whose rows
   have rank one less than their number, with :math:`y^\top E \ne 0`).
+* **split** (optional): which out-of-support pairs are implicit equalities of the recession cone (N) and
+  which are separable (P), by :mod:`ntpcert.certificate.checker.split` (a rational D_P in the cone,
+  positive on P; a rational vanishing combination negative on N).
 * **source** (optional): ``source.vocabulary`` against the instance, by
   :mod:`ntpcert.certificate.checker.source` (V' is the instance's V, the observed tokens follow contexts,
   the representative follows none).
@@ -83,6 +86,7 @@ from ntpcert.certificate.checker.excess import check_excess
 from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.sections import check_claims, check_instance, check_separability, check_svm
 from ntpcert.certificate.checker.source import check_source
+from ntpcert.certificate.checker.split import check_split_section
 from ntpcert.certificate.checker.why_not import check_why_not
 from ntpcert.certificate.jsonio import checksum, load, loads, sealed_text_matches, unlimited_int_digits
 from ntpcert.certificate.schema import show
@@ -187,6 +191,8 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *,
         why = check_excess(cert.get("excess"), inst, checks, ex)
         need(not why, why)
         why = check_why_not(cert, ex, compat, sep, checks)
+        need(not why, why)
+        why = check_split_section(cert, ex, sep, checks)
         need(not why, why)
         check_claims(cert["claims"], compat, sep, svm)
         checks.append("claims agree with the witnesses")

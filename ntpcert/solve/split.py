@@ -1,0 +1,256 @@
+r"""The split of the out-of-support pairs into separable (P) and non-separable (N) ones, in float64.
+
+**Recession cone** (our derivation, ``docs/math.md``). CE(W + sD) stays bounded as s grows iff D lies in
+
+.. math:: K = \{D : (d_z - d_{z'})^\top h_j = 0\ (z, z' \in S_j),\ (d_z - d_v)^\top h_j \ge 0\ (z \in S_j, v \notin S_j)\}.
+
+A pair (j, v), :math:`v \notin S_j`, is *separable* (in P) when some :math:`D \in K` has a positive margin
+:math:`(d_{z_j} - d_v)^\top h_j > 0`; otherwise it is an implicit equality of K (in N). One
+:math:`D_P \in K` is positive on all of P at once (a sum of one D per pair), so P and N are unique
+(Goldman–Tucker); the data are NTP-separable iff N is empty.
+
+**One LP finds both.** With the margin rows :math:`A_{mar}` and the equality rows :math:`A_{eq}` of
+:mod:`ntpcert.rows.kesler`,
+
+.. math:: \max \textstyle\sum_i t_i \quad\text{s.t.}\quad A_{mar} D \ge t,\ A_{eq} D = 0,\ 0 \le t \le 1 .
+
+Scaling :math:`D_P` makes every P-margin at least 1, and an N-margin is 0 for every D in K, so the optimum
+has :math:`t = 1` on P and :math:`t = 0` on N. Its dual (y >= 0 on the margin rows, u >= 0 on t <= 1,
+free :math:`\lambda` on the equality rows) satisfies :math:`A_{mar}^\top y + A_{eq}^\top \lambda = 0` and
+:math:`y_i + u_i \ge 1`; complementary slackness (:math:`t_i = 0 < 1` on N) forces :math:`u_i = 0`, so
+:math:`y_i \ge 1` on every N pair. Written as one (V, m) array a (column j:
+:math:`a_j = (\sum_v y_{jv} - \sum_z \lambda_{jz}) e_{z_j} + \sum_z \lambda_{jz} e_z - \sum_v y_{jv} e_v`),
+this is :math:`\sum_j a_j h_j^\top = 0`, :math:`\mathbf 1^\top a_j = 0`, :math:`a_{j,v} \le 0` off the
+supports and :math:`a_{j,v} < 0` on N: for every :math:`D \in K`,
+:math:`0 = \sum_j a_j^\top D h_j = \sum_{j, v \notin S_j} (-a_{j,v})\,\mathrm{margin}_{jv}(D)`, a sum of
+non-negative terms, so every pair where a is negative has margin 0 in all of K.
+
+**Structure used.** Tokens that lie in exactly the same supports are interchangeable
+(:class:`~ntpcert.solve.structured.classes.TokenClasses`): swapping two rows of D maps K onto itself, so
+the split is the same on a class, and averaging a D over the swaps keeps it in K. The LP is solved on
+one token per class (every token that lies in no support, often most of the vocabulary, is one class);
+its D is expanded row by row, and its dual a (class c, context j) becomes
+:math:`a_{v,j} = a_{c,j}/n_c` for each of the :math:`n_c` tokens v of class c, which keeps both
+:math:`\sum_j a_j h_j^\top = 0` and the column sums. The LP is not built past
+:data:`~ntpcert.solve.separability_lp.LP_MAX_NONZEROS`; HiGHS' work is bounded by ``max_iterations``
+simplex iterations (a count of work, never wall-clock). Nothing here is a proof:
+:mod:`ntpcert.exact.split` makes both certificates exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ntpcert.errors import SolverError
+from ntpcert.instance import NTPInstance
+
+#: Simplex iterations HiGHS may spend on the split LP (a budget of work).
+SPLIT_MAX_ITERATIONS = 2_000_000
+#: A pair is read as separable when its t is above this, as non-separable when below 1 - this; any
+#: t in between, or a P margin or an N multiplier off its side, leaves the split undetermined.
+T_THRESHOLD = 0.5
+#: Entries of the point and the dual below this (relative to the largest, or to 1) are read as 0.
+DUAL_TOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    r"""The float split of the out-of-support pairs (module doc).
+
+    Attributes
+    ----------
+    status : str
+        ``"ok"`` (P and N read off an optimal LP) or ``"undetermined"`` (``reason`` says why).
+    reason : str
+        Empty when ``status == "ok"``.
+    nonseparable : ndarray of int64, shape (n_N, 2)
+        The pairs (j, v) of N, :math:`v \notin S_j`, sorted by j then v.
+    n_separable : int
+        :math:`|P|` (every other out-of-support pair).
+    of_token : ndarray of int64, shape (V,)
+        Class of each token (tokens of one class lie in the same supports).
+    class_sizes : ndarray of int64, shape (C,)
+        :math:`n_c`.
+    D_classes : ndarray of shape (C, d) or None
+        :math:`D_P` per class: a float point of K with margin about >= 1 on P and about 0 on N.
+    dual_classes : ndarray of shape (C, m) or None
+        The LP's dual on one token per class: :math:`\sum_j a_{c,j} h_j = 0`,
+        :math:`\sum_c a_{c,j} = 0`, :math:`a_{c,j} \le -1` (about) on N, 0 on P.
+    iterations : int
+        Simplex iterations HiGHS spent.
+    """
+
+    status: str
+    reason: str
+    nonseparable: np.ndarray
+    n_separable: int
+    of_token: np.ndarray
+    class_sizes: np.ndarray
+    D_classes: np.ndarray | None
+    dual_classes: np.ndarray | None
+    iterations: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def n_nonseparable(self) -> int:
+        return int(self.nonseparable.shape[0])
+
+    @property
+    def D(self) -> np.ndarray | None:
+        r""":math:`D_P` of shape (V, d) (class rows expanded)."""
+        return None if self.D_classes is None else self.D_classes[self.of_token]
+
+    @property
+    def dual(self) -> np.ndarray | None:
+        r"""The N-certificate a of shape (V, m): :math:`a_{v,j} = a_{c(v),j} / n_{c(v)}`."""
+        if self.dual_classes is None:
+            return None
+        return (self.dual_classes / self.class_sizes[:, None])[self.of_token]
+
+    def nonseparable_mask(self, m: int, V: int) -> np.ndarray:
+        """N as a boolean (m, V) array."""
+        out = np.zeros((m, V), dtype=bool)
+        out[self.nonseparable[:, 0], self.nonseparable[:, 1]] = True
+        return out
+
+    def extended_mask(self, instance: NTPInstance) -> np.ndarray:
+        r"""The supports extended by N: :math:`S_j \cup N_j` as a boolean (m, V) array."""
+        return instance.support_mask() | self.nonseparable_mask(instance.m, instance.V)
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "separable_pairs": int(self.n_separable),
+                "nonseparable_pairs": int(self.n_nonseparable), **({"reason": self.reason} if self.reason else {})}
+
+
+def class_instance(instance: NTPInstance):
+    """``(classes, reduced)``: the token classes and the instance on one token per class (supports as
+    0/1 counts: the split depends on the supports and H only)."""
+    from ntpcert.solve.structured.classes import TokenClasses
+
+    classes = TokenClasses.build(instance)
+    reduced = NTPInstance.from_counts(instance.embeddings, classes.mask.astype(np.int64),
+                                      name=instance.name)
+    return classes, reduced
+
+
+def _expand_pairs(classes, pairs_c: np.ndarray) -> np.ndarray:
+    """Class pairs (j, c) to token pairs (j, v), sorted."""
+    if pairs_c.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    order = np.argsort(classes.of_token, kind="stable")
+    starts = np.searchsorted(classes.of_token[order], np.arange(classes.count))
+    ends = np.append(starts[1:], order.size)
+    out = [np.column_stack([np.full(ends[c] - starts[c], j), order[starts[c]:ends[c]]])
+           for j, c in pairs_c]
+    P = np.concatenate(out).astype(np.int64)
+    return P[np.lexsort((P[:, 1], P[:, 0]))]
+
+
+def _rows(H: np.ndarray, V: int, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray):
+    r"""The rows :math:`(e_{plus} - e_{minus}) \otimes h_{ctx}` as a sparse matrix of shape (len(ctx), V·d),
+    built from the non-zeros of H only (the layout of :mod:`ntpcert.rows.kesler`; one-hot rows have one
+    or k non-zeros, not d)."""
+    import scipy.sparse as sp
+
+    d = H.shape[1]
+    Hs = sp.csr_matrix(H)
+    nnz = np.diff(Hs.indptr)[ctx]
+    rows = np.repeat(np.arange(ctx.size), nnz)
+    starts = Hs.indptr[ctx]
+    # positions of each row's non-zeros inside Hs.data
+    offs = np.arange(rows.size) - np.repeat(np.cumsum(nnz) - nnz, nnz)
+    pos = np.repeat(starts, nnz) + offs
+    cols_i = Hs.indices[pos]
+    vals = Hs.data[pos]
+    r2 = np.concatenate([rows, rows])
+    c2 = np.concatenate([np.repeat(plus, nnz) * d + cols_i, np.repeat(minus, nnz) * d + cols_i])
+    v2 = np.concatenate([vals, -vals])
+    return sp.csr_matrix((v2, (r2, c2)), shape=(ctx.size, V * d))
+
+
+def _undetermined(classes, why: str, iterations: int = 0) -> Split:
+    return Split("undetermined", why, np.zeros((0, 2), dtype=np.int64), 0, classes.of_token,
+                 classes.sizes.astype(np.int64), None, None, iterations)
+
+
+def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS,
+                       max_nonzeros: int | None = None) -> Split:
+    """The split P / N of the out-of-support pairs of ``instance`` by the LP of the module doc, on one
+    token per class of interchangeable tokens. A :class:`Split`; never raises for a hard instance
+    (the result is then undetermined, naming why). ``max_nonzeros``: the largest LP built (default
+    :data:`~ntpcert.solve.separability_lp.LP_MAX_NONZEROS`), decided from the sizes before anything is built."""
+    from scipy.optimize import linprog
+    import scipy.sparse as sp
+
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.separability_lp import LP_MAX_NONZEROS
+    from ntpcert.util.interrupt import interruptible
+
+    classes, red = class_instance(instance)
+    sysr = KeslerSystem.build(red)
+    C, d, m = red.V, red.d, red.m
+    q, r = sysr.n_margin, sysr.n_eq
+    sizes = classes.sizes.astype(np.int64)
+    if q == 0:
+        return Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, classes.of_token, sizes,
+                     np.zeros((C, d)), np.zeros((C, m)), 0)
+    # non-zeros from the sizes alone: a row of context j has 2 nnz(h_j) (one-hot data: 2 or 2k)
+    per = 2 * np.count_nonzero(red.embeddings, axis=1).astype(np.int64)
+    rows_j = red.V - red.support_sizes.astype(np.int64) + np.maximum(red.support_sizes.astype(np.int64) - 1, 0)
+    nnz = int(per @ rows_j) + q
+    limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
+    if nnz > limit:
+        return _undetermined(classes, f"the split LP is too large to try here: {q + r} rows on {C} token classes "
+                                      f"({nnz} non-zeros), more than the limit of {limit}")
+    A_mar = _rows(red.embeddings, C, sysr.mar_context, sysr.mar_anchor, sysr.mar_token)
+    A_eq = _rows(red.embeddings, C, sysr.eq_context, sysr.eq_token, sysr.eq_anchor)
+    n = C * d
+    # variables x = (vec D, t); A_mar D - t >= 0  <=>  -A_mar D + t <= 0
+    A_ub = sp.hstack([-A_mar, sp.identity(q, format="csr")], format="csr")
+    A_e = sp.hstack([A_eq, sp.csr_matrix((r, q))], format="csr") if r else None
+    c = np.concatenate([np.zeros(n), -np.ones(q)])
+    bounds = [(None, None)] * n + [(0.0, 1.0)] * q
+    solve = interruptible(linprog, size=A_ub.nnz + (A_e.nnz if A_e is not None else 0))
+    try:
+        res = solve(c=c, A_ub=A_ub, b_ub=np.zeros(q), A_eq=A_e, b_eq=np.zeros(r) if r else None,
+                    bounds=bounds, method="highs-ds", options={"presolve": True, "maxiter": int(max_iterations)})
+    except (ValueError, MemoryError) as err:
+        raise SolverError(f"split LP: HiGHS failed ({err})") from err
+    its = int(getattr(res, "nit", 0) or 0)
+    if res.status != 0 or res.x is None:
+        return _undetermined(classes, f"HiGHS did not solve the split LP ({res.message})", its)
+    x = np.asarray(res.x, dtype=np.float64)
+    D = x[:n].reshape(C, d).copy()
+    D[np.abs(D) <= DUAL_TOL * max(np.abs(D).max(initial=0.0), 1.0)] = 0.0  # round-off of a basic point, not data
+    t = x[n:]
+    # dual: marginals of A_ub x <= 0 are <= 0 (d obj / d b); y = -marginals >= 0
+    y = -np.asarray(res.ineqlin.marginals, dtype=np.float64)
+    lam = np.asarray(res.eqlin.marginals, dtype=np.float64) if r else np.zeros(0)
+    # column j: + y on the anchor, - y on v; lambda on (e_z - e_anchor) (its sign convention fixed below)
+    Ym = sysr.margin_coefficients(y)  # sum y (e_anchor - e_v) per context: (C, m)
+    Le = sysr.eq_coefficients(lam) if r else np.zeros((C, m))
+    H = red.embeddings
+    r1 = np.abs((Ym + Le) @ H).max(initial=0.0)
+    r2 = np.abs((Ym - Le) @ H).max(initial=0.0)
+    a = Ym + Le if r1 <= r2 else Ym - Le
+    scale = max(np.abs(a).max(initial=0.0), 1.0)
+    a[np.abs(a) <= DUAL_TOL * scale] = 0.0
+    is_p = t > T_THRESHOLD
+    margins = sysr.apply_margin(D)
+    yv = -a[sysr.mar_token, sysr.mar_context]
+    if np.any((t > 1 - T_THRESHOLD) & ~is_p):
+        return _undetermined(classes, "the split LP's t is neither 0 nor 1 on some pair", its)
+    bad_p = is_p & (margins < 0.5)
+    bad_n = ~is_p & (yv < 0.5)
+    if np.any(bad_p) or np.any(bad_n):
+        return _undetermined(classes, f"the split LP's point and dual disagree with its t on "
+                                      f"{int(bad_p.sum()) + int(bad_n.sum())} pairs", its)
+    n_pairs = np.column_stack([sysr.mar_context[~is_p], sysr.mar_token[~is_p]])
+    N = _expand_pairs(classes, n_pairs)
+    total = instance.m * instance.V - int(instance.support_sizes.sum())
+    return Split("ok", "", N, total - N.shape[0], classes.of_token, sizes, D, a, its)
