@@ -318,7 +318,7 @@ class FeasiblePoint(Witness):
     """A W of shape (V, d) with (6a) and every margin of (6b) at least 1: in floats (``W``, re-checked
     against its rounding bound) or exact (``point``, :class:`~ntpcert.exact.separability.ExactPoint`)."""
 
-    ENGINES = ("vacuous", "structured-point", "highs-point", "svm-point:*", "exact-point")
+    ENGINES = ("vacuous", "structured-point", "highs-point", "split-point", "svm-point:*", "exact-point")
     EXACT_ENGINES = ("vacuous", "exact-point")
     SHOWS = True
     SECTION = "W"
@@ -375,7 +375,7 @@ class FarkasRay(Witness):
     """A ray ``{(v, j): Fraction}`` of the Farkas system of (6) (:mod:`ntpcert.exact.separability`),
     checked exactly: (6) has no solution."""
 
-    ENGINES = EXACT_ENGINES = ("part-farkas", "pair-farkas", "structured-farkas", "highs-farkas")
+    ENGINES = EXACT_ENGINES = ("part-farkas", "pair-farkas", "structured-farkas", "highs-farkas", "split-farkas")
     SHOWS = False
     SECTION = "ray"
 

@@ -296,3 +296,26 @@ def check_exact_split(instance: NTPInstance, es: ExactSplit) -> str:
             if val > 0 or ((j, int(v)) in N and not val < 0):
                 return f"the N-certificate is {val} at the pair ({j}, {int(v)})"
     return ""
+
+
+def exact_nonseparable_ray(instance: NTPInstance, split) -> tuple[dict | None, str]:
+    r"""The N-certificate of the float ``split`` alone, made exact (module doc, **a**) and read on the whole
+    vocabulary as a Farkas ray ``{(v, j): Fraction}`` of (6): :math:`a_{v,j} = a_{c(v),j}/n_{c(v)}`. It is
+    negative on every pair of N, so (6) has no solution whatever D_P is. ``(ray, "")`` or ``(None, why)``;
+    the caller checks the ray (:func:`ntpcert.exact.separability.check_ray`)."""
+    if not split.ok or not len(split.nonseparable):
+        return None, "no non-separable pair to certify"
+    mask, nmask = _class_masks(instance, split)
+    dual_c, why = _exact_dual(instance, mask, nmask, split.dual_classes)
+    if dual_c is None:
+        return None, why
+    of = np.asarray(split.of_token)
+    sizes = np.asarray(split.class_sizes)
+    members: dict[int, np.ndarray] = {}
+    ray: dict = {}
+    for (c, j), val in dual_c.items():
+        toks = members.setdefault(c, np.flatnonzero(of == c))
+        share = val / int(sizes[c])
+        for v in toks:
+            ray[(int(v), int(j))] = share
+    return ray, ""

@@ -159,6 +159,10 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
         return Verdict(False, FarkasRay(ray, "part-farkas", f"Farkas ray with {len(ray)} non-zero entries found on a "
                                         f"part of {last['contexts']} contexts and {last['tokens']} tokens, verified "
                                         "exactly on the whole instance")), SeparabilitySolve(parts=tuple(log))
+    if inst.m > inst.d:
+        screened = split_separability(system)
+        if screened is not None:
+            return screened, SeparabilitySolve(parts=tuple(log))
     return _structured(system, svm_solver, time_limit, log, progress, svm_options or {})
 
 
@@ -173,6 +177,43 @@ def pair_separability(inst: NTPInstance) -> Verdict | None:
     ray, text = found
     witness = FarkasRay(ray, "pair-farkas", text + ", verified exactly on the whole instance")
     return None if witness.check(inst) else Verdict(False, witness)
+
+
+#: The screened split (:mod:`ntpcert.solve.split_screen`) decides (6) where d < m when its LPs, about
+#: 2·C of m rows in d unknowns (C token classes), hold at most this many cells C·m·d in all.
+SPLIT_SCREEN_MAX_CELLS = 50_000_000
+
+
+def split_separability(system: KeslerSystem) -> Verdict | None:
+    """(6) from the screened split (:func:`ntpcert.solve.split.nonseparable_split`, ``method="screen"``),
+    where the structured solver is slow (d < m): N empty gives its point D_P, re-checked as any float
+    point is; N non-empty gives its N-certificate as a Farkas ray, made exact on its support and checked
+    exactly. None when the split is undetermined, too large (:data:`SPLIT_SCREEN_MAX_CELLS`) or its
+    witness fails its check."""
+    from ntpcert.exact.separability import check_ray
+    from ntpcert.exact.split import exact_nonseparable_ray
+    from ntpcert.solve.point_check import check_point
+    from ntpcert.solve.split import nonseparable_split
+    from ntpcert.solve.structured.classes import TokenClasses
+
+    inst = system.instance
+    if TokenClasses.build(inst).count * inst.m * inst.d > SPLIT_SCREEN_MAX_CELLS:
+        return None
+    split = nonseparable_split(inst, method="screen")
+    if not split.ok:
+        return None
+    if split.n_nonseparable == 0:
+        chk = check_point(system, split.D)
+        if not chk.ok:
+            return None
+        return Verdict(True, FeasiblePoint(split.D, "split-point", f"the screened split's point (N is empty): "
+                                           f"{chk.text}", min_margin=chk.min_margin, eq_violation=chk.eq_violation))
+    ray, _why = exact_nonseparable_ray(inst, split)
+    if ray is None or check_ray(inst, ray):
+        return None
+    return Verdict(False, FarkasRay(ray, "split-farkas", f"the screened split's N-certificate ({split.n_nonseparable} "
+                                    f"non-separable pairs) as a Farkas ray with {len(ray)} non-zero entries, "
+                                    "verified exactly"))
 
 
 def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> tuple[Verdict, SeparabilitySolve]:

@@ -46,6 +46,9 @@ import numpy as np
 from ntpcert.errors import SolverError
 from ntpcert.instance import NTPInstance
 
+#: The single LP is built up to this many non-zeros; above it the split goes by the small LPs of
+#: :mod:`ntpcert.solve.split_screen` (one-token screens for P, a dual LP on the rest for N).
+SINGLE_LP_MAX_NONZEROS = 1_000_000
 #: Simplex iterations HiGHS may spend on the split LP (a budget of work).
 SPLIT_MAX_ITERATIONS = 2_000_000
 #: A pair is read as separable when its t is above this, as non-separable when below 1 - this; any
@@ -179,7 +182,7 @@ def _undetermined(classes, why: str, iterations: int = 0) -> Split:
 
 
 def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS,
-                       max_nonzeros: int | None = None) -> Split:
+                       max_nonzeros: int | None = None, method: str = "auto") -> Split:
     """The split P / N of the out-of-support pairs of ``instance`` by the LP of the module doc, on one
     token per class of interchangeable tokens. A :class:`Split`; never raises for a hard instance
     (the result is then undetermined, naming why). ``max_nonzeros``: the largest LP built (default
@@ -204,6 +207,10 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     rows_j = red.V - red.support_sizes.astype(np.int64) + np.maximum(red.support_sizes.astype(np.int64) - 1, 0)
     nnz = int(per @ rows_j) + q
     limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
+    if method == "screen" or (method == "auto" and nnz > SINGLE_LP_MAX_NONZEROS):
+        out = _screened(instance, classes, red, sysr, limit)
+        if out.ok or method == "screen" or nnz > limit:
+            return out
     if nnz > limit:
         return _undetermined(classes, f"the split LP is too large to try here: {q + r} rows on {C} token classes "
                                       f"({nnz} non-zeros), more than the limit of {limit}")
@@ -254,3 +261,22 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     N = _expand_pairs(classes, n_pairs)
     total = instance.m * instance.V - int(instance.support_sizes.sum())
     return Split("ok", "", N, total - N.shape[0], classes.of_token, sizes, D, a, its)
+
+
+def _screened(instance: NTPInstance, classes, red: NTPInstance, sysr, limit: int) -> Split:
+    """:func:`nonseparable_split` by :func:`ntpcert.solve.split_screen.screened`, checked as the single
+    LP's answer is (the point's margins and the multipliers against N)."""
+    from ntpcert.solve.split_screen import screened
+
+    status, why, is_n, D, a = screened(red, max_nonzeros=limit)
+    if status != "ok":
+        return _undetermined(classes, why)
+    margins = sysr.apply_margin(D)
+    on_n = is_n[sysr.mar_context, sysr.mar_token]
+    yv = -a[sysr.mar_token, sysr.mar_context]
+    bad = int(np.count_nonzero(~on_n & (margins < 0.5)) + np.count_nonzero(on_n & (yv < 0.5)))
+    if bad:
+        return _undetermined(classes, f"the screens' point and multipliers disagree with their split on {bad} pairs")
+    N = _expand_pairs(classes, np.argwhere(is_n))
+    total = instance.m * instance.V - int(instance.support_sizes.sum())
+    return Split("ok", "", N, total - N.shape[0], classes.of_token, classes.sizes.astype(np.int64), D, a, 0)
