@@ -101,16 +101,19 @@ def test_a_hand_made_split_and_its_verdict():
 
 def test_split_separability_on_partly_separable_instances():
     """Each verdict is an exactly checked ray, or None (the exact N-certificate failed: the caller goes
-    on to the other engines); most instances get one."""
+    on to the other engines). Where the single LP's split is exact, so is this one's ray. (The duplicated
+    family's copies are scaled in floats, so its N is often empty in exact arithmetic: None there.)"""
     got = 0
     for inst in INSTANCES[:6]:
         v = split_separability(KeslerSystem.build(inst))
+        if exact_split(inst, nonseparable_split(inst, method="lp")).ok:
+            assert v is not None
         if v is None:
             continue
         assert v.holds is False and v.witness.engine == "split-farkas"
         assert check_ray(inst, v.witness.ray) == ""
         got += 1
-    assert got >= 4
+    assert got >= 2
 
 
 def test_split_separability_gives_a_checked_point_on_separable_data():

@@ -201,13 +201,28 @@ def nonseparable_dual(red: NTPInstance, U: np.ndarray, *, max_iterations: int = 
     if res.status != 0 or res.x is None:
         return None, None
     y, lam, s = res.x[:nu], res.x[nu:nu + ne], res.x[nu + ne:]
+    is_n = s > 0.5
+    if is_n.any():  # a vertex of {y >= 1 on N, 0 elsewhere, vanishing}: min sum y; rounds well when made exact
+        Un = U[is_n]
+        Mn = _pair_rows(red, Un, anchor, eqs)
+        keep = np.flatnonzero(np.diff(Mn.indptr) > 0)
+        nn = Un.shape[0]
+        res2 = _linprog(c=np.r_[np.ones(nn), np.zeros(ne)], A_eq=Mn[keep], b_eq=np.zeros(keep.size),
+                        bounds=[(1.0, None)] * nn + [(None, None)] * ne,
+                        options={"presolve": True, "maxiter": int(max_iterations)})
+        if res2.status == 0 and res2.x is not None:
+            U, y, lam = Un, res2.x[:nn], res2.x[nn:]
+        else:
+            U, y = U[is_n], y[is_n]
+    else:
+        U, y = U[:0], y[:0]
     a = np.zeros((C, m))
     np.add.at(a, (anchor[U[:, 0]], U[:, 0]), y)
     np.add.at(a, (U[:, 1], U[:, 0]), -y)
     if ne:
         np.add.at(a, (eqs[:, 1], eqs[:, 0]), lam)
         np.add.at(a, (anchor[eqs[:, 0]], eqs[:, 0]), -lam)
-    return s > 0.5, a
+    return is_n, a
 
 
 def restricted_point(red: NTPInstance, R: np.ndarray, *, max_iterations: int = SCREEN_MAX_ITERATIONS,
