@@ -30,7 +30,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.solve.finite_limit import FiniteLimit, finite_limit, solve_mm_p
 
 __all__ = ["SPLIT_LP_MAX_NONZEROS", "NonseparableLimits", "nonseparable_limits", "pair_groups",
-           "split_for"]
+           "split_for", "split_of"]
 
 #: The float split LP is built only up to this many non-zeros of its constraint matrix (2d per row).
 SPLIT_LP_MAX_NONZEROS = 2_000_000
@@ -38,12 +38,19 @@ SPLIT_LP_MAX_NONZEROS = 2_000_000
 
 def _split_pairs(instance: NTPInstance) -> tuple[np.ndarray | None, str]:
     """N of ``instance`` as rows (j, v), or None and why it is undetermined (module doc)."""
+    _, N, note = split_of(instance)
+    return N, note
+
+
+def split_of(instance: NTPInstance):
+    """``(split, N, note)``: the float :class:`~ntpcert.solve.split.Split` itself (for its :math:`D_P`, which
+    the excess bracket uses), N as rows (j, v) or None, and how N was found or why it is undetermined."""
     from ntpcert.solve.split import nonseparable_split
 
     split = nonseparable_split(instance, max_nonzeros=SPLIT_LP_MAX_NONZEROS)
     if not split.ok:
-        return None, f"undetermined: {split.reason}"
-    return split.nonseparable, f"the split LP on {split.class_sizes.size} token classes (HiGHS)"
+        return split, None, f"undetermined: {split.reason}"
+    return split, split.nonseparable, f"the split LP on {split.class_sizes.size} token classes (HiGHS)"
 
 
 def split_for(instance: NTPInstance, separable: bool | None = None) -> tuple[np.ndarray | None, str]:

@@ -166,18 +166,19 @@ def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: 
         if wnc is None:
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
     ts = lap("why_not_compatible", ts)
-    pairs = None
+    pairs = split = None
     if separable.holds is not True:  # False, or undetermined: the float split may still name the pairs
-        from ntpcert.pipeline.nonseparable import split_for
+        from ntpcert.pipeline.nonseparable import split_of
 
-        N, note = split_for(instance, separable.holds)
+        split, N, note = split_of(instance)
         pairs = nonseparable_pairs_json(instance, N, note)
         ts = lap("nonseparable_pairs", ts)
     excess_loss = None
-    if excess:
+    if excess:  # the same split defines the bracket's face (ntpcert.solve.excess.float_bracket)
         from ntpcert.pipeline.excess_certificate import EXPLAIN_MAX_CELLS, excess_key
 
-        excess_loss = excess_key(instance, exact=exact, cap=EXPLAIN_MAX_CELLS)[0]
+        excess_loss = excess_key(instance, exact=exact, cap=EXPLAIN_MAX_CELLS, split=split,
+                                 separable=separable.holds)[0]
         lap("excess_loss", ts)
     return Explanation(instance, compatible, separable, wnc, wns, notes, time.perf_counter() - t0, stages, excess_loss,
                        pairs)
