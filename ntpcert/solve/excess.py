@@ -114,7 +114,7 @@ REPAIR_AT = 1e-5
 #: times its largest logit.
 SPLIT_D_TOL = 1e-9
 #: With the split: the tail of the upper end's decoder W + s D_P is at most this times the target width.
-SPLIT_TAIL = 1e-3
+SPLIT_TAIL = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -414,9 +414,9 @@ def _split_bracket(instance: NTPInstance, face: np.ndarray, D: np.ndarray, note:
     prev_g = np.inf
     for it in range(1, max_newton + 1):
         g = float(np.abs(G).max(initial=0.0))
-        cg_tol = _repair_tolerance(red, Q, G)
-        if g <= REPAIR_AT and cg_tol < FORCING_MAX:  # the dual side: one CG solve per step, on the face P
-            Qt, res, how = _repair(red, Q, G, cg_tol, MAX_CG, face=face)
+        if g <= REPAIR_AT:  # the dual side: one CG solve per step, on the face P (G at its rounding
+            # floor: CG stops at once and q is the softmax itself, its residual checked as any other)
+            Qt, res, how = _repair(red, Q, G, _repair_tolerance(red, Q, G), MAX_CG, face=face)
             if how != "p":
                 low = float(model.pi @ entropy_rows(Qt)) - _first_order(model, Qt, W) - LOWER_SLACK
                 if res <= DUAL_TOL and low > best_low:
@@ -465,8 +465,8 @@ def _repair_tolerance(model: _Model, Q: np.ndarray, G: np.ndarray) -> float:
     (the range is F_N, and CE_N is flat across it): asking CG to resolve it diverges along the flat
     directions (seen: a repair step of 1e16 at :math:`\|G\|_\infty = 10^{-13}`)."""
     gF = float(np.sqrt((G * G).sum()))
-    if gF == 0.0:
-        return 1.0
+    if gF == 0.0:  # the softmax meets the constraints already: CG returns X = 0 at once
+        return 1e-10
     absH = abs(model.HT) if sp.issparse(model.HT) else np.abs(model.HT)
     noise = 64 * float(np.finfo(np.float64).eps) * float(np.linalg.norm(np.asarray(absH @ ((Q + model.P) * model.pi[:, None]))))
     return max(1e-10, noise / gF)
