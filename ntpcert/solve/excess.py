@@ -24,6 +24,27 @@ below the full one at every W, so its infimum is still a lower bound on :math:`L
 the removed entries vanish at the optimum); with no separable direction left, a few Newton steps on it
 converge, and its softmax is repaired as below. On pydoc (k = 2) the first attempt is within 1e-9.
 
+With the split (our derivation; ``docs/math.md``). When the split P / N of the out-of-support pairs is
+known (:mod:`ntpcert.solve.split`, float or exact) and N is not empty, the face is P itself, not a guess
+by :data:`FACE_TOL`. The reduced CE is then :math:`\mathrm{CE}_N`, whose infimum is :math:`L^*` itself
+(:math:`L^* = \mathrm{CE}_N(W_{fin})`), and it has no recession direction left on :math:`F_N`, so Newton
+converges to :math:`W_{fin}` (up to a component in :math:`F_N^\perp`, which it does not see):
+
+* lower end: the repair of :math:`\mathbb S_{S_j\cup N_j}(W h_j)` on the face P (no tolerance), as below;
+* upper end: CE at the decoder :math:`W + sD_P`. :math:`D_P` is constant on :math:`S_j\cup N_j` and
+  below it by :math:`\mu_{jv} > 0` on P, so, per context,
+  :math:`\mathrm{CE}_j(W + sD_P) = \mathrm{CE}_{N,j}(W) + \log(1 + \sum_{v\in P_j}
+  e^{z_{jv} - \mathrm{lse}_{S_j\cup N_j}(z_j) - s\mu_{jv}})` with :math:`z = Wh_j`, and
+  :math:`0 \le \mathrm{CE}(W + sD_P) - \mathrm{CE}_N(W) \le e^{-s\mu_{min}}\,T_0`, :math:`T_0 =
+  \sum_j\pi_j\sum_{v\in P_j}e^{z_{jv}-\mathrm{lse}_{S_j\cup N_j}(z_j)}`. s is taken so that this tail is
+  :data:`SPLIT_TAIL` times the target width (``direction_scale``, ``tail_estimate``).
+
+Both ends then close around :math:`\mathrm{CE}_N(W_{fin}) - \mathcal H` (``limit_excess`` is
+:math:`\mathrm{CE}_N(W) - \mathcal H` at the final W). Soundness never rests on the split: any W gives an
+upper bound and any feasible q a lower one; a wrong split would only leave the bracket wide. Without a
+determined split, on separable data (N empty) or when :math:`D_P`'s float margins are not positive, the
+bracket is computed as before, and the key ``face`` says which face was used and why.
+
 Dual repair. From W take :math:`q_j = \mathbb S(W h_j)`; its constraint residual is the gradient
 :math:`G = \nabla\mathrm{CE}(W) = \sum_j \pi_j (q_j - p_j) h_j^\top`. The correction is the
 linearisation of the softmax: with :math:`A_j = \operatorname{diag}(q_j) - q_j q_j^\top` and X solving
