@@ -117,3 +117,23 @@ def test_explain_and_certify_use_the_split():
     assert rep.check.valid and "excess" in rep.certificate
     ex = rep.to_json()["excess_loss"]
     assert ex["face"].startswith("the separable pairs P") and ex["relative_width"] <= EXACT_WIDTH
+
+
+def test_an_exact_split_gives_the_same_face():
+    from ntpcert.exact.split import exact_split
+
+    inst = partly_separable(2)[1]
+    s = nonseparable_split(inst)
+    es = exact_split(inst, s)
+    assert es.ok
+    assert split_face(inst, es)[2].endswith("(exact)")
+    assert np.array_equal(split_face(inst, es)[0], split_face(inst, s)[0])
+    _check_closes(inst, es)
+
+
+def test_the_explain_text_names_the_face():
+    from ntpcert.pipeline.explain import explain
+    from ntpcert.report.explain import explanation_lines
+
+    text = "\n".join(explanation_lines(explain(partly_separable(2)[1])))
+    assert "face of the bracket: the separable pairs P of the split: N = " in text

@@ -260,6 +260,8 @@ def excess_lines(key: dict, inst: Any) -> list[str]:
     lines = [f"Best loss of a linear decoder: L* in [{key['lower']:.10f}, {key['upper']:.10f}] nats ({how})",
              f"  excess over the entropy bound: L* - H in [{key['excess_lower']:.10g}, {key['excess_upper']:.10g}]"
              f" (relative width {key['relative_width']:.2g})"]
+    if key.get("face"):  # the split's P, or the tolerance and why (ntpcert.solve.excess.float_bracket)
+        lines.append(f"  face of the bracket: {key['face']}")
     per = key.get("per_context_excess")
     if per:
         tot = sum(per) or 1.0
