@@ -5,7 +5,10 @@ feasible up to ~1e-12), :func:`exact_excess` makes
 
 * q exactly feasible (:func:`ntpcert.exact.excess.repair`; when that fails, q = p, which is always
   feasible and gives the entropy bound as the lower end);
-* W a rational matrix (the float W rounded to the grid :math:`2^{-W\_BITS}`);
+* W a rational matrix (the float W rounded to the grid :math:`2^{-W\_BITS}`; with the split, W is
+  :math:`W_N + sD_P`, so its CE, evaluated here in ``arb``, lies within the tail
+  :math:`e^{-s\mu_{min}}T_0` of :math:`\mathrm{CE}_N(W_N)`, :mod:`ntpcert.solve.excess`: the upper end
+  is certified as CE at that decoder and does not rest on the split being right);
 * the four numbers ``lower``, ``upper``, ``excess_lower``, ``excess_upper`` from ``arb`` balls
   (:mod:`ntpcert.exact.excess`), rounded outward to floats;
 

@@ -164,6 +164,11 @@ class ExcessBracket:
     iterations : int
     exact : bool
         True only when both ends were certified in exact arithmetic.
+    info : dict
+        Merged into the JSON: ``face`` (the split's P, or the tolerance and why) and, with the split,
+        ``limit_excess`` (:math:`\mathrm{CE}_N(W_N) - \mathcal H` at the Newton point :math:`W_N`, W being
+        :math:`W_N + sD_P`), ``limit_residual`` (max abs entry of :math:`\nabla\mathrm{CE}_N(W_N)`),
+        ``direction_scale`` (s) and ``tail_estimate`` (the float bound on :math:`\mathrm{CE}(W) - \mathrm{CE}_N(W_N)`).
     """
 
     lower: float
