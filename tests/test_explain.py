@@ -261,3 +261,57 @@ def test_certify_json_carries_the_culprits(tmp_path, capsys):
         assert w["irreducible"] is True and [c["index"] for c in w["contexts"]] == [0, 1]
         assert [c["text"] for c in w["contexts"]] == ["x", "x'"]
         assert "why_not_compatible" not in out  # compatible: nothing to explain
+
+
+# ----------------------------------------------------------------------------- non-separable pairs by token pair
+def _token_pair_instance() -> NTPInstance:
+    """x, x2 = 2x and x' share a direction; y, y' another; token d lies in no support. By hand (every D in the
+    recession cone has u = D(1, 0) equal on a, b, c and w = D(0, 1) equal on a, b): N = {(x, c), (x2, c),
+    (x', a), (x', b), (y, b), (y', a)}, every other out-of-support pair separable."""
+    H = [[1.0, 0.0], [2.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
+    C = [[1, 3, 0, 0], [2, 2, 0, 0], [0, 0, 2, 0], [1, 0, 0, 0], [0, 4, 0, 0]]
+    return NTPInstance.from_counts(H, C, context_names=["x", "x2", "x'", "y", "y'"], token_names=["a", "b", "c", "d"])
+
+
+def test_nonseparable_pairs_are_grouped_by_token_pair_heaviest_first():
+    from ntpcert.pipeline.nonseparable import pair_groups
+
+    inst = _token_pair_instance()
+    key = explain(inst, excess=False).nonseparable_pairs
+    assert key["pairs"] == 6  # the split found exactly the hand-made N
+    N = np.array([[0, 2], [1, 2], [2, 0], [2, 1], [3, 1], [4, 0]])
+    got = [(g["support_token"], g["token"], g["contexts"], g["context_names"]) for g in key["groups"]]
+    # weights pi_j p_{j,z} in fifteenths: (b, c) 3 + 2, (b, a) 4, (a, c) 1 + 2, (c, a) 2, (c, b) 2, (a, b) 1
+    assert got == [("b", "c", 2, ["x", "x2"]), ("b", "a", 1, ["y'"]), ("a", "c", 2, ["x2", "x"]),
+                   ("c", "a", 1, ["x'"]), ("c", "b", 1, ["x'"]), ("a", "b", 1, ["y"])]
+    assert [round(15 * g["weight"], 12) for g in key["groups"]] == [5, 4, 3, 2, 2, 1]
+    assert round(15 * key["weight"], 12) == 17  # pi_x + pi_x2 + 2 pi_x' + pi_y + pi_y'
+    assert abs(sum(g["share"] for g in key["groups"]) - 1) <= 1e-12
+    assert key["groups_total"] == 6 and key["split"].startswith("the split LP")
+    assert [(g["support_token"], g["token"]) for g in pair_groups(inst, N)] == [(1, 2), (1, 0), (0, 2), (2, 0), (2, 1), (0, 1)]
+    assert set(key) == {"pairs", "split", "weight", "weight_is", "groups", "groups_total"}
+    assert set(key["groups"][0]) == {"support_token", "token", "support_token_id", "token_id", "contexts", "weight",
+                                     "share", "context_names"}
+
+
+def test_the_text_summarises_the_token_pairs(monkeypatch):
+    from ntpcert.report import explain as rep
+
+    key = explain(_token_pair_instance(), excess=False).nonseparable_pairs
+    monkeypatch.setattr(rep, "PAIRS_SHOWN", 2)
+    lines = rep.pair_lines(key)
+    assert lines[1] == ("  N has 6 pairs in 6 token pairs (z, v), z in S_j; the top 2 token pairs cover 52.9 % of "
+                        "N's weight 1.133")  # (5 + 4) / 17
+    assert lines[3].split() == ['"b"', "vs", '"c"', "2", "context(s),", "weight", "0.3333", "(29.4", "%),", "e.g.",
+                                '"x",', '"x2"']
+    assert lines[-1] == "    ... and 4 more token pair(s) (--json lists them all)"
+
+
+def test_explain_json_lists_every_token_pair(tmp_path, capsys):
+    inst = _token_pair_instance()
+    path = tmp_path / "pairs.json"
+    path.write_text(json.dumps({"embeddings": inst.embeddings.tolist(), "counts": inst.counts.tolist()}))
+    assert main(["explain", str(path), "--json"]) == 0
+    key = json.loads(capsys.readouterr().out)["nonseparable_pairs"]
+    assert len(key["groups"]) == key["groups_total"] == 6
+    assert key["groups"][0]["support_token"] == "#1" and key["groups"][0]["token"] == "#2"  # no vocabulary: ids

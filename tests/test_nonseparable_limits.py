@@ -111,7 +111,10 @@ def test_explain_names_the_pairs_by_token(data, capsys):
     key = out["nonseparable_pairs"]
     N, _ = _split_pairs(INSTANCES[0])
     assert key["pairs"] == len(N)
-    assert sum(g["contexts"] for g in key["groups"]) == len(N)
+    inst = INSTANCES[0]
+    # a pair (j, v) lies in |S_j| token pairs, and its weights there sum to pi_j
+    assert sum(g["contexts"] for g in key["groups"]) == int(inst.support_sizes[N[:, 0]].sum())
+    assert abs(sum(g["weight"] for g in key["groups"]) - float(inst.weights[N[:, 0]].sum())) <= 1e-12
     weights = [g["weight"] for g in key["groups"]]
     assert weights == sorted(weights, reverse=True)
     assert all(g["token"].startswith("t") and g["context_names"][0].startswith("c") for g in key["groups"])

@@ -296,7 +296,7 @@ def excess_bracket(limits: Limits) -> dict[str, Any]:
                 "reason": "the float verdicts say compatible and separable"}
     from ntpcert.pipeline.excess_certificate import excess_key
 
-    key = excess_key(limits.instance, exact=False)[0]
+    key = excess_key(limits.instance, exact=False, separable=limits.separable)[0]
     return {k: v for k, v in key.items() if not isinstance(v, (list, dict))}
 
 

@@ -23,7 +23,7 @@ def certify_json(report, *, excess: bool, separability_solver: str, merge: Any =
         if excess:
             from ntpcert.pipeline.excess_certificate import excess_key
 
-            out["excess_loss"] = excess_key(report.instance, exact=False)[0]
+            out["excess_loss"] = excess_key(report.instance, exact=False, separable=report.separable.holds)[0]
         else:
             out["excess_loss"] = excess_without_bracket(out)
     if "split" not in out:  # the split P / N of the out-of-support pairs (ntpcert.pipeline.split_section)

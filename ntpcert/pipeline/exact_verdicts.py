@@ -297,7 +297,7 @@ def exact_certify(
             from ntpcert.pipeline.excess_certificate import excess_key
 
             te = time.perf_counter()
-            ex_key, ex_obj = excess_key(instance, exact=True, check=False)
+            ex_key, ex_obj = excess_key(instance, exact=True, check=False, separable=sep.holds)
             stages.seconds["excess_bracket"] = time.perf_counter() - te
         why_keys, why_sections = None, {}
         if why_not is not None and (compat.holds is False or sep.holds is False):

@@ -5,7 +5,10 @@ feasible up to ~1e-12), :func:`exact_excess` makes
 
 * q exactly feasible (:func:`ntpcert.exact.excess.repair`; when that fails, q = p, which is always
   feasible and gives the entropy bound as the lower end);
-* W a rational matrix (the float W rounded to the grid :math:`2^{-W\_BITS}`);
+* W a rational matrix (the float W rounded to the grid :math:`2^{-W\_BITS}`; with the split, W is
+  :math:`W_N + sD_P`, so its CE, evaluated here in ``arb``, lies within the tail
+  :math:`e^{-s\mu_{min}}T_0` of :math:`\mathrm{CE}_N(W_N)`, :mod:`ntpcert.solve.excess`: the upper end
+  is certified as CE at that decoder and does not rest on the split being right);
 * the four numbers ``lower``, ``upper``, ``excess_lower``, ``excess_upper`` from ``arb`` balls
   (:mod:`ntpcert.exact.excess`), rounded outward to floats;
 
@@ -85,14 +88,15 @@ class ExactExcess:
 
 
 def exact_excess(instance: NTPInstance, bracket: ExcessBracket | None = None, *, tol: float = EXCESS_TOL,
-                 time_limit: float | None = None) -> ExactExcess:
-    """Certify the bracket (module doc); ``bracket`` is computed when not given. Raises
-    :class:`~ntpcert.errors.InputError` when a row of the exact probabilities does not sum to 1."""
+                 time_limit: float | None = None, split: Any = None) -> ExactExcess:
+    """Certify the bracket (module doc); ``bracket`` is computed when not given (with ``split``, as
+    :func:`~ntpcert.solve.excess.float_bracket`). Raises :class:`~ntpcert.errors.InputError` when a row
+    of the exact probabilities does not sum to 1."""
     bad = xe.ExactData.of(instance).row_off_simplex()
     if bad is not None:
         raise InputError(f"probs: the exact probabilities of context {bad} do not sum to 1 (read from floats); "
                          "the excess bracket is not certified")
-    b = bracket if bracket is not None else float_bracket(instance, tol=tol, time_limit=time_limit)
+    b = bracket if bracket is not None else float_bracket(instance, tol=tol, time_limit=time_limit, split=split)
     t0 = time.perf_counter()
     data = xe.ExactData.of(instance)
     m, V = instance.m, instance.V
@@ -127,16 +131,36 @@ def skipped_bracket_text(cells: int, cap: int) -> str:
             "ntpcert.solve.excess.float_bracket(instance) has no cap (its time grows with m * V)")
 
 
+def bracket_split(instance: NTPInstance, separable: bool | None) -> Any:
+    """The split the bracket uses (:func:`ntpcert.solve.excess.float_bracket`): None on separable data
+    (``separable`` True: N is empty and the bracket is as before), else the float split LP
+    (:func:`ntpcert.solve.split.nonseparable_split`, at most
+    :data:`~ntpcert.pipeline.nonseparable.SPLIT_LP_MAX_NONZEROS` non-zeros; an undetermined split leaves
+    the bracket on its face tolerance, and its key ``face`` says why)."""
+    if separable is True:
+        return None
+    from ntpcert.pipeline.nonseparable import SPLIT_LP_MAX_NONZEROS
+    from ntpcert.solve.split import nonseparable_split
+
+    return nonseparable_split(instance, max_nonzeros=SPLIT_LP_MAX_NONZEROS)
+
+
 def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | None = None,
-               cap: int | None = AUTO_MAX_CELLS, check: bool = True) -> tuple[dict, Any]:
+               cap: int | None = AUTO_MAX_CELLS, check: bool = True, split: Any = None,
+               separable: bool | None = None) -> tuple[dict, Any]:
     """The ``excess_loss`` key of ``certify --json`` / ``explain --json`` and the object behind it
     (an :class:`ExactExcess`, an :class:`ExcessBracket`, or None when skipped). With ``exact`` and
     ``check``, the section is also re-checked by the independent checker
-    (:mod:`ntpcert.certificate.checker.excess`): keys ``checked`` and ``checks``."""
+    (:mod:`ntpcert.certificate.checker.excess`): keys ``checked`` and ``checks``.
+
+    ``split`` (a float or exact split) defines the face of the bracket; when it is None it is
+    :func:`bracket_split` (``separable`` True: none). The key ``face`` says which face was used."""
     if cap is not None and instance.m * instance.V > cap:
         return {"skipped": skipped_bracket_text(instance.m * instance.V, cap)}, None
+    if bracket is None and split is None:
+        split = bracket_split(instance, separable)
     b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, time_limit=TIME_LIMIT,
-                                                          abs_tol=PIPELINE_ABS_TOL)
+                                                          abs_tol=PIPELINE_ABS_TOL, split=split)
     if not exact:
         return b.to_json(), b
     bad = xe.ExactData.of(instance).row_off_simplex()
@@ -154,4 +178,5 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
     return out, ee
 
 
-__all__ = ["AUTO_MAX_CELLS", "EXPLAIN_MAX_CELLS", "ExactExcess", "exact_excess", "excess_key", "skipped_bracket_text"]
+__all__ = ["AUTO_MAX_CELLS", "EXPLAIN_MAX_CELLS", "ExactExcess", "bracket_split", "exact_excess", "excess_key",
+           "skipped_bracket_text"]

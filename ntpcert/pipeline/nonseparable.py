@@ -29,8 +29,8 @@ from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.solve.finite_limit import FiniteLimit, finite_limit, solve_mm_p
 
-__all__ = ["SPLIT_LP_MAX_NONZEROS", "NonseparableLimits", "nonseparable_limits", "pair_groups",
-           "split_for"]
+__all__ = ["SPLIT_LP_MAX_NONZEROS", "NonseparableLimits", "nonseparable_limits", "nonseparable_weight",
+           "pair_groups", "split_for", "split_of"]
 
 #: The float split LP is built only up to this many non-zeros of its constraint matrix (2d per row).
 SPLIT_LP_MAX_NONZEROS = 2_000_000
@@ -38,12 +38,19 @@ SPLIT_LP_MAX_NONZEROS = 2_000_000
 
 def _split_pairs(instance: NTPInstance) -> tuple[np.ndarray | None, str]:
     """N of ``instance`` as rows (j, v), or None and why it is undetermined (module doc)."""
+    _, N, note = split_of(instance)
+    return N, note
+
+
+def split_of(instance: NTPInstance):
+    """``(split, N, note)``: the float :class:`~ntpcert.solve.split.Split` itself (for its :math:`D_P`, which
+    the excess bracket uses), N as rows (j, v) or None, and how N was found or why it is undetermined."""
     from ntpcert.solve.split import nonseparable_split
 
     split = nonseparable_split(instance, max_nonzeros=SPLIT_LP_MAX_NONZEROS)
     if not split.ok:
-        return None, f"undetermined: {split.reason}"
-    return split.nonseparable, f"the split LP on {split.class_sizes.size} token classes (HiGHS)"
+        return split, None, f"undetermined: {split.reason}"
+    return split, split.nonseparable, f"the split LP on {split.class_sizes.size} token classes (HiGHS)"
 
 
 def split_for(instance: NTPInstance, separable: bool | None = None) -> tuple[np.ndarray | None, str]:
@@ -138,15 +145,38 @@ def nonseparable_limits(instance: NTPInstance, *, separable: bool | None = None,
 
 
 def pair_groups(instance: NTPInstance, nonseparable: np.ndarray) -> list[dict[str, Any]]:
-    """The non-separable pairs grouped by token pair: for each (z, v) with z a support token of the
-    context and v its non-separable token, the contexts and their total weight; the most frequent
-    groups (largest total :math:`\\pi_j`) first. Each item: ``support``, ``token`` (ids), ``contexts``
-    (ids), ``weight``."""
-    groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
-    for j, v in np.asarray(nonseparable, dtype=np.int64):
-        key = (tuple(int(z) for z in instance.support(int(j))), int(v))
-        groups.setdefault(key, []).append(int(j))
-    items = [{"support": list(k[0]), "token": k[1], "contexts": js,
-              "weight": float(np.sum(instance.weights[js]))} for k, js in groups.items()]
-    items.sort(key=lambda it: (-it["weight"], -len(it["contexts"]), it["token"]))
+    r"""The non-separable pairs grouped by token pair (z, v): z a support token of context j and v a token
+    with (j, v) in N (no direction of the recession cone can lift z over v after j). A pair (j, v) with
+    :math:`|S_j| = k` belongs to the k token pairs (z, v), z in :math:`S_j`, and carries weight
+    :math:`\pi_j p_{j,z}` into each: how often the data show z after a context where v cannot be told
+    apart from it. So a pair's weights over its k groups sum to :math:`\pi_j`, and the weights of all
+    groups sum to N's weight :math:`\sum_{(j, v)\in N}\pi_j` (:func:`nonseparable_weight`).
+
+    Each item: ``support_token`` (z), ``token`` (v), ``contexts`` (the ids j, largest
+    :math:`\pi_j p_{j,z}` first) and ``weight``; the heaviest groups first (ties: more contexts, then
+    z, then v)."""
+    N = np.asarray(nonseparable, dtype=np.int64).reshape(-1, 2)
+    if N.shape[0] == 0:
+        return []
+    P, pi, V = np.asarray(instance.probs, dtype=np.float64), np.asarray(instance.weights, dtype=np.float64), instance.V
+    rows_j, rows_z = np.nonzero(P > 0)  # the support entries, sorted by context
+    starts = np.searchsorted(rows_j, N[:, 0], side="left")
+    counts = np.searchsorted(rows_j, N[:, 0], side="right") - starts
+    offs = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    idx = np.repeat(starts, counts) + offs
+    J, Z, Vv = rows_j[idx], rows_z[idx], np.repeat(N[:, 1], counts)
+    w = pi[J] * P[J, Z]
+    keys, inv = np.unique(Z.astype(np.int64) * V + Vv, return_inverse=True)
+    weight = np.bincount(inv, weights=w, minlength=keys.size)
+    order = np.lexsort((J, -w, inv))  # by group, then its heaviest contexts first
+    bounds = np.searchsorted(inv[order], np.arange(keys.size + 1))
+    items = [{"support_token": int(k // V), "token": int(k % V), "contexts": J[order[bounds[g]:bounds[g + 1]]].tolist(),
+              "weight": float(weight[g])} for g, k in enumerate(keys.tolist())]
+    items.sort(key=lambda it: (-it["weight"], -len(it["contexts"]), it["support_token"], it["token"]))
     return items
+
+
+def nonseparable_weight(instance: NTPInstance, nonseparable: np.ndarray) -> float:
+    r"""N's weight :math:`\sum_{(j, v)\in N}\pi_j`: each non-separable pair weighs its context's frequency."""
+    N = np.asarray(nonseparable, dtype=np.int64).reshape(-1, 2)
+    return float(np.asarray(instance.weights, dtype=np.float64)[N[:, 0]].sum()) if N.shape[0] else 0.0

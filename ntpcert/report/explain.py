@@ -223,19 +223,29 @@ PAIRS_SHOWN = 10
 
 
 def pair_lines(key: dict) -> list[str]:
-    """The ``nonseparable_pairs`` key (:func:`ntpcert.pipeline.explain.nonseparable_pairs_json`) as text."""
+    """The ``nonseparable_pairs`` key (:func:`ntpcert.pipeline.explain.nonseparable_pairs_json`) as text:
+    a summary line, then the :data:`PAIRS_SHOWN` heaviest token pairs with their contexts and weight."""
     from ntpcert.pipeline.explain.names import quoted
 
     if key["pairs"] is None:
         return [f"Non-separable pairs: not found ({key['split']})"]
-    lines = [f"Non-separable pairs (j, v), v outside S_j, whose margin no decoder can grow while CE stays bounded: {key['pairs']}, in "
-             f"{key['groups_total']} token pair(s), most frequent first ({key['split']}):"]
-    for g in key["groups"][:PAIRS_SHOWN]:
-        sup = quoted(g["support"][0]) if len(g["support"]) == 1 else "{" + ", ".join(quoted(t) for t in g["support"]) + "}"
-        ctx = ", ".join(quoted(c) for c in g["context_names"]) + (", ..." if g["contexts"] > len(g["context_names"]) else "")
-        lines.append(f"  {sup} over {quoted(g['token'])}: {g['contexts']} context(s), weight {g['weight']:.4g} ({ctx})")
-    if key["groups_total"] > PAIRS_SHOWN:
-        lines.append(f"  ... and {key['groups_total'] - PAIRS_SHOWN} more token pair(s) (--json lists {len(key['groups'])})")
+    groups = key["groups"]
+    top = groups[:PAIRS_SHOWN]
+    cover = sum(g["share"] for g in top)
+    lines = [f"Non-separable pairs (j, v), v outside S_j, whose margin no decoder can grow while CE stays bounded "
+             f"({key['split']}):",
+             f"  N has {key['pairs']} pairs in {key['groups_total']} token pairs (z, v), z in S_j; the top "
+             f"{len(top)} token pairs cover {100 * cover:.1f} % of N's weight {key['weight']:.4g}",
+             f"  (weight: {key['weight_is']})"]
+    if top:
+        rows = [(f"{quoted(g['support_token'])} vs {quoted(g['token'])}", g) for g in top]
+        width = max(len(r) for r, _ in rows)
+        for r, g in rows:
+            ex = ", ".join(quoted(c) for c in g["context_names"][:2]) + (", ..." if g["contexts"] > 2 else "")
+            lines.append(f"    {r.ljust(width)}  {g['contexts']:>5} context(s), weight {g['weight']:.4g} "
+                         f"({100 * g['share']:.1f} %), e.g. {ex}")
+    if key["groups_total"] > len(top):
+        lines.append(f"    ... and {key['groups_total'] - len(top)} more token pair(s) (--json lists them all)")
     return lines
 
 
@@ -250,6 +260,8 @@ def excess_lines(key: dict, inst: Any) -> list[str]:
     lines = [f"Best loss of a linear decoder: L* in [{key['lower']:.10f}, {key['upper']:.10f}] nats ({how})",
              f"  excess over the entropy bound: L* - H in [{key['excess_lower']:.10g}, {key['excess_upper']:.10g}]"
              f" (relative width {key['relative_width']:.2g})"]
+    if key.get("face"):  # the split's P, or the tolerance and why (ntpcert.solve.excess.float_bracket)
+        lines.append(f"  face of the bracket: {key['face']}")
     per = key.get("per_context_excess")
     if per:
         tot = sum(per) or 1.0

@@ -24,6 +24,27 @@ below the full one at every W, so its infimum is still a lower bound on :math:`L
 the removed entries vanish at the optimum); with no separable direction left, a few Newton steps on it
 converge, and its softmax is repaired as below. On pydoc (k = 2) the first attempt is within 1e-9.
 
+With the split (our derivation; ``docs/math.md``). When the split P / N of the out-of-support pairs is
+known (:mod:`ntpcert.solve.split`, float or exact) and N is not empty, the face is P itself, not a guess
+by :data:`FACE_TOL`. The reduced CE is then :math:`\mathrm{CE}_N`, whose infimum is :math:`L^*` itself
+(:math:`L^* = \mathrm{CE}_N(W_{fin})`), and it has no recession direction left on :math:`F_N`, so Newton
+converges to :math:`W_{fin}` (up to a component in :math:`F_N^\perp`, which it does not see):
+
+* lower end: the repair of :math:`\mathbb S_{S_j\cup N_j}(W h_j)` on the face P (no tolerance), as below;
+* upper end: CE at the decoder :math:`W + sD_P`. :math:`D_P` is constant on :math:`S_j\cup N_j` and
+  below it by :math:`\mu_{jv} > 0` on P, so, per context,
+  :math:`\mathrm{CE}_j(W + sD_P) = \mathrm{CE}_{N,j}(W) + \log(1 + \sum_{v\in P_j}
+  e^{z_{jv} - \mathrm{lse}_{S_j\cup N_j}(z_j) - s\mu_{jv}})` with :math:`z = Wh_j`, and
+  :math:`0 \le \mathrm{CE}(W + sD_P) - \mathrm{CE}_N(W) \le e^{-s\mu_{min}}\,T_0`, :math:`T_0 =
+  \sum_j\pi_j\sum_{v\in P_j}e^{z_{jv}-\mathrm{lse}_{S_j\cup N_j}(z_j)}`. s is taken so that this tail is
+  :data:`SPLIT_TAIL` times the target width (``direction_scale``, ``tail_estimate``).
+
+Both ends then close around :math:`\mathrm{CE}_N(W_{fin}) - \mathcal H` (``limit_excess`` is
+:math:`\mathrm{CE}_N(W) - \mathcal H` at the final W). Soundness never rests on the split: any W gives an
+upper bound and any feasible q a lower one; a wrong split would only leave the bracket wide. Without a
+determined split, on separable data (N empty) or when :math:`D_P`'s float margins are not positive, the
+bracket is computed as before, and the key ``face`` says which face was used and why.
+
 Dual repair. From W take :math:`q_j = \mathbb S(W h_j)`; its constraint residual is the gradient
 :math:`G = \nabla\mathrm{CE}(W) = \sum_j \pi_j (q_j - p_j) h_j^\top`. The correction is the
 linearisation of the softmax: with :math:`A_j = \operatorname{diag}(q_j) - q_j q_j^\top` and X solving
@@ -66,7 +87,7 @@ import scipy.sparse as sp
 from ntpcert.errors import InputError
 from ntpcert.instance.model import NTPInstance
 
-__all__ = ["EXCESS_TOL", "ExcessBracket", "excess_bracket", "float_bracket", "dual_repair"]
+__all__ = ["EXCESS_TOL", "ExcessBracket", "excess_bracket", "float_bracket", "dual_repair", "split_face"]
 
 #: Default target: stop when the bracket's width is at most this times max(excess_upper, 1e-12)... relative.
 EXCESS_TOL = 1e-8
@@ -110,6 +131,11 @@ REDUCED_GRAD = 1e-11
 DUAL_EVERY = 15
 #: The dual repair is tried once the gradient's max abs entry is below this.
 REPAIR_AT = 1e-5
+#: With the split: D_P counts when, in float64, its logits on S_j u N_j agree and its P margins exceed this
+#: times its largest logit.
+SPLIT_D_TOL = 1e-9
+#: With the split: the tail of the upper end's decoder W + s D_P is at most this times the target width.
+SPLIT_TAIL = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,6 +164,11 @@ class ExcessBracket:
     iterations : int
     exact : bool
         True only when both ends were certified in exact arithmetic.
+    info : dict
+        Merged into the JSON: ``face`` (the split's P, or the tolerance and why) and, with the split,
+        ``limit_excess`` (:math:`\mathrm{CE}_N(W_N) - \mathcal H` at the Newton point :math:`W_N`, W being
+        :math:`W_N + sD_P`), ``limit_residual`` (max abs entry of :math:`\nabla\mathrm{CE}_N(W_N)`),
+        ``direction_scale`` (s) and ``tail_estimate`` (the float bound on :math:`\mathrm{CE}(W) - \mathrm{CE}_N(W_N)`).
     """
 
     lower: float
@@ -291,10 +322,12 @@ def dual_repair(instance: NTPInstance, W: np.ndarray, *, cg_tol: float = 1e-14,
     return _repair(model, Q, G, cg_tol, max_cg)
 
 
-def _repair(model: _Model, Q: np.ndarray, G: np.ndarray, cg_tol: float, max_cg: int):
-    # the face: entries below FACE_TOL off the supports are the separable part; set them to 0 first.
-    # Off-support entries that the repair drives negative join the face, and the repair is redone.
-    face = (Q < FACE_TOL) & (model.P <= 0)
+def _repair(model: _Model, Q: np.ndarray, G: np.ndarray, cg_tol: float, max_cg: int,
+            face: np.ndarray | None = None):
+    # the face: the separable pairs P when the split gives them (``face``), else the entries below
+    # FACE_TOL off the supports (a float guess of P); set them to 0 first. Off-support entries that the
+    # repair drives negative join the face, and the repair is redone.
+    face = (Q < FACE_TOL) & (model.P <= 0) if face is None else face.copy()
     for _ in range(FACE_ROUNDS):
         Qt, how = _repair_on_face(model, Q, face, cg_tol, max_cg)
         grow = (Qt < -CLIP_TOL) & (model.P <= 0) & ~face
@@ -325,13 +358,166 @@ def _repair_on_face(model: _Model, Q: np.ndarray, face: np.ndarray, cg_tol: floa
     return Qf + model.delta(Qf, X), "newton-repair"
 
 
-def float_bracket(instance: NTPInstance, **options: Any) -> ExcessBracket:
-    """:func:`_float_bracket` with BLAS on one thread: its products are small (m x V), and threads
-    that wait for each other doubled or quadrupled its time on a loaded 2-core machine."""
+def float_bracket(instance: NTPInstance, *, split: Any = None, **options: Any) -> ExcessBracket:
+    r"""The float bracket, with BLAS on one thread: its products are small (m x V), and threads that wait
+    for each other doubled or quadrupled its time on a loaded 2-core machine.
+
+    ``split``: the split P / N of the out-of-support pairs, a float :class:`ntpcert.solve.split.Split`
+    or an exact :class:`ntpcert.exact.split.ExactSplit`. When it is determined and N is not empty, the
+    face is P itself and both ends close around :math:`\mathrm{CE}_N(W_{fin}) - \mathcal H`
+    (:func:`_split_bracket`, module doc); otherwise (no split, an undetermined one, N empty, or a
+    :math:`D_P` whose float margins are not positive) the face is guessed by :data:`FACE_TOL` as before
+    (:func:`_float_bracket`). The key ``face`` of the result says which, and why."""
     from ntpcert.util.numbers import single_thread
 
     with single_thread():
-        return _float_bracket(instance, **options)
+        face, D, note = split_face(instance, split)
+        if face is None:
+            b = _float_bracket(instance, **options)
+            b.info.update(face=f"tolerance: off-support entries of the softmax below FACE_TOL = {FACE_TOL:g} "
+                               f"({note})")
+            return b
+        return _split_bracket(instance, face, D, note, **options)
+
+
+def split_face(instance: NTPInstance, split: Any) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    r"""``(P, D, note)``: the separable pairs P as an (m, V) boolean mask and :math:`D_P` of shape (V, d)
+    (float64) from ``split``, or ``(None, None, why not)``. Used only when the split is determined, N is
+    not empty, and :math:`D_P` has, in float64, the same logit on :math:`S_j \cup N_j` (up to
+    :data:`SPLIT_D_TOL` of its largest logit) and a margin above that on every pair of P."""
+    if split is None:
+        return None, None, "no split given"
+    if not split.ok:
+        return None, None, f"the split is undetermined: {split.reason}"
+    N = np.asarray(split.nonseparable, dtype=np.int64).reshape(-1, 2)
+    if N.shape[0] == 0:
+        return None, None, "the split has no non-separable pair (separable data: the bracket is as before)"
+    S = instance.support_mask()
+    ext = S.copy()
+    ext[N[:, 0], N[:, 1]] = True
+    P = ~ext
+    if getattr(split, "D_rows", None) is not None:  # exact split: class rows of Fractions
+        rows = np.array([[float(x) for x in row] for row in split.D_rows], dtype=np.float64)
+        D = rows[np.asarray(split.of_token, dtype=np.int64)]
+    else:
+        D = getattr(split, "D", None)
+    if D is None:
+        return None, None, "the split carries no direction D_P"
+    D = np.asarray(D, dtype=np.float64)
+    Z = np.asarray(instance.embeddings, dtype=np.float64) @ D.T
+    scale = max(float(np.abs(Z).max(initial=0.0)), 1e-300)
+    top = np.where(ext, Z, -np.inf).max(axis=1, keepdims=True)
+    low = np.where(ext, Z, np.inf).min(axis=1, keepdims=True)
+    if float((top - low).max(initial=0.0)) > SPLIT_D_TOL * scale:
+        return None, None, "D_P is not constant on S_j u N_j in float64"
+    mu = np.where(P, top - Z, np.inf)
+    if P.any() and not float(mu.min()) > SPLIT_D_TOL * scale:
+        return None, None, "D_P's float margins on P are not positive"
+    return P, D, (f"the split: N = {N.shape[0]} pairs, P = {int(P.sum())} pairs "
+                  f"({'exact' if getattr(split, 'D_rows', None) is not None else 'float'})")
+
+
+def _split_bracket(instance: NTPInstance, face: np.ndarray, D: np.ndarray, note: str, *, tol: float = EXCESS_TOL,
+                   max_newton: int = MAX_NEWTON, W0: np.ndarray | None = None, time_limit: float | None = None,
+                   abs_tol: float = ABS_TOL) -> ExcessBracket:
+    r"""The bracket when the split is known (module doc, "With the split"): Newton-CG on
+    :math:`\mathrm{CE}_N` (the softmax without the pairs of ``face`` = P), the dual repair of its softmax
+    on that face for the lower end, and the decoder :math:`W + sD_P` for the upper end, s chosen so
+    that the tail :math:`\sum_j\pi_j\sum_{v\in P_j}e^{z_{jv} - \mathrm{lse}_{S_j\cup N_j}(z_j) - s\mu_{jv}}`
+    (float estimate) is at most :data:`SPLIT_TAIL` times the target width."""
+    if not (isinstance(tol, float) and 0 < tol < 1):
+        raise InputError(f"tol: value {tol!r} is not a float in (0, 1)")
+    t0 = time.perf_counter()
+    model = _Model(instance)
+    red = _Model(instance, face)
+    ent = float(instance.entropy())
+    H_p = float(model.pi @ entropy_rows(model.P))
+    W = np.zeros((instance.V, instance.d)) if W0 is None else instance.check_decoder(W0).copy()
+    ex, G, Q, _ = red.state(W)
+    best_low, best_q, best_res, best_how = H_p, model.P.copy(), 0.0, "p"
+    status = "iteration limit"
+    it = 0
+    prev_g = np.inf
+    for it in range(1, max_newton + 1):
+        g = float(np.abs(G).max(initial=0.0))
+        if g <= REPAIR_AT:  # the dual side: one CG solve per step, on the face P (G at its rounding
+            # floor: CG stops at once and q is the softmax itself, its residual checked as any other)
+            Qt, res, how = _repair(red, Q, G, _repair_tolerance(red, Q, G), MAX_CG, face=face)
+            if how != "p":
+                low = float(model.pi @ entropy_rows(Qt)) - _first_order(model, Qt, W) - LOWER_SLACK
+                if res <= DUAL_TOL and low > best_low:
+                    best_low, best_q, best_res, best_how = low, Qt, res, "split-" + how
+        exc_low = max(best_low - H_p, 0.0)
+        if max(ex, 0.0) - exc_low <= max(tol * ex, abs_tol):
+            status = "converged"
+            break
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            status = "time limit"
+            break
+        if g <= REDUCED_GRAD and (g <= REDUCED_GRAD * 1e-3 or g > 0.5 * prev_g):
+            status = "stalled at the gradient floor"  # CE_N is minimised to float64's resolution
+            break
+        prev_g = g
+        X, _ = red.cg(Q, -G, tol=min(FORCING_MAX, max(FORCING_MIN, g)), maxiter=NEWTON_CG)
+        X = _cap_step(red, Q, X)
+        slope = float((G * X).sum())
+        if slope >= 0:
+            X, slope = -G, -float((G * G).sum())
+        found = _line_search(red, W, ex, X, slope) or _line_search(red, W, ex, -G, -float((G * G).sum()))
+        if found is None:
+            status = "line search failed"
+            break
+        W, ex, G, Q, _ = found
+    limit_excess = max(ex, 0.0)
+    s, tail = _direction_scale(instance, red, face, D, W, max(tol * limit_excess, abs_tol) * SPLIT_TAIL)
+    W_up = W + s * D
+    ex_up, G_up, _, kl = model.state(W_up)
+    ex_up = max(ex_up, 0.0)
+    exc_low = max(best_low - H_p, 0.0)
+    info = {"face": f"the separable pairs P of {note}", "limit_excess": limit_excess,
+            "limit_residual": float(np.abs(G).max(initial=0.0)), "direction_scale": s, "tail_estimate": tail}
+    return ExcessBracket(
+        lower=ent + exc_low, upper=ent + ex_up, entropy=ent, excess_lower=exc_low, excess_upper=ex_up,
+        per_context_excess=model.pi * np.maximum(kl, 0.0), W=W_up, q=best_q,
+        primal_residual=float(np.abs(G_up).max(initial=0.0)), dual_residual=best_res,
+        method=f"split: newton-cg on CE_N + W_fin + s D_P + {best_how}", status=status,
+        seconds=time.perf_counter() - t0, iterations=it, info=info)
+
+
+def _repair_tolerance(model: _Model, Q: np.ndarray, G: np.ndarray) -> float:
+    r"""The relative CG tolerance of the repair: 1e-10, or the relative rounding of G when that is larger.
+    G is a sum of terms :math:`\pi_j(q_j - p_j)h_j^	op` with a rounding error of about
+    :math:`\epsilon\,\|\,|H|^	op(\pi(Q + P))\|_F`, and that part of G need not lie in the Hessian's range
+    (the range is F_N, and CE_N is flat across it): asking CG to resolve it diverges along the flat
+    directions (seen: a repair step of 1e16 at :math:`\|G\|_\infty = 10^{-13}`)."""
+    gF = float(np.sqrt((G * G).sum()))
+    if gF == 0.0:  # the softmax meets the constraints already: CG returns X = 0 at once
+        return 1e-10
+    absH = abs(model.HT) if sp.issparse(model.HT) else np.abs(model.HT)
+    noise = 64 * float(np.finfo(np.float64).eps) * float(np.linalg.norm(np.asarray(absH @ ((Q + model.P) * model.pi[:, None]))))
+    return max(1e-10, noise / gF)
+
+
+def _direction_scale(instance: NTPInstance, red: _Model, face: np.ndarray, D: np.ndarray, W: np.ndarray,
+                     target: float) -> tuple[float, float]:
+    r"""``(s, tail)``: the smallest s >= 0 (float64) with
+    :math:`e^{-s\mu_{min}}\,T_0 \le` ``target``, where :math:`T_0 = \sum_j\pi_j\sum_{v\in P_j}
+    e^{z_{jv}-\mathrm{lse}_{S_j\cup N_j}(z_j)}` at W and :math:`\mu_{min}` is :math:`D_P`'s smallest margin on
+    P; ``tail`` is :math:`e^{-s\mu_{min}}T_0`, which bounds :math:`\mathrm{CE}(W + sD_P) - \mathrm{CE}_N(W)`
+    (since :math:`\log(1+x)\le x`) in exact arithmetic when :math:`D_P` is exactly in K."""
+    if not face.any():
+        return 0.0, 0.0
+    Z = red.logits(W)
+    ZN = np.where(face, -np.inf, Z)
+    top = ZN.max(axis=1, keepdims=True)
+    lse = top + np.log(np.exp(ZN - top).sum(axis=1, keepdims=True))
+    T0 = float(red.pi @ np.where(face, np.exp(np.where(face, Z - lse, -np.inf)), 0.0).sum(axis=1))
+    ZD = red.logits(D)
+    mu = float(np.where(face, np.where(~face, ZD, -np.inf).max(axis=1, keepdims=True) - ZD, np.inf).min())
+    if T0 <= target or T0 == 0.0:
+        return 0.0, T0
+    s = float(np.log(T0 / max(target, 1e-300)) / mu)
+    return s, T0 * float(np.exp(-s * mu))
 
 
 def _float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton: int = MAX_NEWTON,
@@ -460,9 +646,9 @@ def _line_search(model: _Model, W, ex, X, slope):
 
 
 def excess_bracket(instance: NTPInstance, *, exact: bool = False, tol: float = EXCESS_TOL,
-                   time_limit: float | None = None) -> ExcessBracket:
+                   time_limit: float | None = None, split: Any = None) -> ExcessBracket:
     """The bracket on :math:`L^*` and :math:`L^* - \\mathcal H` (float; ``exact=True`` is refused here:
-    exact certification lives in the pipeline layer)."""
+    exact certification lives in the pipeline layer); ``split`` as in :func:`float_bracket`."""
     if exact:
         raise InputError("exact: value True is not available from ntpcert.solve.excess (float only)")
-    return float_bracket(instance, tol=tol, time_limit=time_limit)
+    return float_bracket(instance, tol=tol, time_limit=time_limit, split=split)

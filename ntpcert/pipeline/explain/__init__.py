@@ -166,47 +166,59 @@ def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: 
         if wnc is None:
             notes["why_not_compatible"] = "no violating null vector that passes its exact re-check"
     ts = lap("why_not_compatible", ts)
-    pairs = None
+    pairs = split = None
     if separable.holds is not True:  # False, or undetermined: the float split may still name the pairs
-        from ntpcert.pipeline.nonseparable import split_for
+        from ntpcert.pipeline.nonseparable import split_of
 
-        N, note = split_for(instance, separable.holds)
+        split, N, note = split_of(instance)
         pairs = nonseparable_pairs_json(instance, N, note)
         ts = lap("nonseparable_pairs", ts)
     excess_loss = None
-    if excess:
+    if excess:  # the same split defines the bracket's face (ntpcert.solve.excess.float_bracket)
         from ntpcert.pipeline.excess_certificate import EXPLAIN_MAX_CELLS, excess_key
 
-        excess_loss = excess_key(instance, exact=exact, cap=EXPLAIN_MAX_CELLS)[0]
+        excess_loss = excess_key(instance, exact=exact, cap=EXPLAIN_MAX_CELLS, split=split,
+                                 separable=separable.holds)[0]
         lap("excess_loss", ts)
     return Explanation(instance, compatible, separable, wnc, wns, notes, time.perf_counter() - t0, stages, excess_loss,
                        pairs)
 
 
-#: How many token pairs :func:`nonseparable_pairs_json` lists (``groups_total`` counts them all).
-MAX_PAIR_GROUPS = 50
-#: How many context names each listed token pair shows.
+#: How many contexts each token pair names (``examples``), the heaviest first.
 MAX_PAIR_CONTEXTS = 5
 
 
 def nonseparable_pairs_json(instance: NTPInstance, nonseparable, note: str) -> dict:
-    r"""The non-separable pairs (j, v) named by their tokens and grouped by token pair (the support of
-    context j against v), the most frequent first (largest total context weight :math:`\sum\pi_j`):
-    ``pairs`` (how many), ``split`` (how N was found), ``groups`` (the first :data:`MAX_PAIR_GROUPS`,
-    each with ``support`` and ``token`` as names, ``contexts`` (how many), ``weight`` and the first
-    :data:`MAX_PAIR_CONTEXTS` context names) and ``groups_total``; ``pairs`` None when the split is
-    undetermined (``split`` says why)."""
+    r"""The non-separable pairs (j, v) named by their tokens and grouped by token pair (z, v), z in
+    :math:`S_j` (:func:`ntpcert.pipeline.nonseparable.pair_groups`), the heaviest first.
+
+    Keys: ``pairs`` (:math:`|N|`), ``split`` (how N was found), ``weight`` (N's weight
+    :math:`\sum_{(j,v)\in N}\pi_j`), ``weight_is`` (the convention, in words), ``groups_total`` and
+    ``groups``: every token pair, each with ``support_token`` and ``token`` (names, as the instance's
+    vocabulary spells them, else ``#id``), ``support_token_id``, ``token_id``, ``contexts`` (how many),
+    ``weight`` (:math:`\sum_j \pi_j p_{j,z}` over its contexts: a pair (j, v) shares its :math:`\pi_j`
+    among its support tokens by :math:`p_j`, so the groups' weights sum to ``weight``), ``share``
+    (``weight`` over N's) and ``context_names`` (the first :data:`MAX_PAIR_CONTEXTS`, heaviest first).
+    ``pairs`` is None when the split is undetermined (``split`` says why)."""
     from ntpcert.pipeline.explain.names import context_text, token_text
-    from ntpcert.pipeline.nonseparable import pair_groups
+    from ntpcert.pipeline.nonseparable import nonseparable_weight, pair_groups
 
     if nonseparable is None:
-        return {"pairs": None, "split": note, "groups": [], "groups_total": None}
+        return {"pairs": None, "split": note, "weight": None, "weight_is": WEIGHT_IS, "groups": [], "groups_total": None}
     groups = pair_groups(instance, nonseparable)
-    shown = [{"support": [token_text(instance, z) for z in g["support"]], "token": token_text(instance, g["token"]),
-              "contexts": len(g["contexts"]), "weight": g["weight"],
+    total = nonseparable_weight(instance, nonseparable)
+    shown = [{"support_token": token_text(instance, g["support_token"]), "token": token_text(instance, g["token"]),
+              "support_token_id": g["support_token"], "token_id": g["token"], "contexts": len(g["contexts"]),
+              "weight": g["weight"], "share": g["weight"] / total if total > 0 else 0.0,
               "context_names": [context_text(instance, j) for j in g["contexts"][:MAX_PAIR_CONTEXTS]]}
-             for g in groups[:MAX_PAIR_GROUPS]]
-    return {"pairs": int(len(nonseparable)), "split": note, "groups": shown, "groups_total": len(groups)}
+             for g in groups]
+    return {"pairs": int(len(nonseparable)), "split": note, "weight": total, "weight_is": WEIGHT_IS, "groups": shown,
+            "groups_total": len(groups)}
+
+
+#: The weight convention of :func:`nonseparable_pairs_json`, as its key ``weight_is`` states it.
+WEIGHT_IS = ("a pair (j, v) of N weighs pi_j, shared among the token pairs (z, v), z in S_j, as pi_j p_{j,z}; "
+             "a token pair's weight is the sum over its contexts")
 
 
 def _violating(v: Verdict) -> dict | None:
