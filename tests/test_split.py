@@ -212,7 +212,7 @@ def test_forged_split_sections_are_refused_by_both_checkers():
     base = copy.deepcopy(rep.certificate)
     base.pop("checksum")
     for name, forged in _forgeries(sec, inst):
-        with pytest.raises(ValueError, match="split"):
+        with pytest.raises(split_tool.Invalid, match="split"):
             split_tool.check_split(forged, _H_q(inst), _supports(inst), V=inst.V)
         cert = copy.deepcopy(base)
         cert["split"] = forged
