@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+from fractions import Fraction
 from pathlib import Path
 
 import flint
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import verify_certificate
@@ -21,6 +23,8 @@ from ntpcert.instance import NTPInstance
 from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.pipeline.split_section import section_of
 from ntpcert.solve.split import nonseparable_split
+
+from .standalone import standalone
 
 _PATH = Path(__file__).resolve().parent.parent / "tools" / "ntpcert_check_split.py"
 _spec = importlib.util.spec_from_file_location("ntpcert_check_split", _PATH)
@@ -199,6 +203,51 @@ def _forgeries(sec: dict, inst: NTPInstance):
     f = copy.deepcopy(sec)
     f["extra"] = []
     out.append(("an unknown key", f))
+    return out + _toy_forgeries(sec)
+
+
+def _q(x: Fraction) -> str:
+    """The canonical rational string of x."""
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+def _dual(sec: dict) -> dict[tuple[int, int], Fraction]:
+    return {(c, j): Fraction(x) for c, j, x in sec["dual"]}
+
+
+def _with_dual(sec: dict, b: dict[tuple[int, int], Fraction]) -> dict:
+    f = copy.deepcopy(sec)
+    f["dual"] = [[c, j, _q(x)] for (c, j), x in sorted(b.items()) if x != 0]
+    return f
+
+
+def _toy_forgeries(sec: dict):
+    """Forgeries that each break one condition of section 11 and keep the others, on toy()'s section
+    (identity token classes; h_1 = 2 h_0; S_2 = {0, 2}; token 3 in no support, D_P[3] = (-1, 0))."""
+    assert sec["token_class"] == [0, 1, 2, 3] and sec["D_P"][3] == ["-1", "0"]
+    out, ulp = [], Fraction(1, 2**1074)
+    f = copy.deepcopy(sec)
+    f["D_P"][2] = ["0", "-1"]  # (D_P h_2)_2 = 1 but (D_P h_2)_0 = 0; every margin stays >= 0
+    out.append(("D_P breaks an in-support equality", f))
+    f = copy.deepcopy(sec)
+    f["D_P"][3] = ["-1", "1"]  # margins h_j0 - h_j1 of (j, 3): 0 at j = 0 and 1
+    out.append(("D_P with a zero margin on a P pair", f))
+    f = copy.deepcopy(sec)
+    f["D_P"][3] = ["-1", "2"]  # margin 1 - 2 < 0 at (0, 3)
+    out.append(("D_P with a negative margin on a P pair", f))
+    b = _dual(sec)
+    out.append(("a negated (vanishing, column sums 0, wrong signs)", _with_dual(sec, {k: -x for k, x in b.items()})))
+    moved = dict(b)
+    moved[0, 0] += ulp  # column 0 still sums to 0, but sum_j a_j h_j^T = +-ulp h_0 on tokens 0 and 1
+    moved[1, 0] -= ulp
+    out.append(("a combination off by 2^-1074", _with_dual(sec, moved)))
+    cols = dict(b)
+    cols[0, 0] += 2 * ulp  # 2 h_0 - h_1 = 0: the combination still vanishes, columns 0 and 1 do not sum to 0
+    cols[0, 1] -= ulp
+    out.append(("column sums off by 2^-1074", _with_dual(sec, cols)))
+    f = copy.deepcopy(sec)
+    f["token_class"] = [0, 0, 2, 3]  # same D_P rows; class counts n_0 = 2, n_1 = 0: column sums and signs change
+    out.append(("class counts changed by token_class", f))
     return out
 
 
@@ -212,13 +261,15 @@ def test_forged_split_sections_are_refused_by_both_checkers():
     base = copy.deepcopy(rep.certificate)
     base.pop("checksum")
     for name, forged in _forgeries(sec, inst):
-        with pytest.raises(ValueError, match="split"):
+        with pytest.raises(split_tool.Invalid, match="split"):
             split_tool.check_split(forged, _H_q(inst), _supports(inst), V=inst.V)
         cert = copy.deepcopy(base)
         cert["split"] = forged
         res = verify_certificate(jsonio.seal(cert))
         assert not res.valid, name
         assert "split" in res.reason, (name, res.reason)
+        ok, line = standalone(jsonio.dumps(jsonio.seal(cert)))
+        assert not ok and line.startswith("INVALID: split"), (name, line)
 
 
 def test_split_section_refused_beside_a_contrary_claim():
@@ -235,7 +286,15 @@ def test_split_section_refused_beside_a_contrary_claim():
     c2["split"] = {"nonseparable": [[0, 1]], "token_class": [0, 1, 2], "D_P": [["0"] * 3] * 3, "dual": []}
     res = verify_certificate(jsonio.seal(c2))
     assert not res.valid and "split" in res.reason
-    assert verify_certificate(jsonio.seal(cert)).valid
+    ok, line = standalone(jsonio.dumps(jsonio.seal(c2)))
+    assert not ok and line.startswith("INVALID: split"), line
+    assert verify_certificate(jsonio.seal(cert)).valid and standalone(jsonio.dumps(jsonio.seal(cert)))[0]
+    W = [["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]]  # a valid split of separable data: N empty, D_P = W
+    c2["split"] = {"nonseparable": [], "token_class": [0, 1, 2], "D_P": W, "dual": []}
+    assert verify_certificate(jsonio.seal(c2)).valid and standalone(jsonio.dumps(jsonio.seal(c2)))[0]
+    cert["separability"] = {"claim": None, "reason": "not tried"}  # an undetermined claim contradicts no split
+    cert["claims"].update(separable=None, entropy_bound_reachable=None)
+    assert verify_certificate(jsonio.seal(cert)).valid and standalone(jsonio.dumps(jsonio.seal(cert)))[0]
 
 
 def test_certify_json_reports_the_split(capsys, tmp_path):
@@ -300,3 +359,52 @@ def test_certify_exact_writes_the_split_and_verify_accepts_it(capsys, tmp_path):
     forged["split"]["nonseparable"] = forged["split"]["nonseparable"][1:]  # a pair moved from N to P
     ok, line = standalone(jsonio.dumps(forged))
     assert not ok and line.startswith("INVALID: split"), line
+
+
+def _oracle_P(inst: NTPInstance, sec: dict, D: list[list[Fraction]]) -> bool:
+    """Condition 1 of section 11, written here with Fractions: D_P in K and every P margin > 0."""
+    S, N = inst.support_mask(), {tuple(p) for p in sec["nonseparable"]}
+    for j, h in enumerate(inst.embeddings.tolist()):
+        u = [sum(x * Fraction(y) for x, y in zip(D[c], h)) for c in sec["token_class"]]
+        t = {u[z] for z in np.flatnonzero(S[j])}
+        if len(t) != 1:
+            return False
+        for v in np.flatnonzero(~S[j]):
+            if min(t) - u[v] < 0 or (min(t) == u[v] and (j, int(v)) not in N):
+                return False
+    return True
+
+
+_DELTAS = st.sampled_from([Fraction(1, 2**1074), Fraction(-1, 2**1074)]) | st.fractions(
+    min_value=-2, max_value=2, max_denominator=6).filter(bool)
+
+
+@given(nst.partly_separable_instances(max_m=5, max_d=3, max_V=4), st.data())
+@settings(max_examples=25, deadline=None)
+def test_one_perturbed_entry_both_checkers_agree(inst, data):
+    """One entry of D_P or of the dual b moved by a nonzero delta: verify and the standalone checker give the
+    same verdict, VALID exactly when the conditions still hold (D_P: checked here; b: sum_j b[c, j] h_j moves
+    by delta h_j and column j by n_c delta, so VALID only for h_j = 0 in a class no token has)."""
+    rep = exact_certify(inst, svm=False, split=True)
+    body = copy.deepcopy(rep.certificate)
+    body.pop("checksum")
+    genuine = body["split"]
+    C = len(genuine["D_P"])
+    for _ in range(3):
+        delta = data.draw(_DELTAS)
+        if data.draw(st.booleans()):
+            c, i = data.draw(st.integers(0, C - 1)), data.draw(st.integers(0, inst.d - 1))
+            D = [[Fraction(x) for x in row] for row in genuine["D_P"]]
+            D[c][i] += delta
+            sec = {**genuine, "D_P": [[_q(x) for x in row] for row in D]}
+            expect = _oracle_P(inst, sec, D)
+        else:
+            c, j = data.draw(st.integers(0, C - 1)), data.draw(st.integers(0, inst.m - 1))
+            b = _dual(genuine)
+            b[c, j] = b.get((c, j), Fraction(0)) + delta
+            sec = _with_dual(genuine, b)
+            expect = not inst.embeddings[j].any() and c not in genuine["token_class"]
+        sealed = jsonio.seal({**body, "split": sec})
+        res, (ok, line) = verify_certificate(sealed), standalone(jsonio.dumps(sealed))
+        event(f"valid: {expect}")
+        assert res.valid == ok == expect, (delta, res.reason, line)

@@ -1,148 +1,99 @@
-"""Standalone check of a certificate's ``split`` section (standard library + python-flint, no ntpcert).
+"""The ``split`` section of a certificate (docs/certificate-format.md, section 11) for tools/ntpcert_check.py,
+in exact rationals, with the standard library and python-flint only.
 
-``check_split(section, H, supports, V=None)`` re-derives, in exact rationals, that the section's N pairs
-are exactly the implicit equalities of the recession cone K and every other out-of-support pair is
-separable (docs/certificate-format.md, section ``split``):
+The section lists N, the out-of-support pairs (j, v), v not in S_j, that no D in the recession cone
+K = {D : D h_j constant on S_j, t_j - (D h_j)_v >= 0 off S_j} separates; every other out-of-support pair is
+in P. Two certificates prove it, both read through ``token_class`` (token v's row of D_P is ``D_P[c(v)]``,
+its row of a is ``b[c(v), .]``):
 
-* D_P (token v's row ``D_P[token_class[v]]``) lies in K: ``D h_j`` is constant on S_j, every margin
-  ``(d_z - d_v).h_j`` with ``v`` outside S_j is >= 0, and > 0 on every pair not listed in N;
-* a (``a[v, j] = dual[(token_class[v], j)]``, 0 when absent) has ``sum_j a[v, j] h_j = 0`` for every v,
-  ``sum_v a[v, j] = 0`` for every j, ``a[v, j] <= 0`` outside S_j, and ``a[v, j] < 0`` on every N pair.
+* P: the C x m matrix G = D_P H^T holds every logit, (D_P h_j)_v = G[c(v), j]. From it, each context's
+  in-support logits must be equal (t_j) and each margin t_j - G[c(v), j] off S_j must be >= 0, and > 0 on P;
+* N: M_c = sum_j b[c, j] h_j, summed entry by entry, must be 0 for every class c < C, used or not (so
+  sum_j a_j h_j^T = 0 exactly: its row v is M_{c(v)}); every column sum sum_c n_c b[c, j] (n_c the tokens
+  of class c) must be 0; b[c, j] must be <= 0 where class c has a token off S_j, and < 0 at (c(v), j)
+  for every listed pair (j, v).
 
-For D in K, ``0 = sum_j a_j . D h_j = sum (-a[v, j]) margin_jv(D)``, so every pair where a < 0 has margin 0
-in all of K; D_P shows every other pair separable. ``H`` is the list of m rows of d ``flint.fmpq``;
-``supports`` a list of m lists of token indices. Returns the report lines, or raises ``ValueError`` with
-one line naming the field.
-"""
+Then for D in K, 0 = <sum_j a_j h_j^T, D> = sum_j sum_{v not in S_j} (-a_{v,j}) (t_j - (D h_j)_v), a sum of
+terms >= 0, so every N pair has margin 0 on all of K, and D_P separates every P pair."""
 
-from __future__ import annotations
-
-import re
+import os
+import sys
 
 import flint
 
-_NUM = re.compile(r"-?(0|[1-9][0-9]*)(/[1-9][0-9]*)?")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # beside ntpcert_check_exact.py
+from ntpcert_check_exact import Invalid, dense_q, index, keys, refuse, sparse  # noqa: F401 (Invalid: raised)
 
 
-def _int(field, x, lo, hi):
-    if type(x) is not int or not lo <= x < hi:
-        raise ValueError(f"split.{field}: {x!r} is not an integer in [{lo}, {hi})")
-    return x
+def read_pairs(items, S, V):
+    """The listed pairs of N: [j, v] with v off S_j, strictly increasing (so none twice)."""
+    refuse(type(items) is not list, "split.nonseparable: expected a list of [j, v]")
+    pairs = []
+    for e, item in enumerate(items):
+        field = f"split.nonseparable[{e}]"
+        refuse(type(item) is not list or len(item) != 2, f"{field}: expected [j, v]")
+        j, v = index(item[0], len(S), field), index(item[1], V, field)
+        refuse(v in S[j], f"{field}: token {v} is in the support of context {j}")
+        refuse(pairs and (j, v) <= pairs[-1], f"{field}: ({j}, {v}) is not after the pair before it")
+        pairs.append((j, v))
+    return pairs
 
 
-def _q(field, s):
-    if not isinstance(s, str) or not _NUM.fullmatch(s):
-        raise ValueError(f"split.{field}: {str(s)[:40]!r} is not an exact rational string 'p' or 'p/q'")
-    p, _, q = s.partition("/")
-    val = flint.fmpq(int(p), int(q) if q else 1)
-    if str(val) != s:
-        raise ValueError(f"split.{field}: {s[:40]!r} is not in lowest terms (canonical: {str(val)[:40]!r})")
-    return val
-
-
-def _list(field, x, n=None):
-    if not isinstance(x, list) or (n is not None and len(x) != n):
-        want = "a list" if n is None else f"a list of {n} entries"
-        raise ValueError(f"split.{field}: expected {want}, got {type(x).__name__}"
-                         + (f" of {len(x)}" if isinstance(x, list) else ""))
-    return x
-
-
-def check_split(section, H, supports, V=None):
-    """The lines of the report, or ValueError naming the first failure (module doc)."""
-    if not isinstance(section, dict):
-        raise ValueError("split: expected an object")
-    keys = {"nonseparable", "token_class", "D_P", "dual"}
-    if set(section) != keys:
-        raise ValueError(f"split: keys {sorted(section)} differ from {sorted(keys)}")
-    m = len(H)
-    d = len(H[0]) if m else 0
-    tc = _list("token_class", section["token_class"])
-    if V is None:
-        V = len(tc)
-    if len(tc) != V:
-        raise ValueError(f"split.token_class: {len(tc)} entries, the instance has V = {V} tokens")
-    D_rows = _list("D_P", section["D_P"])
-    C = len(D_rows)
-    cls = [_int(f"token_class[{v}]", c, 0, C) for v, c in enumerate(tc)]
-    D = [[_q(f"D_P[{c}][{i}]", x) for i, x in enumerate(_list(f"D_P[{c}]", row, d))] for c, row in enumerate(D_rows)]
+def check_split(section, H, supports, V):
+    """Check the section for H (m rows of d fmpq), the supports (m lists of tokens) and V tokens; return the
+    report lines, or raise Invalid with one line naming the field."""
+    m, d = len(H), len(H[0])
     S = [set(s) for s in supports]
-    N = set()
-    prev = None
-    for k, p in enumerate(_list("nonseparable", section["nonseparable"])):
-        _list(f"nonseparable[{k}]", p, 2)
-        j, v = _int(f"nonseparable[{k}][0]", p[0], 0, m), _int(f"nonseparable[{k}][1]", p[1], 0, V)
-        if prev is not None and (j, v) <= prev:
-            raise ValueError(f"split.nonseparable[{k}]: {p} is not after {list(prev)} (sorted, no repeats)")
-        if v in S[j]:
-            raise ValueError(f"split.nonseparable[{k}]: token {v} is in the support of context {j}")
-        prev = (j, v)
-        N.add((j, v))
-    dual = {}
-    prev = None
-    for k, e in enumerate(_list("dual", section["dual"])):
-        _list(f"dual[{k}]", e, 3)
-        c, j = _int(f"dual[{k}][0]", e[0], 0, C), _int(f"dual[{k}][1]", e[1], 0, m)
-        if prev is not None and (c, j) <= prev:
-            raise ValueError(f"split.dual[{k}]: ({c}, {j}) is not after {prev} (sorted, no repeats)")
-        prev = (c, j)
-        val = _q(f"dual[{k}][2]", e[2])
-        if val == 0:
-            raise ValueError(f"split.dual[{k}]: a zero entry (entries list the non-zeros)")
-        dual[(c, j)] = val
-    # D_P in K, every non-N margin > 0
-    Hm = flint.fmpq_mat(m, d, [x for row in H for x in row]) if m and d else None
-    L = (flint.fmpq_mat(C, d, [x for row in D for x in row]) * Hm.transpose()) if Hm is not None and C else None
-    zero = flint.fmpq(0)
+    keys(section, "split", ("nonseparable", "token_class", "D_P", "dual"))
+    N = read_pairs(section["nonseparable"], S, V)
+    rows = section["D_P"]
+    refuse(type(rows) is not list or not rows, "split.D_P: expected a non-empty list of rows")
+    C = len(rows)
+    D = dense_q(rows, C, d, "split.D_P")
+    cls = section["token_class"]
+    refuse(type(cls) is not list or len(cls) != V, f"split.token_class: expected {V} class indices")
+    cls = [index(c, C, f"split.token_class[{v}]") for v, c in enumerate(cls)]
+    b = sparse(section["dual"], (C, m), "split.dual")
+    refuse(list(b) != sorted(b), "split.dual: entries not in increasing (c, j) order")
+    zero = next((cj for cj, x in b.items() if x == 0), None)
+    refuse(zero is not None, f"split.dual: the entry at (c, j) = {zero} is 0")
 
-    def logit(c, j):
-        return L[c, j] if L is not None else zero
+    # P: every logit of D_P, exactly; in-support equalities, every margin >= 0, and > 0 off N.
+    Dt = flint.fmpq_mat(C, d, [x for r in D for x in r]).transpose()
+    G = (flint.fmpq_mat(m, d, [x for h in H for x in h]) * Dt).tolist()
+    in_N, n_out = set(N), 0
+    for j, logits in enumerate(G):  # logits[c] = D_P[c] . h_j
+        s = supports[j]
+        t = logits[cls[s[0]]]
+        bad = next((z for z in s if logits[cls[z]] != t), None)
+        refuse(bad is not None, f"split.D_P: logits of tokens {s[0]} and {bad} differ in context {j} (D_P not in K)")
+        for v in range(V):
+            if v not in S[j]:
+                n_out += 1
+                margin = t - logits[cls[v]]
+                refuse(margin < 0, f"split.D_P: margin {margin} < 0 at context {j}, token {v} (D_P not in K)")
+                refuse(margin == 0 and (j, v) not in in_N,
+                       f"split.D_P: margin 0 at context {j}, token {v}, a pair not listed in split.nonseparable")
 
-    n_p = 0
-    for j in range(m):
-        sj = sorted(S[j])
-        t = logit(cls[sj[0]], j)
-        for z in sj[1:]:
-            if logit(cls[z], j) != t:
-                raise ValueError(f"split.D_P: D_P h_{j} differs on the support of context {j} (tokens {sj[0]}, {z}): "
-                                 "D_P is not in K")
-        for v in range(V):
-            if v in S[j]:
-                continue
-            mar = t - logit(cls[v], j)
-            if (j, v) in N:
-                if mar < 0:
-                    raise ValueError(f"split.D_P: margin {mar} < 0 at the pair ({j}, {v}): D_P is not in K")
-            elif mar <= 0:
-                raise ValueError(f"split.D_P: margin {mar} <= 0 at the pair ({j}, {v}), which is not listed as "
-                                 "non-separable: not shown separable")
-            else:
-                n_p += 1
-    # the N-certificate
-    size = [0] * C
-    for c in cls:
-        size[c] += 1
-    colsum = [flint.fmpq(0)] * m
-    comb = {}
-    for (c, j), val in dual.items():
-        colsum[j] += size[c] * val
-        acc = comb.setdefault(c, [flint.fmpq(0)] * d)
-        for i in range(d):
-            acc[i] += val * H[j][i]
-    for j in range(m):
-        if colsum[j] != 0:
-            raise ValueError(f"split.dual: sum_v a[v, {j}] = {colsum[j]}, not 0")
-    for c, acc in comb.items():
-        if any(x != 0 for x in acc):
-            raise ValueError(f"split.dual: sum_j a[v, j] h_j is not 0 for the tokens of class {c}")
-    for j in range(m):
-        for v in range(V):
-            if v in S[j]:
-                continue
-            val = dual.get((cls[v], j), zero)
-            if val > 0:
-                raise ValueError(f"split.dual: a[{v}, {j}] = {val} > 0 outside the support")
-            if (j, v) in N and not val < 0:
-                raise ValueError(f"split.dual: a[{v}, {j}] = {val} is not < 0 at the non-separable pair ({j}, {v})")
+    # N: sum_j a_j h_j^T = 0 (per class), column sums 0, signs off the supports, a < 0 on every listed pair.
+    n_c, inside = [0] * C, {}
+    for v, c in enumerate(cls):
+        n_c[c] += 1
+    for j, s in enumerate(supports):
+        for z in s:
+            inside[cls[z], j] = inside.get((cls[z], j), 0) + 1
+    M = [[flint.fmpq(0)] * d for _ in range(C)]
+    col = [flint.fmpq(0)] * m
+    for (c, j), x in b.items():
+        M[c] = [y + x * h for y, h in zip(M[c], H[j])]
+        col[j] += n_c[c] * x
+        refuse(x > 0 and n_c[c] > inside.get((c, j), 0),
+               f"split.dual: a = {x} > 0 at class {c}, context {j}, on a token off the support")
+    c = next((c for c in range(C) if any(M[c])), None)
+    refuse(c is not None, f"split.dual: sum_j b[c, j] h_j != 0 for class c = {c}")
+    j = next((j for j in range(m) if col[j]), None)
+    refuse(j is not None, f"split.dual: column {j} of a sums to {col[j] if j is not None else 0}, not 0")
+    for j, v in N:
+        refuse(not b.get((cls[v], j), 0) < 0, f"split.dual: a[{v}, {j}] is not < 0 on the listed pair ({j}, {v})")
     return [f"split: {len(N)} non-separable pairs (each with a < 0 in an exact vanishing combination) and "
-            f"{n_p} separable ones (D_P in K with every such margin > 0), exactly"]
+            f"{n_out - len(N)} separable ones (D_P in K with every such margin > 0), exactly"]
