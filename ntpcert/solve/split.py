@@ -154,7 +154,7 @@ def _expand_pairs(classes, pairs_c: np.ndarray) -> np.ndarray:
     return P[np.lexsort((P[:, 1], P[:, 0]))]
 
 
-def _rows(H: np.ndarray, V: int, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray):
+def sparse_rows(H: np.ndarray, V: int, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray):
     r"""The rows :math:`(e_{plus} - e_{minus}) \otimes h_{ctx}` as a sparse matrix of shape (len(ctx), V·d),
     built from the non-zeros of H only (the layout of :mod:`ntpcert.rows.kesler`; one-hot rows have one
     or k non-zeros, not d)."""
@@ -174,6 +174,9 @@ def _rows(H: np.ndarray, V: int, ctx: np.ndarray, plus: np.ndarray, minus: np.nd
     c2 = np.concatenate([np.repeat(plus, nnz) * d + cols_i, np.repeat(minus, nnz) * d + cols_i])
     v2 = np.concatenate([vals, -vals])
     return sp.csr_matrix((v2, (r2, c2)), shape=(ctx.size, V * d))
+
+
+_rows = sparse_rows
 
 
 def _undetermined(classes, why: str, iterations: int = 0) -> Split:

@@ -22,6 +22,7 @@ from ntpcert.util.validate import check_number
 BACKENDS: dict[str, tuple[str, dict]] = {
     "auto": ("ntpcert.solve.svm.auto", {}),
     "clarabel": ("ntpcert.solve.svm.clarabel_direct", {}),
+    "active-set": ("ntpcert.solve.svm.active_set", {}),
     "cvxpy": ("ntpcert.solve.svm.cvxpy_backend", {}),
     "structured": ("ntpcert.solve.structured.solver", {}),
     "structured-float": ("ntpcert.solve.structured.solver", {"certificate": "float"}),
