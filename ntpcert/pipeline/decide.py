@@ -159,7 +159,7 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
         return Verdict(False, FarkasRay(ray, "part-farkas", f"Farkas ray with {len(ray)} non-zero entries found on a "
                                         f"part of {last['contexts']} contexts and {last['tokens']} tokens, verified "
                                         "exactly on the whole instance")), SeparabilitySolve(parts=tuple(log))
-    if inst.m > inst.d:
+    if separability_solver == "auto" and inst.m >= SPLIT_SCREEN_MIN_RATIO * inst.d:
         screened = split_separability(system)
         if screened is not None:
             return screened, SeparabilitySolve(parts=tuple(log))
@@ -182,6 +182,9 @@ def pair_separability(inst: NTPInstance) -> Verdict | None:
 #: The screened split (:mod:`ntpcert.solve.split_screen`) decides (6) where d < m when its LPs, about
 #: 2·C of m rows in d unknowns (C token classes), hold at most this many cells C·m·d in all.
 SPLIT_SCREEN_MAX_CELLS = 50_000_000
+#: ... and under ``auto`` only where m >= this times d: nearer d = m the structured solver decides fast, and
+#: its one solve serves the NTP-SVM as well.
+SPLIT_SCREEN_MIN_RATIO = 2
 
 
 def split_separability(system: KeslerSystem) -> Verdict | None:

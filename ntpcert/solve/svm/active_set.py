@@ -94,9 +94,9 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
         margins = A_mar @ x
         if progress:
             import sys
-            print(f"active-set: round {rnd}, working set {rows.size}, {int(sol.iterations)} iterations, "
-                  f"smallest margin {float(margins.min(initial=np.inf)):.6g}, {time.perf_counter() - t0:.1f} s",
-                  file=sys.stderr, flush=True)
+            sys.stderr.write(f"active-set: round {rnd}, working set {rows.size}, {int(sol.iterations)} iterations, "
+                             f"smallest margin {float(margins.min(initial=np.inf)):.6g}, "
+                             f"{time.perf_counter() - t0:.1f} s\n")
         bad = margins < 1.0 - 10 * tol * max(1.0, float(np.abs(margins).max(initial=0.0)))
         if not bad.any():
             z = np.asarray(sol.z)
