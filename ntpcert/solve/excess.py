@@ -448,22 +448,15 @@ def _split_bracket(instance: NTPInstance, face: np.ndarray, D: np.ndarray, note:
                 if res <= DUAL_TOL and low > best_low:
                     best_low, best_q, best_res, best_how = low, Qt, res, "split-" + how
         exc_low = max(best_low - H_p, 0.0)
-        if max(ex, 0.0) - exc_low <= max(tol * ex, abs_tol):
-            status = "converged"
-            break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            status = "time limit"
+        stop = _stop_reason(ex, exc_low, tol, abs_tol, time_limit, t0)
+        if stop:
+            status = stop
             break
         if g <= REDUCED_GRAD and (g <= REDUCED_GRAD * 1e-3 or g > 0.5 * prev_g):
             status = "stalled at the gradient floor"  # CE_N is minimised to float64's resolution
             break
         prev_g = g
-        X, _ = red.cg(Q, -G, tol=min(FORCING_MAX, max(FORCING_MIN, g)), maxiter=NEWTON_CG)
-        X = _cap_step(red, Q, X)
-        slope = float((G * X).sum())
-        if slope >= 0:
-            X, slope = -G, -float((G * G).sum())
-        found = _line_search(red, W, ex, X, slope) or _line_search(red, W, ex, -G, -float((G * G).sum()))
+        found = _newton_step(red, W, ex, G, Q, g)
         if found is None:
             status = "line search failed"
             break
@@ -561,20 +554,13 @@ def _float_bracket(instance: NTPInstance, *, tol: float = EXCESS_TOL, max_newton
                 if res <= DUAL_TOL and low > best_low:
                     best_low, best_q, best_res, best_how = low, Qt, res, how
         exc_low = max(best_low - H_p, 0.0)
-        if max(ex, 0.0) - exc_low <= max(tol * ex, abs_tol):
-            status = "converged"
-            break
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            status = "time limit"
+        stop = _stop_reason(ex, exc_low, tol, abs_tol, time_limit, t0)
+        if stop:
+            status = stop
             break
         # primal Newton step (inexact, capped) with backtracking
         g = float(np.abs(G).max(initial=0.0))
-        X, _ = model.cg(Q, -G, tol=min(FORCING_MAX, max(FORCING_MIN, g ** FORCING_POWER)), maxiter=NEWTON_CG)
-        X = _cap_step(model, Q, X)
-        slope = float((G * X).sum())
-        if slope >= 0:
-            X, slope = -G, -float((G * G).sum())
-        found = _line_search(model, W, ex, X, slope) or _line_search(model, W, ex, -G, -float((G * G).sum()))
+        found = _newton_step(model, W, ex, G, Q, g ** FORCING_POWER)
         if found is None:
             status = "line search failed"
             break
@@ -631,6 +617,28 @@ def _first_order(model: _Model, Qt: np.ndarray, W: np.ndarray) -> float:
     from the float lower bound; it is a float estimate, not a proof (the exact mode is)."""
     r = np.asarray(model.HT @ ((Qt - model.P) * model.pi[:, None])).T
     return abs(float((r * W).sum()))
+
+
+def _stop_reason(ex: float, exc_low: float, tol: float, abs_tol: float, time_limit: float | None,
+                 t0: float) -> str | None:
+    """``"converged"`` when the bracket [exc_low, ex] is within its tolerance, ``"time limit"`` past the
+    user's cap, else None."""
+    if max(ex, 0.0) - exc_low <= max(tol * ex, abs_tol):
+        return "converged"
+    if time_limit is not None and time.perf_counter() - t0 > time_limit:
+        return "time limit"
+    return None
+
+
+def _newton_step(model, W, ex, G, Q, forcing: float):
+    """One inexact Newton step (CG to the forcing tolerance, capped), with backtracking along it or, failing
+    that, along -G: the line search's result, or None when neither direction decreases."""
+    X, _ = model.cg(Q, -G, tol=min(FORCING_MAX, max(FORCING_MIN, forcing)), maxiter=NEWTON_CG)
+    X = _cap_step(model, Q, X)
+    slope = float((G * X).sum())
+    if slope >= 0:
+        X, slope = -G, -float((G * G).sum())
+    return _line_search(model, W, ex, X, slope) or _line_search(model, W, ex, -G, -float((G * G).sum()))
 
 
 def _line_search(model: _Model, W, ex, X, slope):
