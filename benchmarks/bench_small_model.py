@@ -36,7 +36,8 @@ def _split_lp(inst, cap: float):
     from scipy.optimize import linprog
 
     from ntpcert.rows.kesler import KeslerSystem
-    from ntpcert.solve.split import class_instance, sparse_rows
+    from ntpcert.rows.kesler import sparse_rows
+    from ntpcert.solve.structured.classes import class_instance
 
     t0 = time.perf_counter()
     _, red = class_instance(inst)

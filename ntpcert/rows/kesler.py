@@ -214,3 +214,25 @@ class KeslerSystem:
                     - np.log(C[self.eq_context, self.eq_anchor].astype(np.float64)))
         P = inst.probs
         return np.log(P[self.eq_context, self.eq_token]) - np.log(P[self.eq_context, self.eq_anchor])
+
+
+def sparse_rows(H: np.ndarray, V: int, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray):
+    r"""The rows :math:`(e_{plus} - e_{minus}) \otimes h_{ctx}` as a sparse matrix of shape (len(ctx), V·d),
+    built from the non-zeros of H only (the layout of :mod:`ntpcert.rows.kesler`; one-hot rows have one
+    or k non-zeros, not d)."""
+    import scipy.sparse as sp
+
+    d = H.shape[1]
+    Hs = sp.csr_matrix(H)
+    nnz = np.diff(Hs.indptr)[ctx]
+    rows = np.repeat(np.arange(ctx.size), nnz)
+    starts = Hs.indptr[ctx]
+    # positions of each row's non-zeros inside Hs.data
+    offs = np.arange(rows.size) - np.repeat(np.cumsum(nnz) - nnz, nnz)
+    pos = np.repeat(starts, nnz) + offs
+    cols_i = Hs.indices[pos]
+    vals = Hs.data[pos]
+    r2 = np.concatenate([rows, rows])
+    c2 = np.concatenate([np.repeat(plus, nnz) * d + cols_i, np.repeat(minus, nnz) * d + cols_i])
+    v2 = np.concatenate([vals, -vals])
+    return sp.csr_matrix((v2, (r2, c2)), shape=(ctx.size, V * d))

@@ -45,6 +45,8 @@ import numpy as np
 
 from ntpcert.errors import SolverError
 from ntpcert.instance import NTPInstance
+from ntpcert.rows.kesler import sparse_rows
+from ntpcert.solve.structured.classes import class_instance
 
 #: The single LP is built up to this many non-zeros; above it the split goes by the small LPs of
 #: :mod:`ntpcert.solve.split_screen` (one-token screens for P, a dual LP on the rest for N).
@@ -130,17 +132,6 @@ class Split:
                 "nonseparable_pairs": int(self.n_nonseparable), **({"reason": self.reason} if self.reason else {})}
 
 
-def class_instance(instance: NTPInstance):
-    """``(classes, reduced)``: the token classes and the instance on one token per class (supports as
-    0/1 counts: the split depends on the supports and H only)."""
-    from ntpcert.solve.structured.classes import TokenClasses
-
-    classes = TokenClasses.build(instance)
-    reduced = NTPInstance.from_counts(instance.embeddings, classes.mask.astype(np.int64),
-                                      name=instance.name)
-    return classes, reduced
-
-
 def _expand_pairs(classes, pairs_c: np.ndarray) -> np.ndarray:
     """Class pairs (j, c) to token pairs (j, v), sorted."""
     if pairs_c.size == 0:
@@ -152,28 +143,6 @@ def _expand_pairs(classes, pairs_c: np.ndarray) -> np.ndarray:
            for j, c in pairs_c]
     P = np.concatenate(out).astype(np.int64)
     return P[np.lexsort((P[:, 1], P[:, 0]))]
-
-
-def sparse_rows(H: np.ndarray, V: int, ctx: np.ndarray, plus: np.ndarray, minus: np.ndarray):
-    r"""The rows :math:`(e_{plus} - e_{minus}) \otimes h_{ctx}` as a sparse matrix of shape (len(ctx), V·d),
-    built from the non-zeros of H only (the layout of :mod:`ntpcert.rows.kesler`; one-hot rows have one
-    or k non-zeros, not d)."""
-    import scipy.sparse as sp
-
-    d = H.shape[1]
-    Hs = sp.csr_matrix(H)
-    nnz = np.diff(Hs.indptr)[ctx]
-    rows = np.repeat(np.arange(ctx.size), nnz)
-    starts = Hs.indptr[ctx]
-    # positions of each row's non-zeros inside Hs.data
-    offs = np.arange(rows.size) - np.repeat(np.cumsum(nnz) - nnz, nnz)
-    pos = np.repeat(starts, nnz) + offs
-    cols_i = Hs.indices[pos]
-    vals = Hs.data[pos]
-    r2 = np.concatenate([rows, rows])
-    c2 = np.concatenate([np.repeat(plus, nnz) * d + cols_i, np.repeat(minus, nnz) * d + cols_i])
-    v2 = np.concatenate([vals, -vals])
-    return sp.csr_matrix((v2, (r2, c2)), shape=(ctx.size, V * d))
 
 
 _rows = sparse_rows

@@ -90,3 +90,12 @@ class TokenClasses:
         out = np.zeros((self.count,) + X.shape[1:])
         np.add.at(out, self.of_token, X)
         return out / self.sizes.reshape((-1,) + (1,) * (X.ndim - 1))
+
+
+def class_instance(instance: NTPInstance):
+    """``(classes, reduced)``: the token classes and the instance on one token per class (supports as
+    0/1 counts: the split depends on the supports and H only)."""
+    classes = TokenClasses.build(instance)
+    reduced = NTPInstance.from_counts(instance.embeddings, classes.mask.astype(np.int64),
+                                      name=instance.name)
+    return classes, reduced

@@ -1,0 +1,143 @@
+r"""The NTP-SVM by Clarabel on a working set of margins, grown until every margin holds: the backend
+``active-set`` (:mod:`ntpcert.solve.svm.active_set`), and the structured solver's polish where its active-set
+steps fail (:data:`~ntpcert.solve.structured.solver.WORKING_SET_MAX_VARS`).
+
+Where d < m the NTP-SVM has far more margin rows (about m·C on C token classes) than are active at
+:math:`W^{mm}`: each context's margin is tight against a few tokens only. The QP is solved on one token per
+class of interchangeable tokens (:class:`~ntpcert.solve.structured.classes.TokenClasses`), with each
+class's row weighted by its size :math:`n_c` (all tokens of a class share their row at the optimum, so
+:math:`\|W\|_F^2 = \sum_c n_c \|w_c\|^2`):
+
+.. math:: \min_{w}\ \tfrac12 \textstyle\sum_c n_c \|w_c\|^2 \quad\text{s.t.}\quad
+          (w_{z_j} - w_c)^\top h_j \ge 1\ ((j, c) \in \mathcal W),\quad (w_z - w_{z_j})^\top h_j = 0\ (z \in S_j),
+
+the working set :math:`\mathcal W` starting from each context's :data:`START_PER_CONTEXT` most frequent
+competing classes and taking in, each round, each context's :data:`ADD_PER_CONTEXT` most violated margins,
+until none is below :math:`1 - \mathrm{tol}`. A working set's optimum is a lower bound of the full one and
+the final point is feasible for all rows, so the optimum is the full QP's (the usual cutting-plane
+argument). Its multipliers give the dual: :math:`n_c w_c = \sum_j a_{c,j} h_j` on the classes and
+:math:`a_{v,j} = a_{c(v),j}/n_{c(v)}` on the tokens, which keeps W = aH and the column sums; the pair is then
+checked as every :class:`~ntpcert.solve.solution.SVMSolution` is. Work is bounded by rounds, not seconds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.solution import SVMSolution
+
+#: Competing classes per context in the first working set (the classes in the most supports).
+START_PER_CONTEXT = 4
+#: Most violated margins per context added in each round.
+ADD_PER_CONTEXT = 8
+#: Rounds of the working set (a budget of work).
+MAX_ROUNDS = 40
+
+
+def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False,
+          progress: bool = False, max_rounds: int = MAX_ROUNDS, start: np.ndarray | None = None) -> SVMSolution:
+    """Solve the NTP-SVM of ``system`` by the working set of the module doc. ``time_limit`` caps each
+    Clarabel solve (a user's cap: it can only end the run as a :class:`SolverError`). ``start``, a boolean
+    array of shape (m, C) over the token classes (:class:`~ntpcert.solve.structured.classes.TokenClasses`),
+    is the first working set in place of the most frequent classes (the structured solver passes the margins
+    its coordinate ascent found active); entries inside a support are ignored. Raises
+    :class:`InfeasibleError` when a working set is already infeasible (Clarabel's certificate; not
+    checked here) and :class:`SolverError` when ``max_rounds`` rounds leave a margin violated."""
+    import clarabel
+    import scipy.sparse as sp
+
+    from ntpcert.rows.kesler import sparse_rows
+    from ntpcert.solve.structured.classes import class_instance
+
+    t0 = time.perf_counter()
+    inst = system.instance
+    classes, red = class_instance(inst)
+    rs = KeslerSystem.build(red)
+    C, d, m = red.V, red.d, red.m
+    H = red.embeddings
+    n_c = classes.sizes.astype(np.float64)
+    A_mar = sparse_rows(H, C, rs.mar_context, rs.mar_anchor, rs.mar_token).tocsr()
+    A_eq = sparse_rows(H, C, rs.eq_context, rs.eq_token, rs.eq_anchor).tocsr()
+    q = A_mar.shape[0]
+    # the first working set: per context, the competing classes in the most supports
+    popularity = red.support_mask().sum(axis=0)
+    score = popularity[rs.mar_token] + 1e-9 * np.arange(q)[::-1]
+    work = np.zeros(q, dtype=bool)
+    if start is not None:
+        start = np.asarray(start, dtype=bool)
+        if start.shape != (m, C):
+            raise ValueError(f"start: expected shape (m, C) = ({m}, {C}), got {start.shape}")
+        work[start[rs.mar_context, rs.mar_token]] = True
+    else:
+        order = np.lexsort((-score, rs.mar_context))
+        starts = np.searchsorted(rs.mar_context[order], np.arange(m))
+        rank = np.arange(q) - np.repeat(starts, np.diff(np.append(starts, q)))
+        work[order[rank < START_PER_CONTEXT]] = True
+    P = sp.diags(np.repeat(n_c, d)).tocsc()
+    settings = clarabel.DefaultSettings()
+    settings.verbose = verbose
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
+    if time_limit is not None:
+        settings.time_limit = float(time_limit)
+    iters = 0
+    for rnd in range(1, int(max_rounds) + 1):
+        rows = np.flatnonzero(work)
+        A = sp.vstack([A_eq, -A_mar[rows]], format="csc")
+        b = np.r_[np.zeros(A_eq.shape[0]), -np.ones(rows.size)]
+        cones = ([clarabel.ZeroConeT(A_eq.shape[0])] if A_eq.shape[0] else []) + [clarabel.NonnegativeConeT(rows.size)]
+        try:
+            sol = clarabel.DefaultSolver(P, np.zeros(C * d), A, b, cones, settings).solve()
+        except BaseException as err:  # the Rust extension raises PanicException (a BaseException)
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise SolverError(f"active-set: clarabel: {err}") from err
+        status = str(sol.status)
+        iters += int(sol.iterations)
+        if "PrimalInfeasible" in status:
+            raise InfeasibleError(f"active-set: clarabel: {status} on a working set of {rows.size} margins "
+                                  "(the data are not NTP-separable)")
+        if status not in ("Solved", "AlmostSolved"):
+            raise SolverError(f"active-set: clarabel stopped with status {status} in round {rnd}")
+        x = np.asarray(sol.x)
+        margins = A_mar @ x
+        if progress:
+            import sys
+            sys.stderr.write(f"active-set: round {rnd}, working set {rows.size}, {int(sol.iterations)} iterations, "
+                             f"smallest margin {float(margins.min(initial=np.inf)):.6g}, "
+                             f"{time.perf_counter() - t0:.1f} s\n")
+        bad = margins < 1.0 - 10 * tol * max(1.0, float(np.abs(margins).max(initial=0.0)))
+        if not bad.any():
+            z = np.asarray(sol.z)
+            return _solution(system, classes, rs, x.reshape(C, d), z[:A_eq.shape[0]], rows, z[A_eq.shape[0]:],
+                             t0, iters, rnd, int(rows.size))
+        cand = np.flatnonzero(bad & ~work)
+        if cand.size == 0:
+            raise SolverError(f"active-set: round {rnd} leaves margins below 1 inside its own working set")
+        o = cand[np.lexsort((margins[cand], rs.mar_context[cand]))]
+        st = np.searchsorted(rs.mar_context[o], np.arange(m))
+        rk = np.arange(o.size) - np.repeat(st, np.diff(np.append(st, o.size)))
+        work[o[rk < ADD_PER_CONTEXT]] = True
+    raise SolverError(f"active-set: {max_rounds} rounds leave margins below 1 (working set {int(work.sum())} "
+                      f"of {q} margins)")
+
+
+def _solution(system, classes, rs, Wc, z_eq, rows, z_mar, t0, iters, rounds, size) -> SVMSolution:
+    """The token-level pair of the class-level solve (module doc), checked by ``from_primal_dual``."""
+    y = np.zeros(rs.n_margin)
+    y[rows] = z_mar
+    n_c = classes.sizes.astype(np.float64)
+    H = rs.instance.embeddings
+    Ym = rs.margin_coefficients(y)
+    Le = rs.eq_coefficients(z_eq) if z_eq.size else np.zeros_like(Ym)
+    target = n_c[:, None] * Wc
+    a_c = Ym - Le if np.abs((Ym - Le) @ H - target).max() <= np.abs((Ym + Le) @ H - target).max() else Ym + Le
+    of = classes.of_token
+    W = Wc[of]
+    a = a_c[of] / n_c[of][:, None]
+    return SVMSolution.from_primal_dual(system, W, a, solver="active-set", status="Solved",
+                                        seconds=time.perf_counter() - t0, iterations=iters,
+                                        info={"rounds": rounds, "working_set": size, "classes": int(n_c.size)})
