@@ -336,9 +336,9 @@ def solve_mm_p(limit: FiniteLimit, *, solver: str = "auto", **options: Any):
 
     Raises whatever :func:`~ntpcert.solve.svm.solve_svm` raises (an InfeasibleError would mean that the
     given N is not the split's: the extended pattern is separable by construction)."""
-    from ntpcert.solve.svm import solve_svm
+    from ntpcert.solve.svm import solve_separable
 
     if limit.system.n_margin == 0:
         return None
-    return solve_svm(limit.system, solver=solver, **options)
+    return solve_separable(limit.system, solver=solver, **options)
 

@@ -13,6 +13,21 @@ and the coupling :math:`\sum_c n_c b_{c,j} = 0` becomes one symmetric positive d
 
 .. math:: M t = r, \quad M = \sum_c n_c P_c^\top B_c^{-1} P_c, \quad r = \sum_c n_c P_c^\top B_c^{-1} o_c .
 
+**More pinned contexts than dimensions** (:math:`d < m`, a frequent token in many supports). Then
+:math:`B_c` is singular: :math:`w_c = H_{J_c}^\top b_c` is still unique, but :math:`t_{J_c} - o_c` must lie in the
+range of :math:`B_c` and :math:`b_c` is free along its null space. With the eigendecomposition
+:math:`B_c = Q_c\Lambda_c Q_c^\top`, :math:`B_c^+` its pseudo-inverse and :math:`N_c` an orthonormal basis of
+its null space (eigenvalues below :data:`RANK_RTOL` times the largest),
+:math:`b_c|_{J_c} = B_c^+(t_{J_c} - o_c) + N_c\nu_c/n_c`, and the coupling and the range conditions
+:math:`N_c^\top(t_{J_c} - o_c) = 0` form one symmetric saddle-point system of size m + Σ dim N_c:
+
+.. math:: \begin{pmatrix} M & G \\ G^\top & 0 \end{pmatrix} \begin{pmatrix} t \\ \nu \end{pmatrix}
+          = \begin{pmatrix} r \\ g \end{pmatrix}, \quad M = \sum_c n_c P_c^\top B_c^+ P_c,\;
+          G = (P_c^\top N_c)_c,\; g = (N_c^\top o_c)_c .
+
+It is solved densely up to :data:`MAX_SADDLE` unknowns (least squares when it is singular, as it is when
+the pinned set is degenerate); larger guesses are not polished.
+
 When the guess is right the result is the optimum up to rounding. :class:`ActiveSetSystem` runs
 primal-dual active-set steps (drop pinned margins whose multiplier has the wrong sign, pin violated
 ones) and keeps :math:`B_c^{-1}` of the classes whose pinned set did not change, so later steps cost
@@ -21,6 +36,7 @@ little more than the m×m solve.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +50,15 @@ PAD = 8
 #: Relative slack of the margin test: a logit above :math:`t_j - 1` by more than this (times the scale
 #: of t) counts as a violated margin.
 MARGIN_SLACK = 1e-12
+
+#: An eigenvalue of :math:`B_c` below this times its largest counts as 0 (the block is rank deficient).
+RANK_RTOL = 1e-11
+
+#: Largest saddle-point system (m + Σ dim N_c unknowns) the polish solves; a dense (n, n) float64 array.
+MAX_SADDLE = 6000
+
+#: Rounds of iterative refinement of each restricted solve (on the residuals of its KKT system).
+REFINE = 2
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,7 @@ class ActiveSetSystem:
         m, C = classes.mask.shape
         self.cols: list[np.ndarray | None] = [None] * C
         self.inv: list[np.ndarray | None] = [None] * C
+        self.null: list[np.ndarray | None] = [None] * C  # N_c when B_c is singular (then inv is B_c^+)
         self.M: np.ndarray | None = None  # flat m*m, kept up to date across steps
 
     def _gram(self, idx: np.ndarray) -> np.ndarray:
@@ -103,23 +129,37 @@ class ActiveSetSystem:
                     changed.append(c)
         if not changed:
             return True
-        lengths = np.array([self.cols[c].size for c in changed])
+        d = self.H.shape[1]
+        wide = [c for c in changed if self.cols[c].size > d]  # singular for certain: more rows than d
+        narrow = [c for c in changed if self.cols[c].size <= d]
+        lengths = np.array([self.cols[c].size for c in narrow], dtype=np.int64)
         padded = (lengths + PAD - 1) // PAD * PAD
         for size in np.unique(padded):
-            group = [changed[i] for i in np.flatnonzero(padded == size)]
+            group = [narrow[i] for i in np.flatnonzero(padded == size)]
             stack = np.broadcast_to(np.eye(size), (len(group), size, size)).copy()
             for i, c in enumerate(group):
                 n = self.cols[c].size
                 stack[i, :n, :n] = self._gram(self.cols[c])
             try:
                 inv = np.linalg.inv(stack)
+                ok = bool(np.all(np.isfinite(inv)))
             except np.linalg.LinAlgError:
-                return False
-            if not np.all(np.isfinite(inv)):
-                return False
+                ok = False
+            if not ok:  # a singular block among them: each by its eigendecomposition
+                wide.extend(group)
+                continue
             for i, c in enumerate(group):
                 n = self.cols[c].size
                 self.inv[c] = inv[i, :n, :n].copy()
+                self.null[c] = None
+        for c in wide:
+            lam, Q = np.linalg.eigh(self._gram(self.cols[c]))
+            if not np.all(np.isfinite(lam)):
+                return False
+            keep = lam > RANK_RTOL * max(float(lam[-1]), 0.0)
+            Qr = Q[:, keep]
+            self.inv[c] = (Qr / lam[keep]) @ Qr.T
+            self.null[c] = Q[:, ~keep] if not keep.all() else None
         return True
 
     def _contribution(self, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,30 +193,91 @@ class ActiveSetSystem:
                     if self.inv[c] is not None:
                         fi, fv = self._contribution(c)
                         self.M[fi] += fv
-            r = np.zeros(m)
-            for c in range(C):
-                J, Bi = self.cols[c], self.inv[c]
-                if Bi is not None:
-                    o = ~cls.mask[J, c]
-                    if o.any():
-                        r[J] += cls.sizes[c] * Bi[:, o].sum(axis=1)
         Mm = self.M.reshape(m, m)
-        try:  # numpy rather than scipy.linalg keeps scipy out of the structured solver's start-up
-            np.linalg.cholesky(Mm)  # M = sum_c n_c B_c^{-1} must be positive definite
-            t = np.linalg.solve(Mm, r)
+        nulls = [c for c in range(C) if self.null[c] is not None and self.inv[c] is not None]
+        lin = self._factor(Mm, nulls)
+        if lin is None:
+            return None
+        rho = [None if self.cols[c] is None else (~cls.mask[self.cols[c], c]).astype(np.float64) for c in range(C)]
+        A, t = self._kkt(lin, nulls, rho, np.zeros(m))
+        for _ in range(REFINE):  # iterative refinement on the residuals of the restricted KKT system
+            if not (np.all(np.isfinite(A)) and np.all(np.isfinite(t))):
+                return None
+            Z = self.logits(A)
+            res = [None if self.cols[c] is None else Z[self.cols[c], c] - t[self.cols[c]]
+                   + (~cls.mask[self.cols[c], c]) for c in range(C)]
+            dA, dt = self._kkt(lin, nulls, res, -(A @ cls.sizes))
+            A, t = A + dA, t + dt
+        if not (np.all(np.isfinite(A)) and np.all(np.isfinite(t))):
+            return None
+        return PolishResult(A, t, 1, False)
+
+    def _factor(self, Mm: np.ndarray, nulls: list[int]):
+        """A solver of the restricted system's matrix (Cholesky of M, or LU of the saddle-point matrix
+        of the module doc), or None when M is not positive definite or the system is too large."""
+        import scipy.linalg as sla
+
+        m = Mm.shape[0]
+        if not nulls:
+            try:
+                f = sla.cho_factor(Mm, check_finite=True)
+            except (np.linalg.LinAlgError, ValueError):
+                return None
+            return lambda rhs: sla.cho_solve(f, rhs)
+        dims = [self.null[c].shape[1] for c in nulls]
+        n = m + int(sum(dims))
+        if n > MAX_SADDLE:
+            return None
+        K = np.zeros((n, n))
+        K[:m, :m] = Mm
+        at = m
+        for c, q in zip(nulls, dims):
+            J, N = self.cols[c], self.null[c]
+            K[J, at:at + q] = N
+            K[at:at + q, J] = N.T
+            at += q
+        try:
+            with warnings.catch_warnings():  # a singular matrix is handled below, by its pseudo-inverse
+                warnings.simplefilter("ignore", sla.LinAlgWarning)
+                f = sla.lu_factor(K, check_finite=True)
         except (np.linalg.LinAlgError, ValueError):
             return None
-        if not np.all(np.isfinite(t)):
-            return None
+        if not np.all(np.isfinite(f[0])) or np.min(np.abs(np.diag(f[0]))) <= 1e-14 * np.max(np.abs(np.diag(f[0]))):
+            pinv = np.linalg.pinv(K)  # singular (a degenerate pinned set): the least-norm solution
+            return lambda rhs: pinv @ rhs
+        return lambda rhs: sla.lu_solve(f, rhs)
+
+    def _kkt(self, lin, nulls: list[int], rho: list, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r"""``(A, t)`` solving :math:`B_c b_c - P_c t = -\rho_c` for every class and
+        :math:`\sum_c n_c P_c^\top b_c = q` (``rho`` per class on its pinned contexts; with
+        :math:`\rho_c = o_c` and q = 0 the restricted KKT system itself)."""
+        cls = self.classes
+        m, C = cls.mask.shape
+        r = q.copy()
+        for c in range(C):
+            J, Bi = self.cols[c], self.inv[c]
+            if Bi is not None and J.size:
+                r[J] += cls.sizes[c] * (Bi @ rho[c])
+        if nulls:
+            r = np.concatenate([r] + [self.null[c].T @ rho[c] for c in nulls])
+        x = lin(r)
+        t = x[:m]
         A = np.zeros((m, C))
         for c in range(C):
             J, Bi = self.cols[c], self.inv[c]
-            if Bi is not None:
-                A[J, c] = Bi @ (t[J] - ~cls.mask[J, c])
-        return PolishResult(A, t, 1, False)
+            if Bi is not None and J.size:
+                A[J, c] = Bi @ (t[J] - rho[c])
+        at = m
+        for c in nulls:
+            N = self.null[c]
+            A[self.cols[c], c] += N @ x[at:at + N.shape[1]] / cls.sizes[c]
+            at += N.shape[1]
+        return A, t
 
     def pdas(self, active: np.ndarray, steps: int) -> PolishResult | None:
-        """Up to ``steps`` primal-dual active-set steps from the guess ``active`` (m, C)."""
+        """Up to ``steps`` primal-dual active-set steps from the guess ``active`` (m, C): each drops the
+        pinned margins whose multiplier has the wrong sign and pins, in each context, its most violated
+        margin."""
         off = ~self.classes.mask
         res = None
         for k in range(1, steps + 1):
@@ -185,9 +286,15 @@ class ActiveSetSystem:
                 return None
             Z = self.logits(res.A)
             slack = MARGIN_SLACK * max(1.0, float(np.abs(res.t).max()))
-            viol = off & ~active & (Z > res.t[:, None] - 1.0 + slack)
+            excess = Z - (res.t[:, None] - 1.0 + slack)
+            viol = off & ~active & (excess > 0)
             wrong = active & (res.A > 0)
             if not viol.any() and not wrong.any():
                 return PolishResult(res.A, res.t, k, True)
-            active = (active & ~wrong) | viol
+            # pin only the most violated margin of each context: pinning every violated one at once
+            # overshoots from a rough guess (the pinned set grows tenfold and the steps diverge)
+            rows = np.flatnonzero(viol.any(axis=1))
+            top = np.zeros_like(viol)
+            top[rows, np.where(viol[rows], excess[rows], -np.inf).argmax(axis=1)] = True
+            active = (active & ~wrong) | top
         return PolishResult(res.A, res.t, steps, False)

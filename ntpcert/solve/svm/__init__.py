@@ -128,5 +128,14 @@ def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_SOLVER,
     return fn(system, **{**kwargs, **options})
 
 
+def solve_separable(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_SOLVER, **options) -> SVMSolution:
+    """:func:`solve_svm` of data already shown NTP-separable: backends that search for a Farkas ray while
+    they solve (``auto``, ``structured``: the option ``separable``) are told not to."""
+    module, _ = resolve_backend(solver)
+    if "separable" in inspect.signature(importlib.import_module(module).solve).parameters:
+        options = {**options, "separable": True}
+    return solve_svm(data, solver=solver, **options)
+
+
 __all__ = ["BACKENDS", "COMMON_OPTIONS", "DEFAULT_SOLVER", "SVMSolution", "SVM_TOL", "backend_options",
-           "register_backend", "resolve_backend", "solve_svm"]
+           "register_backend", "resolve_backend", "solve_separable", "solve_svm"]

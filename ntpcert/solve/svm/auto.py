@@ -33,7 +33,7 @@ SMALL_SECONDS = 3.0
 
 
 def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float | None = None, verbose: bool = False,
-          progress: bool = False, certificate: str = "exact") -> SVMSolution:
+          progress: bool = False, certificate: str = "exact", separable: bool = False) -> SVMSolution:
     """Solve the NTP-SVM with the structured solver, falling back to Clarabel (see the module doc).
 
     Parameters
@@ -49,17 +49,21 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     certificate : {"exact", "float"}
         How the structured solver certifies its gap (its ``certificate`` option): an exact bound, or
         the float gap recomputed from the primal/dual pair, as every other backend reports it.
+    separable : bool
+        The data are known to be NTP-separable: the structured solver searches no Farkas ray.
     """
     from ntpcert.solve.structured import solver as structured
 
     t0 = time.perf_counter()
     opts = {} if tol is None else {"tol": tol}
+    hint = {"separable": True} if separable else {}
     if system.n_vars > SMALL_VARS:
-        return structured.solve(system, time_limit=time_limit, progress=progress, certificate=certificate, **opts)
+        return structured.solve(system, time_limit=time_limit, progress=progress, certificate=certificate, **opts,
+                                **hint)
     first = SMALL_SECONDS if time_limit is None else min(SMALL_SECONDS, time_limit)
     try:
         return structured.solve(system, time_limit=first, max_epochs=SMALL_EPOCHS, progress=progress,
-                                certificate=certificate, **opts)
+                                certificate=certificate, **opts, **hint)
     except InfeasibleError:
         raise
     except SolverError as err:
