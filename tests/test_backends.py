@@ -299,12 +299,16 @@ def test_every_entry_point_has_the_same_default_solver():
     assert spec.settings["svm"]["solver"] == DEFAULT_SOLVER
 
 
-def test_auto_falls_back_to_clarabel_where_the_structured_solver_does_not_certify():
-    """An ill-conditioned sweep instance (||W^mm||^2/2 = 3903): the structured solver's linear rate
-    does not certify within the epochs ``auto`` gives it on a small QP, so Clarabel solves it."""
+def test_auto_falls_back_to_clarabel_where_the_structured_solver_does_not_certify(monkeypatch):
+    """An ill-conditioned sweep instance (||W^mm||^2/2 = 3903): where the structured solver does not certify
+    within the epochs ``auto`` gives it on a small QP (here one), Clarabel solves it."""
     from ntpcert.experiments.sweep import GridPoint, point_instance
 
+    from ntpcert.solve.svm import auto
+
     inst = point_instance(GridPoint(6, 4, 4, 2, "gaussian", 0), 0)
+    # the polish now certifies this instance within auto's default epochs; one epoch does not
+    monkeypatch.setattr(auto, "SMALL_EPOCHS", 1)
     sol = solve_svm(inst)
     ref = solve_svm(inst, solver="clarabel")
     assert sol.solver == "auto/clarabel" and "structured solver stopped" in sol.info["fallback"]

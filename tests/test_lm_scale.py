@@ -191,7 +191,9 @@ def test_batched_capture_gives_the_same_h_and_residual(wide):
         cc = count_contexts(ids, sp, 64)
         whole = capture(files, cc, sp)
         small = capture(files, cc, sp, batch_size=3)
-        np.testing.assert_allclose(small.embeddings, whole.embeddings, rtol=1e-5, atol=1e-6)
+        # float32 forward passes: batches of other shapes take other BLAS kernels, so entries of rows of
+        # size about 1 differ by tens of float32 ulps (1.2e-6 was seen under load); TOL["capture"] bounds it
+        np.testing.assert_allclose(small.embeddings, whole.embeddings, rtol=TOL["capture"], atol=TOL["capture"])
         np.testing.assert_array_equal(small.decoder, whole.decoder)
         assert max(small.residual, whole.residual) <= TOL["capture"]
 

@@ -215,15 +215,18 @@ class ActiveSetSystem:
     def _factor(self, Mm: np.ndarray, nulls: list[int]):
         """A solver of the restricted system's matrix (Cholesky of M, or LU of the saddle-point matrix
         of the module doc), or None when M is not positive definite or the system is too large."""
-        import scipy.linalg as sla
-
         m = Mm.shape[0]
-        if not nulls:
-            try:
-                f = sla.cho_factor(Mm, check_finite=True)
-            except (np.linalg.LinAlgError, ValueError):
+        if not nulls:  # numpy, not scipy.linalg: scipy stays out of the structured solver's start-up
+            if not np.all(np.isfinite(Mm)):
                 return None
-            return lambda rhs: sla.cho_solve(f, rhs)
+            try:
+                np.linalg.cholesky(Mm)  # M = sum_c n_c B_c^{-1} must be positive definite
+                inv = np.linalg.inv(Mm)
+            except np.linalg.LinAlgError:
+                return None
+            return lambda rhs: inv @ rhs
+
+        import scipy.linalg as sla  # the saddle-point system (d < m) only
         dims = [self.null[c].shape[1] for c in nulls]
         n = m + int(sum(dims))
         if n > MAX_SADDLE:
