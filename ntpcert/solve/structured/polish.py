@@ -57,6 +57,10 @@ RANK_RTOL = 1e-11
 #: Largest saddle-point system (m + Σ dim N_c unknowns) the polish solves; a dense (n, n) float64 array.
 MAX_SADDLE = 6000
 
+#: Active-set steps end early when this many in a row did not lower the count of violated and wrong-signed
+#: margins below its best (from a rough guess the steps can cycle).
+PDAS_PATIENCE = 3
+
 #: Rounds of iterative refinement of each restricted solve (on the residuals of its KKT system).
 REFINE = 2
 
@@ -283,6 +287,7 @@ class ActiveSetSystem:
         margin."""
         off = ~self.classes.mask
         res = None
+        best, stalled = np.inf, 0
         for k in range(1, steps + 1):
             res = self.solve(active)
             if res is None:
@@ -294,6 +299,10 @@ class ActiveSetSystem:
             wrong = active & (res.A > 0)
             if not viol.any() and not wrong.any():
                 return PolishResult(res.A, res.t, k, True)
+            bad = int(np.count_nonzero(viol) + np.count_nonzero(wrong))
+            best, stalled = (bad, 0) if bad < best else (best, stalled + 1)
+            if stalled >= PDAS_PATIENCE:  # the steps cycle rather than converge: leave it to the caller
+                return PolishResult(res.A, res.t, k, False)
             # pin only the most violated margin of each context: pinning every violated one at once
             # overshoots from a rough guess (the pinned set grows tenfold and the steps diverge)
             rows = np.flatnonzero(viol.any(axis=1))

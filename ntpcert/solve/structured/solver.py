@@ -70,13 +70,12 @@ POLISH_WAIT = 3
 #: Primal-dual active-set steps per polish attempt (each pins at most one margin per context).
 PDAS_STEPS = 40
 
-#: Where d < m the polish solves the QP on the working set of the margins coordinate ascent found active, with
-#: inequalities, by :mod:`ntpcert.solve.structured.working_set` (Clarabel, grown until every margin holds), when
-#: the class rows have at most this many unknowns C·d: active-set steps that pin margins as equations are
-#: fragile there (the active margins nearly fill the (C - 1)·d dimensions of the class rows, and one extra
-#: pinned margin leaves the equations without a solution) and their saddle-point systems have about m
-#: unknowns (teacher data, V = 10, m = 500, d = 64: 152 s of active-set steps against 5 s on the working set).
-#: Larger class rows get the active-set steps, and the working set only where those fail and it fits.
+#: Where d < m and the active-set steps stall, the polish solves the QP on the working set of the margins
+#: coordinate ascent found active, with inequalities, by :mod:`ntpcert.solve.structured.working_set` (Clarabel,
+#: grown until every margin holds), when the class rows have at most this many unknowns C·d. Pinning margins
+#: as equations is fragile there: the active margins nearly fill the (C - 1)·d dimensions of the class rows,
+#: and one extra pinned margin leaves the equations without a solution (teacher data, V = 10, m = 500,
+#: d = 64: 152 s of active-set steps before the steps stopped at a stall, 6 s with them).
 WORKING_SET_MAX_VARS = 5_000
 
 #: A candidate is certified when its gap estimate is below ``tol`` times this factor.
@@ -165,21 +164,16 @@ class _Solver:
         (:mod:`~ntpcert.solve.structured.polish`), which is skipped when that system would be too large."""
         from ntpcert.solve.structured.polish import MAX_SADDLE
 
-        if self.working_set_first():
+        if self.working_set_fits():
             return True
         pinned = (active | self.classes.mask).sum(axis=0)
         extra = int(np.maximum(pinned - self.inst.d, 0).sum())
         return self.inst.m + extra <= MAX_SADDLE
 
     def polish(self, A: np.ndarray, state) -> np.ndarray | None:
-        """The polished dual from the active set of A, or None: where d < m and the class rows are few
-        (:data:`WORKING_SET_MAX_VARS`), the QP on the working set first (robust, and cheaper there than
-        active-set steps on a saddle-point system of about m unknowns); else primal-dual active-set steps,
-        then the working set."""
-        if self.working_set_first():
-            got = self.working_set(A)
-            if got is not None:
-                return got
+        """The polished dual from the active set of A, or None: primal-dual active-set steps (cheap when
+        they converge), then, where they stall and the class rows are few (:meth:`working_set_fits`), the QP
+        on the working set."""
         if self.active_set is None:
             self.active_set = ActiveSetSystem(self.classes, self.H, getattr(state, "K", None))
         res = self.active_set.pdas((A < 0) & self.off, PDAS_STEPS)
@@ -187,9 +181,9 @@ class _Solver:
             self.pdas_steps += res.steps
             if res.converged:
                 return res.A
-        return None if self.working_set_first() else self.working_set(A)
+        return self.working_set(A) if self.working_set_fits() else None
 
-    def working_set_first(self) -> bool:
+    def working_set_fits(self) -> bool:
         """d < m and at most :data:`WORKING_SET_MAX_VARS` unknowns C·d in the class rows."""
         return self.inst.d < self.inst.m and self.classes.count * self.inst.d <= WORKING_SET_MAX_VARS
 
