@@ -19,19 +19,26 @@ aside; context :math:`j_b` of the batch reads :math:`g = Z_{j_b} + \sum_{i<b} K_
 The iterates are
 exactly those of sequential block-coordinate ascent; only the arithmetic is regrouped so that BLAS
 does the heavy part. The per-block products are small, so they run on one BLAS thread; the batch
-products use all of them.
+products use all of them. On the linear path of a large instance (m·C at least
+:data:`COMPILED_MIN_CELLS`) the per-block interpreter overhead, not BLAS, is the cost, and the sequential
+ascent runs compiled instead, with shrinking (:mod:`~ntpcert.solve.structured.compiled`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ntpcert.solve.structured import compiled
 from ntpcert.solve.structured.block import block_update
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.util.numbers import single_thread
 
 #: Contexts per delayed update.
 BATCH = 64
+
+#: The linear path runs the compiled epoch (:mod:`~ntpcert.solve.structured.compiled`) from this many
+#: dual entries m·C on (tests lower it to compare the two epochs).
+COMPILED_MIN_CELLS = compiled.MIN_CELLS
 
 
 class KernelState:
@@ -104,8 +111,14 @@ def make_state(H: np.ndarray, A: np.ndarray, path: str = "auto") -> KernelState 
     return LinearState(H, A)
 
 
+def uses_compiled(state: KernelState | LinearState, A: np.ndarray) -> bool:
+    """True when :func:`epoch` runs the compiled linear-path epoch for this state and dual."""
+    return isinstance(state, LinearState) and A.size >= COMPILED_MIN_CELLS and compiled.available()
+
+
 def epoch(state: KernelState | LinearState, A: np.ndarray, classes: TokenClasses, order: np.ndarray,
-          off: np.ndarray, mu: np.ndarray, batch: int = BATCH) -> None:
+          off: np.ndarray, mu: np.ndarray, batch: int = BATCH, keep: np.ndarray | None = None,
+          full: bool = True) -> None:
     """One pass of block updates over the contexts in ``order``, in place on ``A`` and ``state``.
 
     Parameters
@@ -117,7 +130,15 @@ def epoch(state: KernelState | LinearState, A: np.ndarray, classes: TokenClasses
         ``~classes.mask``.
     mu : ndarray of shape (m,)
         The last root of each context's block update (NaN before the first); updated in place.
+    keep : ndarray of bool, shape (m, C), optional
+        Shrinking on the compiled linear path (:func:`~ntpcert.solve.structured.compiled.linear_epoch`);
+        ignored by the numpy epochs, which visit every class.
+    full : bool
+        With ``keep``: a full pass that rewrites it, or a shrunk one.
     """
+    if uses_compiled(state, A):
+        compiled.linear_epoch(state, A, classes, order, off, mu, keep, full)
+        return
     sizes = None if classes.trivial else classes.sizes
     support, weight, diag = classes.support, classes.support_weight, state.diag
     C = A.shape[1]

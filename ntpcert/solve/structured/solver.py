@@ -41,7 +41,8 @@ import numpy as np
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.solution import SVMSolution
-from ntpcert.solve.structured.bcd import BATCH, epoch, make_state
+from ntpcert.solve.structured.bcd import BATCH, epoch, make_state, uses_compiled
+from ntpcert.solve.structured.compiled import FULL_EVERY
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray
 from ntpcert.solve.structured.monitor import Progress, gap_progress
@@ -77,6 +78,10 @@ PDAS_STEPS = 40
 #: and one extra pinned margin leaves the equations without a solution (teacher data, V = 10, m = 500,
 #: d = 64: 152 s of active-set steps before the steps stopped at a stall, 6 s with them).
 WORKING_SET_MAX_VARS = 5_000
+#: ... and only from the this-many-th polish attempt whose steps stalled on: coordinate ascent refines the
+#: active set between attempts (cheaply, on the compiled path), and the working-set QP costs seconds to
+#: minutes (Clarabel on C·d unknowns), so it is the last resort.
+WORKING_SET_AFTER = 4
 
 #: A candidate is certified when its gap estimate is below ``tol`` times this factor.
 CERTIFY_FACTOR = 0.5
@@ -154,6 +159,7 @@ class _Solver:
         self.certify_calls = 0
         self.pdas_steps = 0
         self.working_set_solves = 0
+        self.stalled = 0  # polish attempts whose active-set steps did not converge
         self.active_set: ActiveSetSystem | None = None
         self.bounder = None  # the exact bound's per-instance precomputation, built on first use
 
@@ -181,7 +187,10 @@ class _Solver:
             self.pdas_steps += res.steps
             if res.converged:
                 return res.A
-        return self.working_set(A) if self.working_set_fits() else None
+        self.stalled += 1
+        if self.stalled < WORKING_SET_AFTER or not self.working_set_fits():
+            return None
+        return self.working_set(A)
 
     def working_set_fits(self) -> bool:
         """d < m and at most :data:`WORKING_SET_MAX_VARS` unknowns C·d in the class rows."""
@@ -253,7 +262,7 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
           max_epochs: int = 100_000, path: str = "auto", batch: int = BATCH, polish: bool = True,
           certificate: str = "exact", seed: int = 0, warm_start: np.ndarray | None = None,
           threads: int | None = 1, verbose: bool = False, progress: bool = False,
-          separable: bool = False) -> SVMSolution:
+          separable: bool = False, shrink: bool = True) -> SVMSolution:
     """Solve the NTP-SVM with the structured solver (see the module doc).
 
     Parameters
@@ -288,6 +297,9 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
         The caller has shown the data NTP-separable (a checked point of (6), e.g. the split's): no Farkas
         ray is searched for. Where d < m the dual's early growth looks like a ray's, and each search is an LP
         over every active entry (25 s of the 35 s solve on a 478-context model instance).
+    shrink : bool
+        Shrink slack margins between full passes on the compiled linear path
+        (:func:`~ntpcert.solve.structured.compiled.linear_epoch`); ignored elsewhere.
 
     Returns
     -------
@@ -307,11 +319,11 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     with blas_threads(threads):
         return _solve(system, tol=tol, time_limit=time_limit, max_epochs=max_epochs, path=path, batch=batch,
                       polish=polish, certificate=certificate, seed=seed, warm_start=warm_start,
-                      progress=progress, separable=bool(separable))
+                      progress=progress, separable=bool(separable), shrink=bool(shrink))
 
 
 def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, polish, certificate, seed,
-           warm_start, progress, separable=False) -> SVMSolution:
+           warm_start, progress, separable=False, shrink=True) -> SVMSolution:
     if path not in ("auto", "kernel", "linear"):
         raise InputError(f"path: unknown value {path!r} (expected auto, kernel or linear)")
     if certificate not in ("exact", "float"):
@@ -339,6 +351,8 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
         A = np.ascontiguousarray(cls.collapse_rows(a0).T)
         A[zero] = 0.0
     state = make_state(H, A, path)
+    compiled_path = uses_compiled(state, A)
+    keep = np.ones((m, C), dtype=bool) if shrink and compiled_path else None  # shrinking, compiled path only
     mu = np.full(m, np.nan)
     history: list[tuple[float, int, float]] = []
     bar = _Bar(progress)
@@ -364,9 +378,12 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
 
     try:
         for ep in range(1, max_epochs + 1):
-            epoch(state, A, cls, S.rng.permutation(contexts), S.off, mu, S.batch)
+            epoch(state, A, cls, S.rng.permutation(contexts), S.off, mu, S.batch, keep=keep,
+                  full=(ep - 1) % FULL_EVERY == 0)
             if ep % REFRESH_EVERY == 0:
                 state.refresh(A)
+            if compiled_path and ep % FULL_EVERY and ep < max_epochs:
+                continue  # compiled epochs cost about as much as the progress measures: read them every few
             pr = gap_progress(A, state.logits(), state.sq_norms(A), cls)
             history.append((time.perf_counter() - t_start, ep, pr.relative_gap_estimate))
             bar.update(pr)
