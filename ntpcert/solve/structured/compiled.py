@@ -25,10 +25,10 @@ MIN_CELLS = 4_000
 
 #: A slack margin is shrunk when its hinge term :math:`1 + g_v + \mu` is below minus this (a margin at least
 #: 1 + SHRINK_SLACK after the update).
-SHRINK_SLACK = 0.5
+SHRINK_SLACK = 0.0
 
 #: Every this many epochs the pass is full (no class shrunk), and rewrites the shrunk set.
-FULL_EVERY = 5
+FULL_EVERY = 30
 
 _kernel = None
 _layout: dict = {}
@@ -47,12 +47,13 @@ def _build():
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def block(g, sup, off, sizes, weight, c, mu0, out):  # pragma: no cover - compiled
-        # the root mu of phi(mu) = sum_S n (g + mu) + sum_off n (1 + g + mu)_+ (block.py)
+    def block(g, off, sizes, weight, c, mu0, out):  # pragma: no cover - compiled
+        # the root mu of phi(mu) = sum_S n (g + mu) + sum_off n (1 + g + mu)_+ (block.py); S = not off
         C = g.size
         s = 0.0
-        for i in range(sup.size):
-            s += sizes[sup[i]] * g[sup[i]]
+        for v in range(C):
+            if not off[v]:
+                s += sizes[v] * g[v]
         mu = -s / weight if not np.isfinite(mu0) else mu0
         done = False
         for _ in range(3):
@@ -89,44 +90,49 @@ def _build():
                     mu = cand_mu
         inv = -1.0 / c
         for v in range(C):
-            x = (1.0 + g[v] + mu) * inv
-            out[v] = x if x < 0.0 else 0.0  # a shrunk class has g = -inf: 0
-        for i in range(sup.size):
-            out[sup[i]] = (g[sup[i]] + mu) * inv
+            x = ((1.0 + g[v] + mu) if off[v] else (g[v] + mu)) * inv
+            out[v] = x if (x < 0.0 or not off[v]) else 0.0
         return mu
 
     @numba.njit(cache=True, nogil=True)
-    def epoch(Wc, A, H, order, sup_ptr, sup_idx, off, sizes, weight, diag, mu, keep, full, slack):  # pragma: no cover
+    def epoch(Wc, A, H, order, off, sizes, weight, diag, mu, ptr, idx, full, slack):  # pragma: no cover
+        # full: every class of each context, and the kept lists (ptr, idx) are not read; else the classes
+        # idx[ptr[j]:ptr[j+1]] of context j only (its support classes and its unshrunk margins)
         m, C = A.shape
         d = H.shape[1]
         g = np.empty(C)
         new = np.empty(C)
-        offj = np.empty(C, np.bool_)
+        offs = np.empty(C, np.bool_)
+        sz = np.empty(C)
+        cls = np.empty(C, np.int64)
         for t in range(order.size):
             j = order[t]
             c = diag[j]
             h = H[j]
-            for v in range(C):
-                offj[v] = off[j, v]
-                if full or keep[j, v]:
-                    acc = 0.0
-                    for k in range(d):
-                        acc += Wc[v, k] * h[k]
-                    g[v] = acc - c * A[j, v]
-                else:  # shrunk: a slack margin whose multiplier is 0, left out of this block
-                    g[v] = -np.inf
-                    offj[v] = False
-            mu[j] = block(g, sup_idx[sup_ptr[j]:sup_ptr[j + 1]], offj, sizes, weight[j], c, mu[j], new)
-            for v in range(C):
-                if not (full or keep[j, v]):
-                    continue
-                dv = new[v] - A[j, v]
+            if full:
+                n = C
+                for v in range(C):
+                    cls[v] = v
+            else:
+                n = ptr[j + 1] - ptr[j]
+                for i in range(n):
+                    cls[i] = idx[ptr[j] + i]
+            for i in range(n):
+                v = cls[i]
+                acc = 0.0
+                for k in range(d):
+                    acc += Wc[v, k] * h[k]
+                g[i] = acc - c * A[j, v]
+                offs[i] = off[j, v]
+                sz[i] = sizes[v]
+            mu[j] = block(g[:n], offs[:n], sz[:n], weight[j], c, mu[j], new[:n])
+            for i in range(n):
+                v = cls[i]
+                dv = new[i] - A[j, v]
                 if dv != 0.0:
                     for k in range(d):
                         Wc[v, k] += dv * h[k]
-                    A[j, v] = new[v]
-                if full:
-                    keep[j, v] = (not off[j, v]) or new[v] < 0.0 or 1.0 + g[v] + mu[j] > -slack
+                    A[j, v] = new[i]
 
     return epoch
 
@@ -141,22 +147,33 @@ def linear_epoch(state, A: np.ndarray, classes, order: np.ndarray, off: np.ndarr
     boolean array of shape (m, C) or None. A full pass (``full``) visits every class and, when ``keep`` is
     given, rewrites it: the support classes, the classes with a non-zero multiplier, and those whose margin
     is within :data:`SHRINK_SLACK` of being active. A shrunk pass (``full=False``) updates context j on the
-    classes with ``keep[j, v]`` only, treating the others as slack margins whose multipliers are 0 and stay
-    0. The caller alternates full and shrunk passes (:data:`FULL_EVERY`); every certificate and progress
-    measure is taken on the whole state, so a stale shrink only delays convergence, never changes a
-    result."""
+    classes with ``keep[j, v]`` only (a list per context, so its cost follows the kept classes, not C),
+    treating the others as slack margins whose multipliers are 0 and stay 0. The caller alternates full and
+    shrunk passes (:data:`FULL_EVERY`); every certificate and progress measure is taken on the whole
+    state, so a stale shrink only delays convergence, never changes a result."""
     global _kernel
     if _kernel is None:
         _kernel = _build()
     if _layout.get("classes") is not classes:
-        sup = classes.support
-        ptr = np.zeros(len(sup) + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum([s.size for s in sup])
-        idx = np.concatenate(sup).astype(np.int64) if len(sup) else np.zeros(0, np.int64)
-        _layout.update(ptr=ptr, idx=idx, sizes=np.ascontiguousarray(classes.sizes, dtype=np.float64),
-                       weight=np.ascontiguousarray(classes.support_weight, dtype=np.float64), classes=classes)
-    if keep is None:
-        keep, full = np.ones(A.shape, dtype=bool), True
-    _kernel(state.Wc, A, state.H, np.ascontiguousarray(order, dtype=np.int64), _layout["ptr"], _layout["idx"],
-            np.ascontiguousarray(off), _layout["sizes"], _layout["weight"], np.ascontiguousarray(state.diag), mu,
-            keep, bool(full), float(SHRINK_SLACK))
+        _layout.update(sizes=np.ascontiguousarray(classes.sizes, dtype=np.float64),
+                       weight=np.ascontiguousarray(classes.support_weight, dtype=np.float64), classes=classes,
+                       kept=None)
+    full = keep is None or full
+    offc = np.ascontiguousarray(off)
+    if full or _layout.get("kept") is None or _layout["kept"][0] is not keep:
+        ptr, idx = np.zeros(A.shape[0] + 1, np.int64), np.zeros(0, np.int64)
+    else:
+        _, ptr, idx = _layout["kept"]
+    _kernel(state.Wc, A, state.H, np.ascontiguousarray(order, dtype=np.int64), offc, _layout["sizes"],
+            _layout["weight"], np.ascontiguousarray(state.diag), mu, ptr, idx, bool(full) or idx.size == 0,
+            float(SHRINK_SLACK))
+    if keep is not None and full:
+        # the kept classes: supports, non-zero multipliers, and margins within SHRINK_SLACK of active
+        # (logits of the whole state, one product)
+        Z = state.H @ state.Wc.T
+        t = np.where(classes.mask, Z, np.inf).min(axis=1)  # the in-support logit (equal after the pass)
+        keep[...] = classes.mask | (A < 0) | (Z > (t - 1.0 - SHRINK_SLACK)[:, None])
+        rows, cols = np.nonzero(keep)
+        ptr = np.zeros(A.shape[0] + 1, np.int64)
+        np.cumsum(np.bincount(rows, minlength=A.shape[0]), out=ptr[1:])
+        _layout["kept"] = (keep, ptr, cols.astype(np.int64))
