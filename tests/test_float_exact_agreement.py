@@ -173,3 +173,22 @@ def test_compatible_corpus_keeps_its_w_star():
     assert rep.fit.relative_residual < TOL["linalg"] and rep.fit.residual_lower_bound is None
     sub = Subspace.build(KeslerSystem.build(inst), method="eigh")
     assert np.allclose(rep.fit.W_star, sub.min_norm_solution(sub.system.log_odds()), atol=1e-8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kw", [dict(context_length=3), dict(context_length=4),
+                                dict(context_length=3, embedding="random:256"),
+                                dict(tokenizer="word", context_length=1, embedding="random:256")],
+                         ids=["chars k=3", "chars k=4", "chars k=3 random:256", "words k=1 random:256"])
+def test_float_and_exact_agree_on_the_whole_corpora(kw):
+    """The corpora of ``benchmarks/bench_float_exact.py`` at full size (the whole pydoc text): the same
+    verdicts from the same engines, and no least-squares point in either."""
+    inst = load_instance("pydoc", max_chars=500_000, **kw)
+    fl = certify(inst, svm=False)
+    ex = exact_certify(inst, svm=False)
+    assert ex.check.valid, ex.check.reason
+    assert fl.compatible.holds is not None and fl.separable.holds is not None
+    assert (fl.compatible.holds, fl.separable.holds) == (ex.compatible.holds, ex.separable.holds)
+    assert fl.compatible.engine == ex.compatible.engine and fl.separable.engine == ex.separable.engine
+    if fl.compatible.holds is False:
+        assert fl.fit.W_star is None and fl.fit.residual_lower_bound > 0
