@@ -41,8 +41,9 @@ from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict, ViolatingNullVect
 #: ``ntpcert limits`` have no such bound.
 SVM_TIME_LIMIT = 15.0
 
-#: LSMR iterations for the least-squares W* when (4) is already refuted by an exact witness (on a
-#: word-level corpus with r = 21,345 rows the default 1500 iterations took minutes).
+#: LSMR iterations for the least-squares point of (4) when an exact witness has already refuted (4) or (6)
+#: and one is asked for (``fit_when_refuted``, as ``ntpcert limits`` does; on a word-level corpus with
+#: r = 21,345 rows the default 1500 iterations took minutes).
 REFUTED_LSMR_ITER = 100
 
 
