@@ -16,7 +16,7 @@ from ntpcert.exact.separability import check_ray
 from ntpcert.pipeline import decide as dm
 from ntpcert.pipeline import pairs
 from ntpcert.pipeline.exact_verdicts import exact_certify
-from ntpcert.pipeline.float_verdicts import certify
+from ntpcert.pipeline.float_verdicts import certify, compute_limits
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.subspace import Subspace
 
@@ -107,10 +107,16 @@ def test_exact_certify_fits_no_least_squares_point_once_refuted(make):
     assert fl.fit.W_star is None and fl.subspace.method == "none"
     js = rep.to_json()["compatible"]
     assert js["least_squares"]["method"] == "none" and js["W_star_norm"] is None and js["residual"] is None
-    # the float pipeline (and so ``limits``) still reports its least-squares point by default
+    # nor does the float pipeline by default (``ntpcert certify``): the witness bounds every W's residual
     plain = certify(inst)
-    assert plain.compatible.holds is False and plain.fit.W_star is not None
-    assert plain.to_json()["compatible"]["W_star_norm"] >= 0
+    assert plain.compatible.holds is False and plain.fit.W_star is None and plain.subspace.method == "none"
+    lower = plain.to_json()["compatible"]["residual_lower_bound"]
+    assert lower > 0 and js["residual_lower_bound"] == lower
+    # ``limits`` (compute_limits) fits its least-squares point, which the bound holds below
+    fitted = compute_limits(inst)
+    assert fitted.compatible.holds is False and fitted.fit.W_star is not None
+    assert fitted.to_json()["compatible"]["W_star_norm"] >= 0
+    assert fitted.fit.residual >= lower * (1 - 1e-12) and fitted.fit.residual_lower_bound == lower
 
 
 def test_unsolved_subspace_refuses_what_needs_F():

@@ -170,8 +170,8 @@ def _without_tall_route(monkeypatch) -> None:
 
 def test_float_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch):
     """Past the dense path (LSMR) and with (4) left open by the exact witnesses, a pair's exact ray
-    settles (6) first and W* (which needs both conditions) is not fitted; with fit_when_refuted
-    (the float CLI) it is."""
+    settles (6) first and W* (which needs both conditions) is not fitted, by default (``ntpcert
+    certify``); with fit_when_refuted (``ntpcert limits``) a least-squares point is."""
     from ntpcert.pipeline.float_verdicts import certify
     from ntpcert.rows.subspace import dense_preferred
 
@@ -179,13 +179,14 @@ def test_float_certify_skips_the_fit_once_pairs_refute_separability(monkeypatch)
 
     inst = _open_compatibility(600)
     assert not dense_preferred(KeslerSystem.build(inst))
-    rep = certify(inst, svm=False, fit_when_refuted=False)
+    rep = certify(inst, svm=False)
     assert rep.separable.holds is False and rep.separable.engine == "pair-farkas"
     assert rep.fit.W_star is None and rep.fit.solver["method"] == "none"
     assert "refuted exactly first" in rep.fit.solver["why"]
-    fitted = certify(inst, svm=False)
+    assert rep.compatible.holds is None  # left open by the engines; the float route was not needed
+    fitted = certify(inst, svm=False, fit_when_refuted=True)
     assert fitted.fit.W_star is not None and fitted.separable.holds is False
-    # the float CLI's fit is only reported: cut at REFUTED_LSMR_ITER, and its residual decides nothing
+    # the limits' fit is only reported: cut at REFUTED_LSMR_ITER, and its residual decides nothing
     assert fitted.separable.engine == "pair-farkas"
     assert fitted.compatible.holds is None and "decides nothing" in fitted.compatible.reason
     assert fitted.fit.solver["maxiter"] <= 100

@@ -23,7 +23,7 @@ from ntpcert.pipeline.decide import (
     lemma1,
     pair_separability,
 )
-from ntpcert.pipeline.float_witness import float_compatibility
+from ntpcert.pipeline.float_witness import float_compatibility, residual_lower_bound
 from ntpcert.pipeline.lemma1 import lemma1_json
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.onehot import onehot_fit
@@ -32,7 +32,7 @@ from ntpcert.solve.svm import DEFAULT_SOLVER, SVMSolution, solve_svm
 from ntpcert.util.logic import and3
 from ntpcert.util.progress import Stages
 from ntpcert.util.summary import short_str
-from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict
+from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict, ViolatingNullVector
 
 
 #: Seconds the NTP-SVM of :func:`certify` may take (the verdicts do not depend on it): past them it is
@@ -41,8 +41,9 @@ from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict
 #: ``ntpcert limits`` have no such bound.
 SVM_TIME_LIMIT = 15.0
 
-#: LSMR iterations for the least-squares W* when (4) is already refuted by an exact witness (on a
-#: word-level corpus with r = 21,345 rows the default 1500 iterations took minutes).
+#: LSMR iterations for the least-squares point of (4) when an exact witness has already refuted (4) or (6)
+#: and one is asked for (``fit_when_refuted``, as ``ntpcert limits`` does; on a word-level corpus with
+#: r = 21,345 rows the default 1500 iterations took minutes).
 REFUTED_LSMR_ITER = 100
 
 
@@ -145,10 +146,22 @@ def _from_svm_point(sep: Verdict, sol: SVMSolution, system: KeslerSystem) -> Ver
     return sep
 
 
+def _witness_bounds(system: KeslerSystem, cdec: Verdict) -> dict:
+    """The residual lower bounds a violating null vector that refuted (4) shows
+    (:func:`~ntpcert.pipeline.float_witness.residual_lower_bound`), as :class:`LeastSquaresFit` fields; none
+    for any other verdict."""
+    if cdec.holds is not False or not isinstance(cdec.witness, ViolatingNullVector):
+        return {}
+    bound, relative = residual_lower_bound(system, cdec.witness.y)
+    return {"residual_lower_bound": bound, "relative_residual_lower_bound": relative}
+
+
 def _compatibility(system: KeslerSystem, cdec: Verdict, early: Verdict | None,
                    fit_when_refuted: bool) -> tuple[Subspace, LeastSquaresFit, Verdict]:
-    """F, the least-squares fit of (4) and the verdict on (4), from the exact decision ``cdec`` and an
-    exact refutation of (6) found ``early`` (then W*, which needs both, is not fitted)."""
+    """F, the least-squares fit of (4) and the verdict on (4), from the decision ``cdec`` of the structured
+    engines (:func:`~ntpcert.pipeline.decide.decide_compatibility`) and an exact refutation of (6) found
+    ``early`` (then W*, which needs both, is not fitted). The generic float route (F by eigh or LSMR, and
+    :func:`~ntpcert.pipeline.float_witness.float_compatibility`) decides only what the engines left open."""
     rank = getattr(cdec.witness, "rank", None)
     closed = onehot_fit(system) if cdec.engine == "lemma1" else None
     if closed is not None:  # W* splits by context: no fit
@@ -157,10 +170,13 @@ def _compatibility(system: KeslerSystem, cdec: Verdict, early: Verdict | None,
         return Subspace.unsolved(system), LeastSquaresFit.none(rank, "(6) refuted exactly first (" + early.engine +
                                                               "): the entropy bound is out of reach, so W* is not "
                                                               "fitted"), cdec
+    bounds = _witness_bounds(system, cdec)
     if cdec.holds is False and not fit_when_refuted:  # W* does not exist: nothing to fit
         sub = Subspace.unsolved(system)
-        return sub, LeastSquaresFit.none(sub.dim, "(4) refuted exactly: W* does not exist, no least-squares point "
-                                         "was computed"), cdec
+        return sub, dataclasses.replace(LeastSquaresFit.none(
+            sub.dim, "(4) refuted exactly: W* does not exist, no least-squares point was computed" +
+            ("; the witness bounds the residual of every W below (residual_lower_bound)" if bounds else "")),
+            **bounds), cdec
     if early is not None and not fit_when_refuted:
         sub = Subspace.unsolved(system)
         return sub, LeastSquaresFit.none(sub.dim, "(6) refuted exactly first (" + early.engine + "): the entropy bound "
@@ -176,7 +192,7 @@ def _compatibility(system: KeslerSystem, cdec: Verdict, early: Verdict | None,
     sub = Subspace.build(system, lsmr_max_iter=REFUTED_LSMR_ITER if cdec.holds is False else None)
     fit = least_squares_fit(sub)
     if cdec.holds is not None:  # dim F from the engine's exact rank when the float one is open
-        return sub, dataclasses.replace(fit, dim_F=fit.dim_F if fit.dim_F is not None else rank), cdec
+        return sub, dataclasses.replace(fit, dim_F=fit.dim_F if fit.dim_F is not None else rank, **bounds), cdec
     fl = float_compatibility(sub)
     return sub, fit, (fl if fl.holds is not None else Verdict.undetermined(f"{fl.reason}; {cdec.reason}"))
 
@@ -190,7 +206,7 @@ def certify(
     separability_time_limit: float | None = None,
     separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
     use_lemma1: bool = True,
-    fit_when_refuted: bool = True,
+    fit_when_refuted: bool = False,
     svm_certificate: str = "float",
     svm_time_limit: float | None = SVM_TIME_LIMIT,
 ) -> Report:
@@ -205,10 +221,17 @@ def certify(
     (:data:`~ntpcert.pipeline.decide.SEPARABILITY_SOLVERS`); when the structured solver also solves the
     NTP-SVM (``solver`` auto, structured or structured-float) that one solve serves both. With
     ``use_lemma1`` false, Lemma 1 is not used, so the verdicts carry explicit witnesses. An NTP-SVM
-    that fails or cannot be certified is reported in ``svm_error``; the verdicts stand. With
-    ``fit_when_refuted`` false, no least-squares point of (4) is computed once an exact witness has
-    refuted (4) (W* does not exist; ``fit.W_star`` is then None and ``subspace`` holds the
-    rows only, :meth:`~ntpcert.rows.subspace.Subspace.unsolved`). With ``svm_certificate="float"`` (the
+    that fails or cannot be certified is reported in ``svm_error``; the verdicts stand. Compatibility
+    is decided first by the structured engines of :func:`~ntpcert.pipeline.decide.decide_compatibility`
+    (the ones ``--exact`` uses); F is factorised or solved (eigh or LSMR on :math:`A_{eq}`) only when W*
+    may exist or they left (4) open. With ``fit_when_refuted`` false (the default, as ``ntpcert certify``
+    and ``--exact``), no least-squares point of (4) is computed once an exact witness has refuted (4) or,
+    first, (6) (W* does not exist or is moot; ``fit.W_star`` is then None, ``subspace`` holds the rows only,
+    :meth:`~ntpcert.rows.subspace.Subspace.unsolved`, and a violating null vector's lower bound on every
+    W's residual is in ``fit.residual_lower_bound``): on corpora with dense embeddings that fit was most
+    of the float pipeline (``benchmarks/results/float-vs-exact.md``). ``ntpcert limits``
+    (:func:`compute_limits`) sets it, to write a least-squares point
+    (after at most :data:`REFUTED_LSMR_ITER` LSMR iterations). With ``svm_certificate="float"`` (the
     default, as ``ntpcert certify``) the structured solver (``auto``, ``structured``) reports the float gap
     recomputed from its primal/dual pair; ``"exact"`` has it build its exact gap bound as well (about 40 %
     of the solve at V = 2000, d = 1024), which the exact pipeline and ``ntpcert limits`` ask for.
@@ -285,5 +308,7 @@ def _svm_options(solver: str, svm_certificate: str) -> dict:
 
 
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:
-    """Alias of :func:`certify` with the SVM solved: the report carries W* and W^mm."""
-    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None, svm_certificate="exact")
+    """Alias of :func:`certify` with the SVM solved and a least-squares point of (4) fitted where W* does
+    not exist (``fit_when_refuted``): the report carries W* and W^mm."""
+    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None, svm_certificate="exact",
+                   fit_when_refuted=True)

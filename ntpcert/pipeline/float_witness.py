@@ -25,6 +25,7 @@ verified exactly; the structured solver extracts one from its diverging dual ite
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -137,8 +138,48 @@ def float_compatibility(subspace: Subspace) -> Verdict:
                                 "y^T b = 0; run 'ntpcert certify DATA --exact' to decide it")
 
 
+def residual_lower_bound(system: KeslerSystem, y: dict) -> tuple[float, float]:
+    r"""``(bound, relative)``: what a violating left null vector y (``{(context, token): int}`` over the
+    equality rows, :math:`A_{eq}^\top y = 0` checked exactly) shows about every W.
+
+    Since :math:`y^\top A_{eq} = 0`, :math:`y^\top(A_{eq}\mathrm{vec}(W) - b) = -y^\top b` for every W, so by
+    Cauchy-Schwarz :math:`\|A_{eq}\mathrm{vec}(W) - b\|_2 \ge |y^\top b| / \|y\|_2`: no W, the
+    least-squares point included, fits (4) better. The ratio does not change with the scale of y, so y is
+    divided by its largest entry s first (its entries may have thousands of digits): with
+    :math:`f_i = \mathrm{fl}(y_i / s)` and the logarithms of the integer count ratios of each context,
+    :math:`v = \sum_i f_i(\log c_{z_i} - \log c_{a_i})` is within
+    :math:`\beta = 4(n + 3)\,\epsilon \sum_i |f_i|(|\log c_{z_i}| + |\log c_{a_i}|)` of :math:`y^\top b / s`
+    (one rounding in each quotient and logarithm, n terms summed; as in
+    :func:`ntpcert.exact.left_null.log_odds_sign`), and :math:`\|y\|_2 / s \le
+    (1 + (n + 4)\epsilon)\,\mathrm{fl}(\|f\|_2)`. The bound is
+    :math:`(1 - 2\epsilon)\max(0, |v| - \beta) / ((1 + (n + 4)\epsilon)\,\mathrm{fl}(\|f\|_2))`;
+    ``relative`` divides it by :math:`\max(1, \|b\|_2)`, as the relative residual is."""
+    inst = system.instance
+    anchors = inst.anchors()
+    items = [(int(j), int(z), int(e)) for (j, z), e in y.items() if int(e)]
+    if not items:
+        return 0.0, 0.0
+    s = max(abs(e) for _, _, e in items)
+    eps = float(np.finfo(np.float64).eps)
+    ratios: dict[int, dict[int, int]] = {}
+    value = scale = sq = 0.0
+    for j, z, e in items:
+        c = ratios.get(j)
+        if c is None:
+            c = ratios[j] = inst.ratio_integers(j)
+        f = e / s  # correctly rounded, |f| <= 1, whatever the size of e
+        lz, la = math.log(c[z]), math.log(c[int(anchors[j])])
+        value += f * (lz - la)
+        scale += abs(f) * (abs(lz) + abs(la))
+        sq += f * f
+    n = len(items)
+    beta = 4 * (n + 3) * eps * scale
+    bound = (1 - 2 * eps) * max(0.0, abs(value) - beta) / ((1 + (n + 4) * eps) * math.sqrt(sq))
+    return bound, bound / max(1.0, float(np.linalg.norm(system.log_odds())))
+
+
 def _as_dict(system: KeslerSystem, y: np.ndarray) -> dict:
     return {(int(system.eq_context[i]), int(system.eq_token[i])): int(y[i]) for i in np.flatnonzero(y)}
 
 
-__all__ = ["float_compatibility", "rational_null_candidates"]
+__all__ = ["float_compatibility", "rational_null_candidates", "residual_lower_bound"]

@@ -57,6 +57,8 @@ def float_report_lines(rep: Any) -> list[str]:
     c, s = j["compatible"], j["separable"]
     dim = "unknown" if c["dim_F"] is None else c["dim_F"]
     resid = "none" if c["relative_residual"] is None else f"{c['relative_residual']:.3e} relative"
+    if c.get("relative_residual_lower_bound") is not None:  # a violating null vector's bound on every W
+        resid += f", at least {c['relative_residual_lower_bound']:.3e} relative for every W by the witness"
     lines.append(f"  NTP-compatible (4)         : {fmt(c['holds'])}  [{c['engine'] or 'undetermined'}] ({c['reason']}; "
                  f"least-squares residual {resid}; dim F = {dim})")
     lines.append(f"  NTP-separable (6)          : {fmt(s['holds'])}  [{s['engine'] or 'undetermined'}] ({s['reason']})")
@@ -67,8 +69,11 @@ def float_report_lines(rep: Any) -> list[str]:
                      f"{v['primal_residual']:.2e}, dual res {v['dual_residual']:.2e}, gap {v['gap']:.2e})")
     elif j.get("svm_error"):
         lines.append(f"  NTP-SVM                    : {j['svm_error']}")
-    if c["holds"] is not True:
+    if c["holds"] is not True and c["W_star_norm"] is not None:
         lines.append("  note: W* of the JSON/limits output is only a least-squares point of (4) here")
+    elif c["holds"] is not True:
+        lines.append("  note: no least-squares point of (4) was fitted (W* does not exist or is moot); "
+                     "'ntpcert limits' writes one")
     lines.append("  (float verdicts, each with the witness that decided it; run with --exact for certificates "
                  "checked in rational arithmetic)")
     return wrap_lines(lines)

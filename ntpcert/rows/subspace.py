@@ -402,6 +402,11 @@ class LeastSquaresFit:
         ``normal_residual`` :math:`\\|A_{eq}^\\top(A_{eq}\\mathrm{vec}(W^*) - b)\\|_2`, and for lsmr the
         LSMR record (``iterations``, ``istop``, ...; see :func:`lsmr_solve`); for "none", ``why``. In JSON
         under ``least_squares``.
+    residual_lower_bound, relative_residual_lower_bound : float or None
+        What a violating left null vector y of :math:`A_{eq}` (a witness that (4) fails) shows about every W:
+        :math:`\\|A_{eq}\\mathrm{vec}(W) - b\\|_2 \\ge |y^\\top b| / \\|y\\|_2` (since :math:`y^\\top A_{eq} = 0`),
+        with the rounding of the float :math:`y^\\top b` taken off; the second divided by
+        :math:`\\max(1, \\|b\\|_2)`. None without such a witness.
     """
 
     residual: float
@@ -411,6 +416,8 @@ class LeastSquaresFit:
     tol: float = COMPAT_TOL
     incompat_tol: float = INCOMPAT_TOL
     solver: dict | None = None
+    residual_lower_bound: float | None = None
+    relative_residual_lower_bound: float | None = None
 
     @classmethod
     def none(cls, dim_F: int | None, why: str) -> "LeastSquaresFit":
@@ -430,6 +437,8 @@ class LeastSquaresFit:
             "W_star_norm": float(np.linalg.norm(self.W_star)) if fitted else None,
             "W_star_is_least_squares_only": holds is not True,
             "least_squares": None if self.solver is None else dict(self.solver),
+            "residual_lower_bound": self.residual_lower_bound,
+            "relative_residual_lower_bound": self.relative_residual_lower_bound,
         }
 
 
