@@ -9,8 +9,12 @@ reachable (:math:`W = Z(HH^\top)^{-1}H`), so both (4) and (6) hold. The paper st
 :math:`d > m`; rank m needs only :math:`d \ge m`, which one-hot context embeddings (d = m, H a
 permutation) meet. The rank is certified by the cheapest sound route (:mod:`ntpcert.exact.rank_witness`):
 a permutation or triangular structure peeled directly, then the rank mod a prime of what is left (or of
-a column selection of it): no LP, no SVM, no Gram matrix, and no size cap. What is skipped (a core whose
-rank mod p would take too long) is named in the witness and the report.
+a column selection of it): no LP, no SVM, no Gram matrix, and no size cap. What is skipped (a core too
+large to try, :data:`~ntpcert.exact.rank_witness.CORE_RANK_MAX_WORK`) is named in the witness and the report.
+
+Every engine below runs within a budget of work (epochs, HiGHS iterations, pairs tried), never a clock:
+the same data give the same verdict, engine and witness on any machine. A user's cap in seconds
+(``time_limit``) is off by default; reaching it leaves the verdict undetermined, naming the cap.
 
 **Parts** (``part-farkas``, ``part-null-vector``). A Farkas ray of the sub-problem on a subset of
 contexts and tokens, padded with zeros, is a Farkas ray of the whole problem (the Farkas system

@@ -46,8 +46,8 @@ from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray
 from ntpcert.solve.structured.monitor import Progress, gap_progress
 from ntpcert.solve.structured.polish import ActiveSetSystem
-from ntpcert.util.numbers import blas_threads
 from ntpcert.util.budget import budget_text, cap_text
+from ntpcert.util.numbers import blas_threads
 from ntpcert.util.progress import progress_bar
 from ntpcert.util.validate import check_int, check_number
 
