@@ -43,3 +43,23 @@ class InfeasibleError(SolverError):
 class MissingExtraError(NTPCertError, ImportError):
     """An optional dependency is not installed; the message names the extra that brings it
     (``pip install 'ntpcert[EXTRA]'``)."""
+
+
+class BudgetSpent(SolverError):
+    """An engine spent its budget of work (epochs, iterations, ...) before it settled the question: the
+    same input stops at the same point on every machine (:mod:`ntpcert.util.budget`). ``spent`` is the
+    budget, ``units`` what it counts."""
+
+    def __init__(self, message: str, *, spent: int = 0, units: str = "") -> None:
+        super().__init__(message)
+        self.spent = spent
+        self.units = units
+
+
+class TimeLimitReached(SolverError):
+    """A user's wall-clock cap (``time_limit=``, ``--time-limit``; off by default) ended an engine's run
+    first: the result belongs to this run on this machine, not to the data. ``seconds`` is the cap."""
+
+    def __init__(self, message: str, *, seconds: float = 0.0) -> None:
+        super().__init__(message)
+        self.seconds = seconds

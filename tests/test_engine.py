@@ -184,7 +184,7 @@ def test_parts_decide_and_agree(monkeypatch):
     monkeypatch.setattr(dm, "SMALL_LP_VARS", 0)
     monkeypatch.setattr(parts, "PART_MIN_CONTEXTS", 8)
     monkeypatch.setattr(parts, "PART_START", (4, 3))
-    monkeypatch.setattr(parts, "PART_TIME_LIMIT", 3.0)
+    monkeypatch.setattr(parts, "PART_MAX_EPOCHS", 1000)  # a budget of work for each part, not seconds
     tally = _tally("parts forced (PART_MIN_CONTEXTS = 8, PART_START = (4, 3))")
     for family in FAMILIES:
         for seed in range(2000, 2006):

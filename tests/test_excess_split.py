@@ -143,12 +143,10 @@ def test_the_explain_text_names_the_face():
 @pytest.mark.slow
 def test_pydoc_bracket_with_the_split():
     """pydoc (k = 2): measured float 2.6e-9 (before 6.5e-8), certified 8.4e-10 (before 6.3e-8)."""
-    from ntpcert.pipeline.excess_certificate import TIME_LIMIT
-
     inst = load_instance("pydoc")
     s = nonseparable_split(inst)
-    old = float_bracket(inst, tol=PIPELINE_TOL, abs_tol=PIPELINE_ABS_TOL, time_limit=TIME_LIMIT)
-    b = float_bracket(inst, tol=PIPELINE_TOL, abs_tol=PIPELINE_ABS_TOL, time_limit=TIME_LIMIT, split=s)
+    old = float_bracket(inst, tol=PIPELINE_TOL, abs_tol=PIPELINE_ABS_TOL)  # the pipeline's budget of Newton steps
+    b = float_bracket(inst, tol=PIPELINE_TOL, abs_tol=PIPELINE_ABS_TOL, split=s)
     assert b.info["face"].startswith("the separable pairs P") and b.relative_width <= 1e-8
     assert b.excess_upper <= old.excess_upper and b.excess_lower >= old.excess_lower - 1e-12
     ee = exact_excess(inst, b)

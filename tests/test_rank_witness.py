@@ -66,10 +66,12 @@ def test_wide_dense_core_is_projected_onto_a_column_selection():
     assert check_rank_witness(H, w.to_json(), 30) == ""
 
 
-def test_a_core_too_slow_is_skipped_and_named():
+def test_a_core_too_large_is_skipped_naming_its_size_and_the_limit():
     H = np.random.default_rng(2).standard_normal((50, 60))
-    w = certify_rank(H, seconds=0.0)
+    assert certify_rank(H, max_work=50 * 50 * 60).full  # the limit is inclusive: exactly its work is tried
+    w = certify_rank(H, max_work=50 * 50 * 60 - 1)
     assert not w.full and w.bound == 0 and "skipped" in w.skipped and "50 x 60" in w.skipped
+    assert "1.5e+05 cells" in w.skipped and "CORE_RANK_MAX_WORK = 1.5e+05" in w.skipped
 
 
 def _forge(w: dict, edit) -> dict:

@@ -217,8 +217,11 @@ def test_pdas_recovers_from_a_wrong_guess(rng):
 # ---------------------------------------------------------------------------- limits and bad options
 def test_epoch_limit_raises_solver_error(rng):
     inst = random_instance(rng, 20, 25, 8, kmin=1, kmax=4)
-    with pytest.raises(SolverError, match="no certificate"):
+    from ntpcert.errors import BudgetSpent
+
+    with pytest.raises(BudgetSpent, match="budget of 1 epochs spent without a certificate") as err:
         solve_svm(inst, solver="structured", max_epochs=1, polish=False)
+    assert isinstance(err.value, SolverError) and "time limit" not in str(err.value)
 
 
 @pytest.mark.parametrize(

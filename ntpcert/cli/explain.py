@@ -27,8 +27,8 @@ def register(subparsers: Any, name: str) -> None:
     p.add_argument("--separability-solver", choices=SEPARABILITY_SOLVERS, default=SEPARABILITY_SOLVERS[0],
                    help="what decides separability, on the whole instance and on every sub-problem of the shrinking "
                    "(default auto)")
-    time_limit_option(p, "seconds for each shrinking (default 60, the library's); when spent the culprit is "
-                      "reported unshrunk", default=None)
+    time_limit_option(p, "a cap in seconds on each shrinking, off by default (each has a budget of work either "
+                      "way); when reached the culprit is reported not proved irreducible, naming the cap", default=None)
     progress_option(p)
     p.set_defaults(func=run)
 

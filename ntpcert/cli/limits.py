@@ -43,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     inst = load_data(args)
     rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args),
                   separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
-                  svm_certificate="exact",  # W^mm is written out: its gap bounded exactly, as in the docs
+                  svm_certificate="exact", svm_work=None,  # W^mm is written out: its gap bounded exactly, and
+                  # the solver's full budget (not certify's), as in the docs
                   fit_when_refuted=True)  # W_star.npy: a least-squares point where W* does not exist
     from ntpcert.pipeline.nonseparable import nonseparable_limits
 

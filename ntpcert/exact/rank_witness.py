@@ -34,16 +34,28 @@ import numpy as np
 
 from ntpcert.exact.modular import PRIMES, is_modulus, rank_mod, residues
 
-#: Seconds the mod-p rank of a core may be predicted to take before it is skipped (and named so).
-CORE_RANK_SECONDS = 20.0
+#: The largest core whose rank mod p is computed, in elimination work :func:`rank_work`
+#: (:math:`\min(r, c)^2 \max(r, c)` for an r x c core): a size limit, decided before any work, never by a
+#: clock. Larger cores are skipped and named so. It is what a limit of 20 s predicted from the size gave
+#: (a flint ``nmod_mat`` rank took about 0.6 s for 1000 x 1024), e.g. a square core of 3,240 rows.
+CORE_RANK_MAX_WORK = 34_000_000_000
 #: Measured cost of a flint ``nmod_mat`` rank: about 0.6 s for 1000 x 1024, cubic in the size.
 _RANK_SECONDS_PER_CELL = 0.6 / (1000 * 1000 * 1024)
+
+
+def rank_work(rows: int, cols: int) -> int:
+    r"""Elimination work of a rank mod p of a ``rows`` x ``cols`` matrix: :math:`\min^2 \cdot \max`."""
+    n = min(int(rows), int(cols))
+    return n * n * max(int(rows), int(cols))
+
+
 #: A core with more columns than this multiple of its rows is projected onto a column selection.
 PROJECT_RATIO = 1.5
 
 
 def predicted_rank_seconds(rows: int, cols: int) -> float:
-    """Predicted seconds of a flint rank mod p of a ``rows`` x ``cols`` matrix (cubic model)."""
+    """Predicted seconds of a flint rank mod p of a ``rows`` x ``cols`` matrix (cubic model; informative
+    only: what is tried is decided by :data:`CORE_RANK_MAX_WORK`)."""
     n = min(rows, cols)
     return _RANK_SECONDS_PER_CELL * n * n * max(rows, cols)
 
@@ -160,13 +172,14 @@ def peel(H: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
     return pivots, alive
 
 
-def certify_rank(H: np.ndarray, *, seconds: float = CORE_RANK_SECONDS,
+def certify_rank(H: np.ndarray, *, max_work: int = CORE_RANK_MAX_WORK,
                  primes: tuple[int, ...] = PRIMES[:2]) -> RankWitness:
     """The cheapest certified lower bound on the rank of ``H`` (array of shape (m, d)), aiming at m.
 
     Peels the structure first; then the rank mod p of the core (or of a column selection of it when it
-    is much wider than tall), unless its predicted time exceeds ``seconds``: then the witness says so
-    in ``skipped`` and the bound stays at the peeled rows."""
+    is much wider than tall), unless its elimination work :func:`rank_work` exceeds ``max_work``: then
+    the witness says so in ``skipped`` (naming the core's size and the limit) and the bound stays at the
+    peeled rows."""
     H = np.asarray(H, dtype=np.float64)
     m, d = H.shape
     pivots, alive = peel(H)
@@ -187,11 +200,12 @@ def certify_rank(H: np.ndarray, *, seconds: float = CORE_RANK_SECONDS,
     if nonzero_cols.size < rest.size:  # fewer usable columns than rows: the core cannot have full rank
         route = "not-full"
     n_rows, n_cols = int(rest.size), int(cols.size)
-    need = predicted_rank_seconds(n_rows, n_cols)
-    if need > seconds:
+    need = rank_work(n_rows, n_cols)
+    if need > max_work:
         return RankWitness(m, d, tuple(pivots), tuple(int(r) for r in rest), (), 0, None, "not-full",
-                           skipped=f"the rank mod p of the {n_rows} x {n_cols} core was skipped: predicted "
-                                   f"{need:.0f} s, more than the {seconds:.0f} s allowed")
+                           skipped=f"the rank mod p of the {n_rows} x {n_cols} core was skipped: too large to "
+                                   f"try here ({need:.3g} cells of elimination work min^2·max, more than "
+                                   f"CORE_RANK_MAX_WORK = {max_work:.3g})")
     sub = H[np.ix_(rest, cols)]
     best = (0, None)
     for p in primes:
@@ -272,6 +286,6 @@ def check_rank_witness(H: np.ndarray, witness: dict, want: int) -> str:
     return ""
 
 
-__all__ = ["CORE_RANK_SECONDS", "RankWitness", "certify_rank", "check_rank_witness", "peel",
-           "predicted_rank_seconds"]
+__all__ = ["CORE_RANK_MAX_WORK", "RankWitness", "certify_rank", "check_rank_witness", "peel",
+           "predicted_rank_seconds", "rank_work"]
 

@@ -81,17 +81,27 @@ def exact_feasible_point(instance: NTPInstance, W: np.ndarray, *, bits: int = DE
     return ExactPoint(Wq, tuple(delta), 1 / Fraction(ell)), ell, ""
 
 
-def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) -> np.ndarray | None:
-    """A vertex of the normalised Farkas system in float64 (shape (V, m)), or None when HiGHS finds none."""
+def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None,
+                     max_iterations: int | None = None) -> np.ndarray | None:
+    """A vertex of the normalised Farkas system in float64 (shape (V, m)), or None when HiGHS finds none
+    (within ``max_iterations`` HiGHS iterations, default :func:`ntpcert.util.budget.highs_budget` of the
+    LP's size, and the user's ``time_limit`` in seconds, off by default)."""
+    return _farkas_lp(instance, time_limit, max_iterations)[0]
+
+
+def _farkas_lp(instance: NTPInstance, time_limit: float | None, max_iterations: int | None
+               ) -> tuple[np.ndarray | None, str]:
+    """:func:`float_farkas_ray` and, when it found none, why (HiGHS' answer, its budget or the user's cap)."""
     from scipy.optimize import linprog
 
+    from ntpcert.util.budget import highs_budget, highs_options, highs_stop
     from ntpcert.util.interrupt import interruptible
 
     V, m = instance.V, instance.m
     H = instance.embeddings
     off = ~instance.support_mask().T  # (V, m)
     if not np.any(off):
-        return None
+        return None, "no off-support entry: no Farkas ray exists"
     n = V * m  # x = vec(a), index v*m + j
     # a H = 0: row (v, i) = sum_j a[v, j] H[j, i]
     AH = sp.kron(sp.identity(V, format="csr"), sp.csr_matrix(H.T), format="csr")  # (V d, V m)
@@ -101,9 +111,8 @@ def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) 
     b = np.zeros(A.shape[0])
     b[-1] = 1.0
     bounds = [(None, 0.0) if o else (None, None) for o in off.ravel()]
-    options = {"presolve": True}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
+    budget = highs_budget(*A.shape) if max_iterations is None else int(max_iterations)
+    options = highs_options(budget, time_limit)
     try:
         # off the main thread, so that Ctrl-C stops HiGHS at once (ntpcert.util.interrupt)
         res = interruptible(linprog, size=A.nnz)(np.zeros(n), A_eq=A, b_eq=b, bounds=bounds, method="highs-ds",
@@ -111,8 +120,9 @@ def float_farkas_ray(instance: NTPInstance, *, time_limit: float | None = None) 
     except (ValueError, MemoryError) as err:
         raise SolverError(f"Farkas LP: HiGHS failed ({err})") from err
     if res.status != 0 or res.x is None:
-        return None
-    return np.asarray(res.x).reshape(V, m)
+        stop = highs_stop(res, budget, time_limit, "a larger max_iterations may settle it")
+        return None, f"the Farkas LP stopped: {stop}" if stop else "no Farkas ray found by the LP"
+    return np.asarray(res.x).reshape(V, m), ""
 
 
 def balanced_instance(instance: NTPInstance) -> tuple[NTPInstance, np.ndarray]:
@@ -236,14 +246,16 @@ def check_ray(instance: NTPInstance, ray: dict) -> str:
     return ""
 
 
-def farkas_ray_lp(instance: NTPInstance, *, time_limit: float | None = None) -> tuple[dict | None, str]:
+def farkas_ray_lp(instance: NTPInstance, *, time_limit: float | None = None,
+                  max_iterations: int | None = None) -> tuple[dict | None, str]:
     """A Farkas ray found as a vertex of the normalised Farkas system with HiGHS (on the instance with
     its embeddings rebalanced by powers of two, :func:`balanced_instance`), made exact on its support,
-    mapped back and checked exactly (:func:`check_ray`): ``(ray, "")``, or ``(None, why not)``."""
+    mapped back and checked exactly (:func:`check_ray`): ``(ray, "")``, or ``(None, why not)``. The LP
+    runs within ``max_iterations`` HiGHS iterations (default by its size) and the user's ``time_limit``."""
     balanced, shifts = balanced_instance(instance)
-    a = float_farkas_ray(balanced, time_limit=time_limit)
+    a, why_none = _farkas_lp(balanced, time_limit, max_iterations)
     if a is None:
-        return None, "no Farkas ray found by the LP"
+        return None, why_none
     ray = exact_ray(balanced, a)
     if ray is None:
         return None, "the float ray is inconsistent on its support in exact arithmetic"

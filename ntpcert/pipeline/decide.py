@@ -9,8 +9,12 @@ reachable (:math:`W = Z(HH^\top)^{-1}H`), so both (4) and (6) hold. The paper st
 :math:`d > m`; rank m needs only :math:`d \ge m`, which one-hot context embeddings (d = m, H a
 permutation) meet. The rank is certified by the cheapest sound route (:mod:`ntpcert.exact.rank_witness`):
 a permutation or triangular structure peeled directly, then the rank mod a prime of what is left (or of
-a column selection of it): no LP, no SVM, no Gram matrix, and no size cap. What is skipped (a core whose
-rank mod p would take too long) is named in the witness and the report.
+a column selection of it): no LP, no SVM, no Gram matrix, and no size cap. What is skipped (a core too
+large to try, :data:`~ntpcert.exact.rank_witness.CORE_RANK_MAX_WORK`) is named in the witness and the report.
+
+Every engine below runs within a budget of work (epochs, HiGHS iterations, pairs tried), never a clock:
+the same data give the same verdict, engine and witness on any machine. A user's cap in seconds
+(``time_limit``) is off by default; reaching it leaves the verdict undetermined, naming the cap.
 
 **Parts** (``part-farkas``, ``part-null-vector``). A Farkas ray of the sub-problem on a subset of
 contexts and tokens, padded with zeros, is a Farkas ray of the whole problem (the Farkas system
@@ -58,7 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.errors import BudgetSpent, InfeasibleError, InputError, SolverError, TimeLimitReached
 from ntpcert.exact.compatibility import check_compatibility_by_columns
 from ntpcert.exact.left_null import exact_left_null, log_odds_sign
 from ntpcert.exact.modular import lift_vector
@@ -67,6 +71,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import parts
 from ntpcert.pipeline.lemma1 import lemma1, lemma1_text
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.util.validate import check_int
 from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, FeasiblePoint, FullRowRank, NoEquations, NullSpaceBasis,
                              ParticularSolutions, Verdict, ViolatingNullVector)
 
@@ -83,11 +88,18 @@ SMALL_LP_VARS = 4000
 #: Separability LPs with at most this many variables (V·d) go to HiGHS when the structured solver
 #: gives no answer (instances near the threshold, whose margins are too thin for its epoch cap).
 HIGHS_FALLBACK_VARS = 20_000
-#: Seconds of the structured solver's feasibility solve on the whole instance when the caller gives no
-#: limit (then the verdict is undetermined, saying so).
-SEPARABILITY_TIME_LIMIT = 120.0
-#: Epochs of the structured solver's feasibility solve before it gives up (then the HiGHS ray LP).
+#: Epochs of the structured solver's feasibility solve before it gives up (then the HiGHS ray LP), at most.
 SEPARABILITY_MAX_EPOCHS = 2000
+#: ... and its budget of work (units of :mod:`ntpcert.solve.structured.budget`: an epoch costs
+#: m·(C·min(m, d) + 50,000)), so that large instances get fewer epochs: this replaces a limit of 120 s
+#: (about 1.6e9 units a second on the shared 2-core machine: 1.9e11 units in 120 s; 3e11 leaves headroom).
+#: The largest feasibility solve that the structured solver settled in the default suite took 555 epochs
+#: on m = 11 (3.1e8 units, 0.1 % of the budget); on the benchmark model instance of lm-scale-reduced.md
+#: (m = 5,755, d = 768, C <= 1,622) it gets at least 40 epochs, where the 120 s had given it 38.
+SEPARABILITY_MAX_WORK = 300_000_000_000
+#: What settles a feasibility solve that spent its budget, in the verdict's words.
+SEPARABILITY_SETTLE = ("a larger budget (the library's separability_max_epochs) or '--separability-solver highs' "
+                       "may settle it")
 #: Relative gap that ends a structured solve used only for feasibility.
 FEASIBILITY_TOL = 0.5
 #: Compatibility mod p is tried on systems (or parts) with at most this many equality rows.
@@ -125,13 +137,23 @@ def _undetermined(why: str, log=(), svm_error: str | None = None) -> tuple[Verdi
 def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
                         lemma1_rank: RankWitness | None = None, svm_solver: str | None = None,
                         time_limit: float | None = None, progress: bool | None = None,
-                        svm_options: dict | None = None) -> tuple[Verdict, SeparabilitySolve]:
+                        svm_options: dict | None = None, max_epochs: int | None = None
+                        ) -> tuple[Verdict, SeparabilitySolve]:
     """Settle (6) (module doc): ``(verdict, solve)``. With ``svm_solver`` a structured backend (``auto``,
     ``structured``, ``structured-float``), the deciding solve is the NTP-SVM itself and its solution is
-    returned in ``solve.svm`` (``svm_options`` go to :func:`~ntpcert.solve.svm.solve_svm`)."""
+    returned in ``solve.svm`` (``svm_options`` go to :func:`~ntpcert.solve.svm.solve_svm`).
+
+    Every engine runs within its budget of work (docs/undetermined.md); ``max_epochs`` replaces the
+    structured solver's (default :data:`SEPARABILITY_MAX_EPOCHS`, fewer on large instances by
+    :data:`SEPARABILITY_MAX_WORK`). ``time_limit`` is a user's cap in seconds on the whole decision, off by
+    default: reaching it leaves the verdict undetermined, saying so."""
+    from ntpcert.util.budget import Deadline
+
     if separability_solver not in SEPARABILITY_SOLVERS:
         raise InputError(f"separability_solver: unknown value {separability_solver!r} (expected "
                          f"{', '.join(SEPARABILITY_SOLVERS)})")
+    check_int("max_epochs", max_epochs, minimum=1, optional=True)
+    deadline = Deadline(time_limit)
     inst = system.instance
     if system.n_margin == 0:
         from fractions import Fraction
@@ -145,15 +167,15 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
         return Verdict(True, EmbeddingsFullRank(lemma1_rank, f"{lemma1_text(lemma1_rank)}: every logit matrix is "
                                                 "reachable (Lemma 1)")), SeparabilitySolve()
     if separability_solver == "highs":
-        return _highs(system, time_limit)
+        return _highs(system, deadline)
     if separability_solver == "auto" and inst.V * (inst.d + inst.m) <= SMALL_LP_VARS:
-        dec = _highs(system, time_limit)
+        dec = _highs(system, deadline)
         if dec[0].holds is not None:
             return dec
     pair = pair_separability(inst)
     if pair is not None:
         return pair, SeparabilitySolve()
-    ray, log = parts.separability_on_parts(inst, progress=progress)
+    ray, log = parts.separability_on_parts(inst, progress=progress, deadline=deadline)
     if ray is not None:
         last = log[-1]
         return Verdict(False, FarkasRay(ray, "part-farkas", f"Farkas ray with {len(ray)} non-zero entries found on a "
@@ -163,7 +185,9 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
         screened = split_separability(system)
         if screened is not None:
             return screened, SeparabilitySolve(parts=tuple(log))
-    return _structured(system, svm_solver, time_limit, log, progress, svm_options or {})
+    if deadline.passed():
+        return _undetermined(f"{deadline.text()} before the structured solver's feasibility solve", log)
+    return _structured(system, svm_solver, deadline, log, progress, svm_options or {}, max_epochs)
 
 
 def pair_separability(inst: NTPInstance) -> Verdict | None:
@@ -219,33 +243,45 @@ def split_separability(system: KeslerSystem) -> Verdict | None:
                                     "verified exactly"))
 
 
-def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> tuple[Verdict, SeparabilitySolve]:
-    """A feasibility solve of the structured solver (capped at ``SEPARABILITY_MAX_EPOCHS``), then,
-    when separable and asked for, the NTP-SVM with ``svm_solver``."""
+def separability_epochs(system: KeslerSystem) -> int:
+    """The structured feasibility solve's budget in epochs: :data:`SEPARABILITY_MAX_EPOCHS`, or fewer where
+    :data:`SEPARABILITY_MAX_WORK` buys fewer (a function of the size alone)."""
+    from ntpcert.solve.structured.budget import epochs_within
+
+    return epochs_within(system, SEPARABILITY_MAX_WORK, SEPARABILITY_MAX_EPOCHS)
+
+
+def _structured(system, svm_solver, deadline, log, progress, svm_options,
+                max_epochs=None) -> tuple[Verdict, SeparabilitySolve]:
+    """A feasibility solve of the structured solver (within :func:`separability_epochs`, or
+    ``max_epochs``), then, when separable and asked for, the NTP-SVM with ``svm_solver``."""
     from ntpcert.solve.point_check import check_point
     from ntpcert.solve.structured.solver import solve as structured
     from ntpcert.solve.svm import solve_svm
 
-    limit = SEPARABILITY_TIME_LIMIT if time_limit is None else time_limit
+    epochs = separability_epochs(system) if max_epochs is None else int(max_epochs)
     try:
-        sol = structured(system, certificate="float", tol=FEASIBILITY_TOL, time_limit=limit,
-                         max_epochs=SEPARABILITY_MAX_EPOCHS, progress=bool(progress))
+        sol = structured(system, certificate="float", tol=FEASIBILITY_TOL, time_limit=deadline.left(),
+                         max_epochs=epochs, progress=bool(progress))
+    except TimeLimitReached as e:
+        return _undetermined(f"{deadline.text()} in the structured solver's feasibility solve", log, svm_error=str(e))
     except InfeasibleError as e:
         ray = parts.ray_from(e)
         if ray is not None:
             return (Verdict(False, FarkasRay(ray, "structured-farkas", f"Farkas ray with {len(ray)} non-zero entries "
                                              "from the structured solver's diverging dual, verified exactly")),
                     SeparabilitySolve(parts=tuple(log), svm_error=f"not separable: {e}"))
-        return _highs_ray(system, time_limit, log, f"the structured solver reports infeasibility ({e}) but its ray "
+        return _highs_ray(system, deadline, log, f"the structured solver reports infeasibility ({e}) but its ray "
                                                    "is not exact")
     except SolverError as e:
         why = f"the structured solver gave no answer ({e})"
         if system.n_vars <= HIGHS_FALLBACK_VARS:  # near the threshold: margins too thin for 2000 epochs
-            verdict, _ = _highs(system, time_limit)
+            verdict, _ = _highs(system, deadline)
             if verdict.holds is not None:
                 w = dataclasses.replace(verdict.witness, text=f"{why}; {verdict.reason}")
                 return Verdict(verdict.holds, w), SeparabilitySolve(parts=tuple(log))
-        return _highs_ray(system, time_limit, log, why, svm_error=str(e))
+        settle = f"; {SEPARABILITY_SETTLE}" if isinstance(e, BudgetSpent) else ""
+        return _highs_ray(system, deadline, log, why, svm_error=str(e), settle=settle)
     chk = check_point(system, sol.W)
     if not chk.ok:
         return _undetermined(f"the structured solver's point fails the re-check ({chk.text}); run "
@@ -261,30 +297,41 @@ def _structured(system, svm_solver, time_limit, log, progress, svm_options) -> t
             SeparabilitySolve(svm, err, tuple(log)))
 
 
-def _highs_ray(system, time_limit, log, why, svm_error=None) -> tuple[Verdict, SeparabilitySolve]:
-    """Fallback: the dual LP's vertex ray through HiGHS, made exact; small instances only."""
+def _highs_ray(system, deadline, log, why, svm_error=None, settle="") -> tuple[Verdict, SeparabilitySolve]:
+    """Fallback: the dual LP's vertex ray through HiGHS, made exact; small instances only (V·m at most
+    :data:`HIGHS_RAY_MAX_ENTRIES`). ``settle`` (what would settle the question) ends an undetermined text."""
     from ntpcert.exact.separability import farkas_ray_lp
 
     inst = system.instance
     if inst.V * inst.m > HIGHS_RAY_MAX_ENTRIES:
-        return _undetermined(why + "; the HiGHS ray LP is too large to try here", log, svm_error)
-    ray, reason = farkas_ray_lp(inst, time_limit=time_limit)
+        return _undetermined(why + f"; the HiGHS ray LP is too large to try here (V·m = {inst.V * inst.m:,} "
+                             f"entries, more than HIGHS_RAY_MAX_ENTRIES = {HIGHS_RAY_MAX_ENTRIES:,}){settle}",
+                             log, svm_error)
+    if deadline.passed():
+        return _undetermined(why + f"; {deadline.text()} before the HiGHS ray LP", log, svm_error)
+    ray, reason = farkas_ray_lp(inst, time_limit=deadline.left())
+    if ray is None and deadline.passed():
+        reason = f"{deadline.text()} in the HiGHS ray LP"
     if ray is not None:
         return (Verdict(False, FarkasRay(ray, "highs-farkas", f"Farkas ray of the dual LP with {len(ray)} non-zero "
                                          "entries, verified exactly")),
                 SeparabilitySolve(parts=tuple(log), svm_error=svm_error))
-    return _undetermined(why + f"; {reason}", log, svm_error)
+    return _undetermined(why + f"; {reason}{settle}", log, svm_error)
 
 
-def _highs(system, time_limit) -> tuple[Verdict, SeparabilitySolve]:
+def _highs(system, deadline) -> tuple[Verdict, SeparabilitySolve]:
     from ntpcert.solve.separability_lp import check_separability
 
-    lp = check_separability(system, time_limit=time_limit)
+    if deadline.passed():
+        return _undetermined(f"{deadline.text()} before the HiGHS separability LP")
+    lp = check_separability(system, time_limit=deadline.left())
+    if not lp.feasible and not lp.lp_infeasible and deadline.passed():
+        return _undetermined(f"{deadline.text()} in the HiGHS separability LP")
     if lp.feasible:
         return (Verdict(True, FeasiblePoint(lp.W, "highs-point", lp.text, min_margin=lp.min_margin,
                                             eq_violation=lp.eq_violation)), SeparabilitySolve())
     if lp.lp_infeasible:
-        return _highs_ray(system, time_limit, [], "HiGHS reports the LP infeasible")
+        return _highs_ray(system, deadline, [], "HiGHS reports the LP infeasible")
     return _undetermined(lp.text)
 
 
@@ -430,4 +477,5 @@ __all__ = [
     "lemma1",
     "lemma1_text",
     "pair_separability",
+    "separability_epochs",
 ]

@@ -274,7 +274,7 @@ def exact_certify(
     # no least-squares point once (4) is refuted exactly: W* does not exist, and the fit is the float
     # stage's costliest part on large corpora
     rep = certify(instance, svm=svm, solver=solver, progress=progress, separability_solver=separability_solver,
-                  use_lemma1=use_lemma1, fit_when_refuted=False, svm_time_limit=None,
+                  use_lemma1=use_lemma1, fit_when_refuted=False, svm_work=None,
                   svm_certificate="exact")  # the exact SVM stage reuses the solver's exact gap bound
     stages = Stages(4, progress, desc="exact")
     primes, E = prime_exponents(instance)

@@ -35,8 +35,10 @@ def separability_exact(instance: NTPInstance, candidate: np.ndarray | None, *, t
                        bits: int = DEFAULT_BITS, time_limit: float | None = None,
                        bounder: ExactSVMBounder | None = None) -> Verdict:
     """(6) with an exact witness: ``candidate`` (shape (V, d), a float point believed feasible, or None)
-    repaired exactly, else, with ``try_ray``, a Farkas ray of the HiGHS LP made exact; else undetermined.
-    ``bounder``: the instance's exact precomputation, shared with other calls."""
+    repaired exactly, else, with ``try_ray``, a Farkas ray of the HiGHS LP made exact (within its default
+    budget of HiGHS iterations, :func:`ntpcert.util.budget.highs_budget`); else undetermined. ``time_limit``
+    is a user's cap in seconds on that LP, off by default. ``bounder``: the instance's exact
+    precomputation, shared with other calls."""
     notes = []
     if candidate is not None:
         made = Verdict(True, FeasiblePoint(candidate, "structured-point", "a float point")).exact(

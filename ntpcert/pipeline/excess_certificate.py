@@ -37,11 +37,10 @@ W_BITS = 52
 #: ``certify`` adds the bracket automatically only up to this many (context, token) cells (m * V);
 #: beyond, the key says it was skipped (``ntpcert explain`` and :func:`exact_excess` have no cap).
 AUTO_MAX_CELLS = 250_000
-#: ``explain`` brackets instances up to this many cells (dense (m, V) arrays; the solver has
-#: :data:`TIME_LIMIT` seconds and returns the best bracket so far).
+#: ``explain`` brackets instances up to this many cells (dense (m, V) arrays; the solver has its budget of
+#: :data:`~ntpcert.solve.excess.MAX_NEWTON` Newton steps and returns the best bracket so far). The float
+#: solver inside ``certify`` and ``explain`` has no time limit (it had 120 s): its budget is that count.
 EXPLAIN_MAX_CELLS = 2_000_000
-#: Seconds given to the float solver inside ``certify`` and ``explain``.
-TIME_LIMIT = 120.0
 #: Relative width asked of the float solver inside ``certify`` and ``explain``, and the absolute width
 #: (nats) that also ends it (where L* = H, e.g. on ``paper``, only the absolute width can shrink).
 PIPELINE_TOL = 1e-7
@@ -159,8 +158,8 @@ def excess_key(instance: NTPInstance, *, exact: bool, bracket: ExcessBracket | N
         return {"skipped": skipped_bracket_text(instance.m * instance.V, cap)}, None
     if bracket is None and split is None:
         split = bracket_split(instance, separable)
-    b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, time_limit=TIME_LIMIT,
-                                                          abs_tol=PIPELINE_ABS_TOL, split=split)
+    b = bracket if bracket is not None else float_bracket(instance, tol=PIPELINE_TOL, abs_tol=PIPELINE_ABS_TOL,
+                                                          split=split)
     if not exact:
         return b.to_json(), b
     bad = xe.ExactData.of(instance).row_off_simplex()

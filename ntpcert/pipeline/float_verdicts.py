@@ -35,11 +35,18 @@ from ntpcert.util.summary import short_str
 from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict, ViolatingNullVector
 
 
-#: Seconds the NTP-SVM of :func:`certify` may take (the verdicts do not depend on it): past them it is
-#: reported in ``svm_error``, not solved. Mid-sized instances on which ``auto`` fell back to Clarabel
-#: made float certify take minutes (``benchmarks/bench_auto_fallback.py``). ``ntpcert svm`` and
-#: ``ntpcert limits`` have no such bound.
-SVM_TIME_LIMIT = 15.0
+#: The budget of work of :func:`certify`'s NTP-SVM when the structured solver solves it (``auto`` on a QP
+#: of more than ``SMALL_VARS`` variables, ``structured``, ``structured-float``), in the units of
+#: :mod:`ntpcert.solve.structured.budget` (an epoch costs m·(C·min(m, d) + 50,000)); past it the NTP-SVM is
+#: reported in ``svm_error``, not solved. It replaces a limit of 15 s (about 1.6e9 units a second on the
+#: shared 2-core machine: 2.4e10 units). The most work an NTP-SVM of the default suite took was 6.4e8
+#: units (85 epochs, m = 150); the benchmark instance V = 2000, m = 1000, d = 1024 (certify-large.md:
+#: C = 1,126, 1.2e9 units an epoch) certifies after 6 epochs and gets 33. ``auto`` on a small QP keeps its own
+#: first try and Clarabel's iteration cap. ``ntpcert svm`` and ``ntpcert limits`` have no such budget (the
+#: solver's own, 100,000 epochs).
+SVM_MAX_WORK = 40_000_000_000
+#: ... and at most this many epochs (the structured solver's own default).
+SVM_MAX_EPOCHS = 100_000
 
 #: LSMR iterations for the least-squares point of (4) when an exact witness has already refuted (4) or (6)
 #: and one is asked for (``fit_when_refuted``, as ``ntpcert limits`` does; on a word-level corpus with
@@ -208,7 +215,9 @@ def certify(
     use_lemma1: bool = True,
     fit_when_refuted: bool = False,
     svm_certificate: str = "float",
-    svm_time_limit: float | None = SVM_TIME_LIMIT,
+    svm_time_limit: float | None = None,
+    svm_work: int | None = SVM_MAX_WORK,
+    separability_max_epochs: int | None = None,
 ) -> Report:
     """Run the float pipeline on ``instance``: Lemma 1's rank test, F and W* (compatibility),
     separability, and, unless ``svm`` is false or the data are not separable, the NTP-SVM with
@@ -235,17 +244,24 @@ def certify(
     default, as ``ntpcert certify``) the structured solver (``auto``, ``structured``) reports the float gap
     recomputed from its primal/dual pair; ``"exact"`` has it build its exact gap bound as well (about 40 %
     of the solve at V = 2000, d = 1024), which the exact pipeline and ``ntpcert limits`` ask for.
-    ``svm_time_limit`` bounds the NTP-SVM's seconds (default :data:`SVM_TIME_LIMIT`; None: no bound);
-    ``separability_time_limit`` bounds the separability decision's (default :data:`~ntpcert.pipeline.decide.SEPARABILITY_TIME_LIMIT` for the structured solver).
+    Every engine runs within a budget of work, so that the verdicts do not depend on the machine's load
+    (docs/undetermined.md): ``svm_work`` is the NTP-SVM's (default :data:`SVM_MAX_WORK`, turned into
+    epochs by the size; None: the solver's own budget), ``separability_max_epochs`` the separability
+    decision's structured solver's (default
+    :func:`~ntpcert.pipeline.decide.separability_epochs`). ``svm_time_limit`` and
+    ``separability_time_limit`` are a user's caps in seconds, off by default; reaching one says so.
     """
     t0 = time.perf_counter()
     svm_options = _svm_options(solver, svm_certificate)
     if svm_time_limit is not None:
         svm_options["time_limit"] = float(svm_time_limit)
+    budget_note = ""
     stages = Stages(5 if svm else 4, progress, desc="certify")
     try:
         with stages.stage("Kesler rows", key="kesler"):
             system = KeslerSystem.build(instance)
+            if svm and svm_work is not None:
+                budget_note = _svm_budget(system, solver, int(svm_work), svm_options)
         with stages.stage("rank of H (Lemma 1)", key="rank"):
             rank = lemma1(instance) if use_lemma1 else None
             p = rank if rank is not None and rank.full else None
@@ -263,7 +279,7 @@ def certify(
                 sep, run = decide_separability(
                     system, separability_solver=separability_solver, lemma1_rank=p,
                     svm_solver=solver if svm else None, time_limit=separability_time_limit, progress=progress,
-                    svm_options=svm_options)
+                    svm_options=svm_options, max_epochs=separability_max_epochs)
         sol: SVMSolution | None = run.svm
         err: str | None = run.svm_error if sol is None else None
         if svm:
@@ -274,7 +290,7 @@ def certify(
                     err = (f"not attempted: the structured solver gave no answer on the separability question "
                            f"({run.svm_error}), and the NTP-SVM is the same solve run longer")
                 elif sol is None and run.svm_error and sep.holds:
-                    err = run.svm_error + _budget_note(svm_time_limit)  # tried with the deciding solve: not again
+                    err = run.svm_error + budget_note  # tried with the deciding solve: not again
                 elif sol is None:
                     try:
                         sol = solve_svm(system, solver=solver, **svm_options)
@@ -283,7 +299,7 @@ def certify(
                         err = (f"not separable: {e}" if sep.holds is False
                                else f"the NTP-SVM solver reports infeasibility ({e}); not checked")
                     except SolverError as e:
-                        err = f"NTP-SVM not certified: {e}" + _budget_note(svm_time_limit)
+                        err = f"NTP-SVM not certified: {e}" + budget_note
                     if sol is not None and sep.holds is None:
                         sep = _from_svm_point(sep, sol, system)
     finally:
@@ -292,8 +308,18 @@ def certify(
                   run.parts, rank)
 
 
-def _budget_note(limit: float | None) -> str:
-    return "" if limit is None else f" (certify gives it {limit:g} s; 'ntpcert svm DATA' solves it without a bound)"
+def _svm_budget(system: KeslerSystem, solver: str, work: int, svm_options: dict) -> str:
+    """Put the NTP-SVM's budget (:data:`SVM_MAX_WORK` as epochs) into ``svm_options`` where the backend
+    takes one; the note that an ``svm_error`` then ends with."""
+    from ntpcert.solve.structured.budget import epochs_within
+    from ntpcert.solve.svm import backend_options
+
+    if "max_epochs" not in backend_options(solver):
+        return ""
+    epochs = epochs_within(system, work, SVM_MAX_EPOCHS)
+    svm_options["max_epochs"] = epochs
+    return (f" (certify gives it a budget of {epochs:,} epochs by its size; 'ntpcert svm DATA' gives it the "
+            "solver's full budget)")
 
 
 def _svm_options(solver: str, svm_certificate: str) -> dict:
@@ -310,5 +336,5 @@ def _svm_options(solver: str, svm_certificate: str) -> dict:
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:
     """Alias of :func:`certify` with the SVM solved and a least-squares point of (4) fitted where W* does
     not exist (``fit_when_refuted``): the report carries W* and W^mm."""
-    return certify(instance, svm=True, solver=solver, progress=progress, svm_time_limit=None, svm_certificate="exact",
+    return certify(instance, svm=True, solver=solver, progress=progress, svm_work=None, svm_certificate="exact",
                    fit_when_refuted=True)

@@ -24,6 +24,7 @@ import numpy as np
 from ntpcert.errors import SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.point_check import check_point  # one tolerance for every float point
+from ntpcert.util.budget import highs_budget, highs_options, highs_stop
 from ntpcert.util.interrupt import interruptible
 
 #: HiGHS methods tried in turn until one answers "feasible" or "infeasible".
@@ -68,8 +69,13 @@ class LPResult:
     text: str = ""
 
 
-def check_separability(system: KeslerSystem, *, time_limit: float | None = None) -> LPResult:
-    """The separability LP (6) in floating point with HiGHS (see the module doc for the acceptance test)."""
+def check_separability(system: KeslerSystem, *, time_limit: float | None = None,
+                       max_iterations: int | None = None) -> LPResult:
+    """The separability LP (6) in floating point with HiGHS (see the module doc for the acceptance test).
+
+    ``max_iterations`` is the budget of HiGHS iterations of each method tried (default
+    :func:`ntpcert.util.budget.highs_budget` of the LP's size); ``time_limit`` a user's cap in seconds, off
+    by default. Either one stopping HiGHS leaves the result unsettled, its text naming which."""
     from scipy.optimize import linprog
 
     inst = system.instance
@@ -86,9 +92,8 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
     A_eq = system.eq_matrix()
     A_mar = system.margin_matrix()
     n = system.n_vars
-    options = {"presolve": True}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
+    budget = highs_budget(A_eq.shape[0] + A_mar.shape[0], n) if max_iterations is None else int(max_iterations)
+    options = highs_options(budget, time_limit)
     # off the main thread, so that Ctrl-C stops HiGHS at once (ntpcert.util.interrupt)
     solve = interruptible(linprog, size=A_eq.nnz + A_mar.nnz)
     # HiGHS' default (dual simplex) sometimes ends with status "unknown" near the separability
@@ -114,8 +119,9 @@ def check_separability(system: KeslerSystem, *, time_limit: float | None = None)
         return LPResult(False, None, None, None, str(res.message), seconds, lp_infeasible=True,
                         text="HiGHS reports the LP infeasible; no Farkas ray checked yet")
     if res.status != 0 or res.x is None:
+        stop = highs_stop(res, budget, time_limit, "a larger max_iterations may settle it")
         return LPResult(False, None, None, None, str(res.message), seconds,
-                        text=f"HiGHS did not settle the LP ({res.message})")
+                        text=f"HiGHS did not settle the LP ({stop or res.message})")
     W = np.asarray(res.x, dtype=np.float64).reshape(inst.V, inst.d)
     chk = check_point(system, W)
     text = (f"feasible LP point: {chk.text}" if chk.ok else f"the LP point fails the re-check: {chk.text}")

@@ -202,7 +202,10 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
         raise SolverError(f"split LP: HiGHS failed ({err})") from err
     its = int(getattr(res, "nit", 0) or 0)
     if res.status != 0 or res.x is None:
-        return _undetermined(classes, f"HiGHS did not solve the split LP ({res.message})", its)
+        from ntpcert.util.budget import highs_stop
+
+        stop = highs_stop(res, max_iterations, None, "a larger max_iterations may settle it")
+        return _undetermined(classes, f"HiGHS did not solve the split LP ({stop or res.message})", its)
     x = np.asarray(res.x, dtype=np.float64)
     D = x[:n].reshape(C, d).copy()
     D[np.abs(D) <= DUAL_TOL * max(np.abs(D).max(initial=0.0), 1.0)] = 0.0  # round-off of a basic point, not data

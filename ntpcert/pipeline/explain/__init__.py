@@ -10,7 +10,9 @@ is negative, its exact witness names a culprit, which is shrunk here to an irred
 
 :func:`explain` decides both verdicts with the decision engine (:mod:`ntpcert.pipeline.decide`) and
 explains the negative ones; :func:`why_not` explains the verdicts of a ``certify`` run, within limits
-that keep it cheap (:data:`CERTIFY_MAX_CONTEXTS`, :data:`CERTIFY_MAX_EQUATIONS`, :data:`CERTIFY_TIME_LIMIT`).
+that keep it cheap (:data:`CERTIFY_MAX_CONTEXTS`, :data:`CERTIFY_MAX_EQUATIONS`, :data:`CERTIFY_MAX_DECISIONS`).
+Every filter runs within a budget of work (sub-problems decided, equations tried), never a clock; a
+user's cap in seconds (``time_limit``, ``--time-limit``) is off by default.
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ from ntpcert.verdict import FarkasRay, Verdict, ViolatingNullVector
 
 #: ``certify --json`` explains a negative separability verdict only when its ray touches at most this
 #: many contexts, and a negative compatibility verdict only when its null vector has at most this many
-#: non-zeros; both within :data:`CERTIFY_TIME_LIMIT` seconds each. ``ntpcert explain`` has no such caps.
+#: non-zeros (so at most this many equations tried). ``ntpcert explain`` has no such caps.
 CERTIFY_MAX_CONTEXTS = 64
 CERTIFY_MAX_EQUATIONS = 200
-CERTIFY_TIME_LIMIT = 5.0
-#: Seconds for each shrinking in ``ntpcert explain``.
-EXPLAIN_TIME_LIMIT = 60.0
+#: ... and the separability filter inside ``certify`` decides at most this many sub-problems (it replaces a
+#: limit of 5 s; a set of n <= 64 contexts takes about 2n, and the default suite's largest took 6). The
+#: compatibility filter tries at most :data:`CERTIFY_MAX_EQUATIONS` equations, one per non-zero.
+#: ``ntpcert explain`` has the filters' own budgets (:data:`.separability.MAX_DECISIONS`,
+#: :data:`.compatibility.MAX_TRIES`).
+CERTIFY_MAX_DECISIONS = 400
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,7 +115,7 @@ def _keys(compatible, wnc, separable, wns, notes) -> dict:
 
 
 def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
-            time_limit: float = EXPLAIN_TIME_LIMIT, separability_time_limit: float | None = None,
+            time_limit: float | None = None, separability_time_limit: float | None = None,
             excess: bool = True) -> Explanation:
     """Decide (4) and (6) and explain each negative verdict by an irreducible culprit.
 
@@ -123,10 +128,12 @@ def explain(instance: NTPInstance, *, exact: bool = False, separability_solver: 
         culprits are checked in exact arithmetic either way.
     separability_solver : {"auto", "structured", "highs"}
         Separability solver, for the whole instance and for every sub-problem of the filter.
-    time_limit : float
-        Seconds for each shrinking (the result says when it ran out).
+    time_limit : float, optional
+        A user's cap in seconds on each shrinking, off by default (the result says when it was reached);
+        each shrinking has its budget of work either way.
     separability_time_limit : float, optional
-        Seconds for the separability decision on the whole instance (without ``exact``).
+        A user's cap in seconds on the separability decision of the whole instance (without ``exact``),
+        off by default.
     excess : bool
         Also bracket the best loss :math:`L^*` (key ``excess_loss``; certified with ``exact``).
     """
@@ -240,12 +247,12 @@ def _exact_verdicts(instance: NTPInstance, separability_solver: str) -> tuple[Ve
 def why_not(instance: NTPInstance, *, compatible: bool | None, violating: dict | None, separable: bool | None,
             ray: dict | None, system: KeslerSystem | None = None, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
             max_contexts: int = CERTIFY_MAX_CONTEXTS, max_equations: int = CERTIFY_MAX_EQUATIONS,
-            time_limit: float = CERTIFY_TIME_LIMIT) -> dict:
+            max_decisions: int = CERTIFY_MAX_DECISIONS, time_limit: float | None = None) -> dict:
     """The keys ``why_not_separable`` / ``why_not_compatible`` for a report whose verdicts and exact
     witnesses are given: present only for a negative verdict; ``{"skipped": why}`` when the witness is
     larger than the caps (then ``ntpcert explain`` gives it)."""
     wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
-                                max_contexts, max_equations, time_limit)
+                                max_contexts, max_equations, max_decisions, time_limit)
     return _keys(compatible, wnc, separable, wns, notes)
 
 
@@ -257,7 +264,7 @@ def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, vio
     :func:`~ntpcert.pipeline.exact_verdicts.exact_certify`). Each key says whether its culprit is in
     the certificate (``in_certificate``), and why not when it is not."""
     wnc, wns, notes = _culprits(instance, compatible, violating, separable, ray, system, separability_solver,
-                                CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_TIME_LIMIT)
+                                CERTIFY_MAX_CONTEXTS, CERTIFY_MAX_EQUATIONS, CERTIFY_MAX_DECISIONS, None)
     keys = _keys(compatible, wnc, separable, wns, notes)
     sections = {}
     for key, (sec, why) in (("why_not_separable", separability_section(wns)),
@@ -273,7 +280,8 @@ def why_not_with_sections(instance: NTPInstance, *, compatible: bool | None, vio
 
 
 def _culprits(instance, compatible, violating, separable, ray, system, separability_solver, max_contexts,
-              max_equations, time_limit) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
+              max_equations, max_decisions,
+              time_limit) -> tuple[WhyNotCompatible | None, WhyNotSeparable | None, dict[str, str]]:
     notes: dict[str, str] = {}
     wns = wnc = None
     if separable is False:
@@ -284,7 +292,8 @@ def _culprits(instance, compatible, violating, separable, ray, system, separabil
             notes["why_not_separable"] = (f"the Farkas ray touches {n} contexts, more than the {max_contexts} explained "
                                           "here; run 'ntpcert explain DATA'")
         else:
-            wns = why_not_separable(instance, ray, separability_solver=separability_solver, time_limit=time_limit)
+            wns = why_not_separable(instance, ray, separability_solver=separability_solver, time_limit=time_limit,
+                                    max_decisions=max_decisions)
             if wns is None:
                 notes["why_not_separable"] = "the Farkas ray failed its exact re-check"
     if compatible is False:
@@ -313,7 +322,7 @@ def why_not_of_report(rep, *, separability_solver: str = DEFAULT_SEPARABILITY_SO
 
 
 __all__ = [
-    "CERTIFY_TIME_LIMIT",
+    "CERTIFY_MAX_DECISIONS",
     "CERTIFY_MAX_CONTEXTS",
     "CERTIFY_MAX_EQUATIONS",
     "Deletion",

@@ -105,11 +105,13 @@ def find_ray(classes: TokenClasses, H: np.ndarray, drift: np.ndarray, *,
 
     Solves, over the entries in the support, :math:`\\sum_j X_{jc} h_j = 0` for every class,
     :math:`\\sum_c n_c X_{jc} = 0` for every context, :math:`X \\le 0` off the support and
-    :math:`\\sum_{\\text{off}} n_c(-X_{jc}) = 1`, with HiGHS.
+    :math:`\\sum_{\\text{off}} n_c(-X_{jc}) = 1`, with HiGHS, within its default iteration budget
+    (:func:`ntpcert.util.budget.highs_budget`) and the user's ``time_limit`` (seconds, off by default).
     """
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
+    from ntpcert.util.budget import highs_budget, highs_options
     from ntpcert.util.interrupt import interruptible
 
     mask = classes.mask
@@ -146,9 +148,8 @@ def find_ray(classes: TokenClasses, H: np.ndarray, drift: np.ndarray, *,
     b_eq = np.zeros(A_eq.shape[0])
     b_eq[-1] = 1.0
     bounds = np.column_stack([np.full(nvar, -np.inf), np.where(off, 0.0, np.inf)])
-    options = {"presolve": True}
-    if time_limit is not None:
-        options["time_limit"] = float(max(time_limit, 0.1))
+    # a budget of HiGHS iterations by the LP's size; the user's cap, when one is set, as well
+    options = highs_options(highs_budget(*A_eq.shape), None if time_limit is None else max(time_limit, 0.1))
     try:
         res = interruptible(linprog, size=A_eq.nnz)(np.zeros(nvar), A_eq=A_eq, b_eq=b_eq, bounds=bounds,
                                                     method="highs", options=options)

@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ntpcert.errors import InfeasibleError, InputError, SolverError
+from ntpcert.errors import BudgetSpent, InfeasibleError, InputError, SolverError, TimeLimitReached
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.solution import SVMSolution
 from ntpcert.solve.structured.bcd import BATCH, epoch, make_state, uses_compiled
@@ -47,6 +47,7 @@ from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray
 from ntpcert.solve.structured.monitor import Progress, gap_progress
 from ntpcert.solve.structured.polish import ActiveSetSystem
+from ntpcert.util.budget import budget_text, cap_text
 from ntpcert.util.numbers import blas_threads
 from ntpcert.util.progress import progress_bar
 from ntpcert.util.validate import check_int, check_number
@@ -273,9 +274,12 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     tol : float
         Target of the certified relative duality gap :math:`(P - D)/P`.
     time_limit : float, optional
-        Seconds; :class:`~ntpcert.errors.SolverError` when reached before a certificate.
+        A user's cap in seconds, off by default: :class:`~ntpcert.errors.TimeLimitReached` when reached
+        before a certificate (the answer then depends on the machine; the budget below does not).
     max_epochs : int
-        Passes over the contexts before giving up with SolverError.
+        The budget of work: passes over the contexts before giving up with
+        :class:`~ntpcert.errors.BudgetSpent` (:mod:`~ntpcert.solve.structured.budget` turns a budget of
+        work units into epochs).
     path : {"auto", "kernel", "linear"}
         State kept between block updates; ``auto`` takes the kernel path when d ≥ m.
     batch : int
@@ -314,8 +318,10 @@ def solve(system: KeslerSystem, *, tol: float = DEFAULT_TOL, time_limit: float |
     ------
     NotSeparable
         (an :class:`~ntpcert.errors.InfeasibleError`) with the Farkas certificate.
-    SolverError
-        When ``time_limit`` or ``max_epochs`` is reached first.
+    BudgetSpent
+        (a :class:`~ntpcert.errors.SolverError`) when ``max_epochs`` are spent first.
+    TimeLimitReached
+        (a :class:`~ntpcert.errors.SolverError`) when the user's ``time_limit`` is reached first.
     """
     check_int("threads", threads, minimum=1, optional=True)
     with blas_threads(threads):
@@ -430,12 +436,14 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
                 failed += 1
                 retry_at = ep + min(CERTIFY_MAX_WAIT, 2 ** failed)
             if time_limit is not None and time.perf_counter() - t_start > time_limit:
-                break
+                got = "" if best is None else f"; best certified relative gap {best[1]:.2e}"
+                raise TimeLimitReached(f"structured: {cap_text(time_limit)} after {ep} epochs, before a "
+                                       f"certificate within tol {S.tol:g}{got}", seconds=float(time_limit))
     finally:
         bar.close()
     got = "" if best is None else f"; best certified relative gap {best[1]:.2e}"
-    raise SolverError(f"structured: no certificate within tol {S.tol:g} after {ep} epochs and "
-                      f"{time.perf_counter() - t_start:.1f} s{got}")
+    raise BudgetSpent(f"structured: {budget_text(max_epochs, 'epochs')} without a certificate within tol "
+                      f"{S.tol:g}{got}", spent=int(max_epochs), units="epochs")
 
 
 __all__ = ["DEFAULT_TOL", "NotSeparable", "solve", "token_ray"]

@@ -6,10 +6,11 @@ QP solver at size, and settles non-separable data with an exactly checked Farkas
 coordinate ascent converges linearly, though, and on ill-conditioned data (nearly parallel
 embeddings, huge ``||W^mm||``) it may need more epochs than are worth waiting for. On a QP small
 enough for an interior-point method to take a moment (at most :data:`SMALL_VARS` variables V·d),
-``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs and then solves with Clarabel,
-(or :data:`SMALL_SECONDS` seconds, whichever ends first), saying so in ``solver`` and ``info["fallback"]``; a larger QP gets the structured solver with its
-full budget, and its error if it has one. Either way the returned pair is checked as every
-:class:`~ntpcert.solve.solution.SVMSolution` is.
+``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs, fewer where :data:`SMALL_WORK` buys
+fewer (:func:`small_epochs`, a function of the size alone: which backend answers never depends on the
+machine's load), and then solves with Clarabel, saying so in ``solver`` and ``info["fallback"]``; a
+larger QP gets the structured solver with its full budget (``max_epochs``), and its error if it has one.
+Either way the returned pair is checked as every :class:`~ntpcert.solve.solution.SVMSolution` is.
 """
 
 from __future__ import annotations
@@ -17,23 +18,35 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.errors import InfeasibleError, SolverError, TimeLimitReached
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.solution import SVMSolution
 
 #: Largest QP (variables V·d) that ``auto`` hands to Clarabel when the structured solver stops.
 SMALL_VARS = 5_000
 
-#: Epochs of the structured solver on a small QP before ``auto`` falls back to Clarabel.
+#: Epochs of the structured solver on a small QP before ``auto`` falls back to Clarabel, at most.
 SMALL_EPOCHS = 300
 
-#: ... and seconds: on m = 214 contexts 300 epochs took 39 s, longer than Clarabel's whole solve
-#: (``benchmarks/bench_auto_fallback.py``). Either bound only hands the QP on; it decides nothing.
-SMALL_SECONDS = 3.0
+#: ... and its budget of work (units of :mod:`ntpcert.solve.structured.budget`: an epoch costs
+#: m·(C·min(m, d) + 50,000)). It replaces a limit of 3 s (on m = 214 contexts 300 epochs had taken 39 s,
+#: longer than Clarabel's whole solve, ``benchmarks/bench_auto_fallback.py``). The small QP of the
+#: default suite that needs the most work (m = 139, d = 24, C = 5: 7.0e6 units an epoch) certifies after
+#: 60 epochs, 4.2e8 units, and gets 143 (2.4x); ``paper`` (55 epochs) keeps all 300; the mid-sized
+#: benchmark instances (m = 127 and 214) get 153 and 90. The bound only hands the QP on; it decides nothing.
+SMALL_WORK = 1_000_000_000
+
+
+def small_epochs(system: KeslerSystem) -> int:
+    """The structured solver's epochs on a small QP before the fallback (module doc)."""
+    from ntpcert.solve.structured.budget import epochs_within
+
+    return epochs_within(system, SMALL_WORK, SMALL_EPOCHS)
 
 
 def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float | None = None, verbose: bool = False,
-          progress: bool = False, certificate: str = "exact", separable: bool = False) -> SVMSolution:
+          progress: bool = False, certificate: str = "exact", separable: bool = False,
+          max_epochs: int | None = None) -> SVMSolution:
     """Solve the NTP-SVM with the structured solver, falling back to Clarabel (see the module doc).
 
     Parameters
@@ -43,7 +56,11 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
         The structured solver's certified relative gap (default its ``DEFAULT_TOL``) and Clarabel's
         tolerances.
     time_limit : float, optional
-        Seconds for both stages together.
+        A user's cap in seconds for both stages together, off by default
+        (:class:`~ntpcert.errors.TimeLimitReached` when reached; no fallback then).
+    max_epochs : int, optional
+        The structured solver's budget on a QP larger than :data:`SMALL_VARS` (default its own); a small
+        QP's first try stays :func:`small_epochs`, and Clarabel's is its iteration cap.
     verbose, progress : bool
         Clarabel's log; the structured solver's progress bar.
     certificate : {"exact", "float"}
@@ -58,13 +75,13 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     opts = {} if tol is None else {"tol": tol}
     hint = {"separable": True} if separable else {}
     if system.n_vars > SMALL_VARS:
+        budget = {} if max_epochs is None else {"max_epochs": int(max_epochs)}
         return structured.solve(system, time_limit=time_limit, progress=progress, certificate=certificate, **opts,
-                                **hint)
-    first = SMALL_SECONDS if time_limit is None else min(SMALL_SECONDS, time_limit)
+                                **hint, **budget)
     try:
-        return structured.solve(system, time_limit=first, max_epochs=SMALL_EPOCHS, progress=progress,
+        return structured.solve(system, time_limit=time_limit, max_epochs=small_epochs(system), progress=progress,
                                 certificate=certificate, **opts, **hint)
-    except InfeasibleError:
+    except (InfeasibleError, TimeLimitReached):
         raise
     except SolverError as err:
         why = str(err)

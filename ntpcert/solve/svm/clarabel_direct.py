@@ -12,10 +12,11 @@ import time
 
 import numpy as np
 
-from ntpcert.errors import InfeasibleError, SolverError
+from ntpcert.errors import BudgetSpent, InfeasibleError, SolverError, TimeLimitReached
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.rows.qp import build_qp, dual_from_cone_multipliers
 from ntpcert.solve.solution import SVMSolution
+from ntpcert.util.budget import budget_text, cap_text
 
 #: Clarabel's ``direct_solve_method``, tried first; ``None`` keeps Clarabel's default.
 KKT_METHOD: str | None = "faer"
@@ -26,8 +27,11 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
     """Solve the NTP-SVM with Clarabel's interior-point method.
 
     ``tol`` sets Clarabel's absolute/relative gap and feasibility tolerances; ``progress`` is
-    accepted for the common backend API (Clarabel reports per iteration with ``verbose``).
-    Raises :class:`InfeasibleError` when Clarabel reports primal infeasibility.
+    accepted for the common backend API (Clarabel reports per iteration with ``verbose``). Its budget of
+    work is Clarabel's iteration cap (``max_iter``, 200 by default): :class:`~ntpcert.errors.BudgetSpent`
+    when spent; ``time_limit`` is a user's cap in seconds, off by default
+    (:class:`~ntpcert.errors.TimeLimitReached`). Raises :class:`InfeasibleError` when Clarabel reports
+    primal infeasibility.
     """
     import clarabel
 
@@ -55,6 +59,12 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
     status = str(sol.status)
     if "PrimalInfeasible" in status:
         raise InfeasibleError(f"clarabel: {status} (the data are not NTP-separable)")
+    if status == "MaxTime" and time_limit is not None:
+        raise TimeLimitReached(f"clarabel: {cap_text(time_limit)} after {sol.iterations} iterations",
+                               seconds=float(time_limit))
+    if status == "MaxIterations":
+        raise BudgetSpent(f"clarabel: {budget_text(settings.max_iter, 'interior-point iterations')}",
+                          spent=int(settings.max_iter), units="interior-point iterations")
     if status not in ("Solved", "AlmostSolved"):
         raise SolverError(f"clarabel: stopped with status {status} after {sol.iterations} iterations")
     x = np.asarray(sol.x)
