@@ -61,7 +61,7 @@ from ntpcert.rows.subspace import Subspace
 
 __all__ = ["GRAD_TOL", "MAX_DENSE_ROWS", "MAX_LOGIT_ENTRIES", "MAX_NEWTON_STEPS", "FiniteLimit", "check_nonseparable",
            "extended_mask", "extended_pattern", "finite_limit", "reduced_excess", "reduced_gradient",
-           "reduced_loss", "solve_mm_p"]
+           "reduced_loss", "solve_mm_p", "solve_mm_p_system"]
 
 #: Newton stops once :math:`\|\nabla\mathrm{CE}_N(W)\|_F` is at most this (float64; reported, not a proof).
 GRAD_TOL = 1e-10
@@ -114,8 +114,11 @@ def extended_pattern(instance: NTPInstance, nonseparable: np.ndarray) -> NTPInst
     """The instance with the same H whose supports are :math:`S_j\\cup N_j` (count 1 on each of their
     pairs). Internal: only its pattern means anything (module doc)."""
     mask = extended_mask(instance, nonseparable)
-    return NTPInstance.from_counts(instance.embeddings, mask.astype(np.int64), token_names=instance.token_names,
-                                   context_names=instance.context_names, name=f"{instance.name} (S u N)")
+    ext = NTPInstance.from_counts(instance.embeddings, mask.astype(np.int64), token_names=instance.token_names,
+                                  context_names=instance.context_names, name=f"{instance.name} (S u N)")
+    if instance.token_multiplicity is not None:  # W^mm_P of a merged vocabulary weighs its rows too
+        ext = ext.with_token_multiplicity(instance.token_multiplicity)
+    return ext
 
 
 def _log_softmax_ext(instance: NTPInstance, W: np.ndarray, ext: np.ndarray) -> np.ndarray:
@@ -243,6 +246,12 @@ def finite_limit(instance: NTPInstance, nonseparable: Any, *, tol: float = GRAD_
     """
     t0 = time.perf_counter()
     N = check_nonseparable(instance, nonseparable)
+    nu = instance.token_multiplicity
+    if nu is not None and N.shape[0] and np.any(nu[N[:, 1]] > 1):
+        v = int(N[np.argmax(nu[N[:, 1]] > 1), 1])
+        raise SolverError(f"W_fin: token {v} stands for {int(nu[v])} tokens and is in N; CE_N counts each of them and "
+                          "F_N holds their differences, which the merged instance does not (solve the instance with "
+                          "every token)")
     if instance.m * instance.V > MAX_LOGIT_ENTRIES:
         raise SolverError(f"W_fin: m·V = {instance.m * instance.V:,} is more than the {MAX_LOGIT_ENTRIES:,} logits the "
                           "dense Newton solve forms")
@@ -336,9 +345,15 @@ def solve_mm_p(limit: FiniteLimit, *, solver: str = "auto", **options: Any):
 
     Raises whatever :func:`~ntpcert.solve.svm.solve_svm` raises (an InfeasibleError would mean that the
     given N is not the split's: the extended pattern is separable by construction)."""
+    return solve_mm_p_system(limit.system, solver=solver, **options)
+
+
+def solve_mm_p_system(system: KeslerSystem, *, solver: str = "auto", **options: Any):
+    """W^mm_P from the extended pattern's Kesler rows (:func:`extended_pattern`; as :func:`solve_mm_p`, also
+    where W_fin was not computed)."""
     from ntpcert.solve.svm import solve_separable
 
-    if limit.system.n_margin == 0:
+    if system.n_margin == 0:
         return None
-    return solve_separable(limit.system, solver=solver, **options)
+    return solve_separable(system, solver=solver, **options)
 
