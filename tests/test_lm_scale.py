@@ -335,3 +335,20 @@ def test_a_nearly_unseparable_model_splits_with_the_interior_point_fallback(wide
     md = load_model_data(wide["corpus"], wide["narrow"], merge_unseen=True)
     sp = nonseparable_split(md.instance)
     assert sp.ok and sp.n_nonseparable > 0
+
+
+def test_a_merged_models_certificate_carries_no_weight_and_both_checkers_accept_it(wide, tmp_path, capsys):
+    """The weight of the representative lives only in the NTP-SVM solves: ``certify --exact --model`` embeds the
+    merged instance one token each (no NTP-SVM), and ``verify`` and tools/ntpcert_check.py accept it (an instance
+    that carries the weight is refused by the exact pipeline: tests/test_merged_svm.py)."""
+    from tests.standalone import standalone
+
+    cert = tmp_path / "C.json"
+    assert main(["certify", wide["corpus"], "--model", wide["model"], "--exact", "--certificate-out", str(cert),
+                 "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["certificate_valid"] is True and rep["vocabulary"]["merged"] > 0 and "svm_error" in rep
+    assert "token_multiplicity" not in cert.read_text()
+    assert main(["verify", str(cert)]) == 0 and capsys.readouterr().out.startswith("VALID")
+    ok, line = standalone(cert.read_text())
+    assert ok, line
