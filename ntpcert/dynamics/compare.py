@@ -356,8 +356,17 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
         values["loss_over_L_star"] = values["loss"] - split.limit.L_star
         notes["limits"] = (f"not separable: {len(split.nonseparable)} non-separable pair(s) ({split.split_note}); "
                            "F is F_N, W* is W_fin and W^mm is W^mm_P (rel_dist_F = ||P_F_N W - W_fin||/||W_fin||, "
-                           "cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); loss_over_L_star = CE(W) - L*")
+                           "cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); loss_over_L_star = CE(W) - L*"
+                           + _convergence_note(split.limit))
     return Comparison(values, bracket, bins, notes)
+
+
+def _convergence_note(limit: Any) -> str:
+    """Where Newton on CE_N stopped before its tolerance: W_fin and L* are then only its last iterate's."""
+    if limit.converged:
+        return ""
+    return (f"; W_fin did not converge (||grad CE_N|| = {limit.grad_norm:.3g} > {limit.tol:g} after "
+            f"{limit.iterations} Newton steps): L_star and rel_dist_F are of its last iterate")
 
 
 def compare_series(snapshots: Sequence[tuple[int, np.ndarray]], limits: Limits, *,
@@ -632,7 +641,7 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
         notes["limits"] = (f"not separable: {len(merge.expand_pairs(split.nonseparable)):,} non-separable pair(s) of "
                            f"the full vocabulary ({split.split_note}); F is F_N, W* is W_fin and W^mm is W^mm_P "
                            "(rel_dist_F = ||P_F_N W - W_fin||/||W_fin||, cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); "
-                           "loss_over_L_star = CE(W) - L*")
+                           "loss_over_L_star = CE(W) - L*" + _convergence_note(split.limit))
     return Comparison(values, bracket, bins, notes)
 
 
