@@ -225,7 +225,8 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
         labels = [b["label"] for b in bins if isinstance(b.get(k), float) and not math.isfinite(b[k])]
         if labels:
             why = "W* is 0 on the bin's rows" if k == "rel_dist_F" else mm_reason if limits.W_mm is None else (
-                "W modulo the invariant directions, off F, or W^mm is 0 on the bin's rows")
+                "W modulo the invariant directions, off F, is 0 on the bin's rows, or W^mm is within its "
+                "distance bound sqrt(2 gap) of 0 there")
             parts.append(f"bins {', '.join(labels)}: {k} ({why})")
     return {"null": "not finite, so null in JSON: " + "; ".join(parts)} if parts else {}
 
@@ -281,10 +282,20 @@ def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) 
         out.append({
             "label": label, "tokens": int(idx.size), "frequency": int(np.asarray(frequency)[idx].sum()),
             "rel_dist_F": float(np.linalg.norm(PF[idx] - limits.W_star[idx])) / ws if ws > 0 else float("nan"),
-            "cos_perp_mm": float("nan") if Wmm is None else cosine(Wp[idx], Wmm[idx]),
+            "cos_perp_mm": float("nan") if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
             "excess_share": float(per_token[idx].sum()),
         })
     return out
+
+
+def _bin_cosine(Wp: np.ndarray, Wmm: np.ndarray, svm: Any) -> float:
+    r""":math:`\cos(P_{F^\perp}W, W^{mm})` on a bin's rows, NaN where W^mm's rows there are within the solution's
+    distance bound :math:`\sqrt{2\,\mathrm{gap}}\ge\|W - W^{mm}\|` (strong convexity) of 0: the exact rows may be
+    0 (a model's unseen tokens under W^mm_P often are), and a cosine with the solver's residue is noise (it read
+    0.45 on such a bin where the solver left rows of norm 8e-6)."""
+    if float(np.linalg.norm(Wmm)) <= math.sqrt(2.0 * max(float(svm.gap), 0.0)):
+        return float("nan")
+    return cosine(Wp, Wmm)
 
 
 def excess_bracket(limits: Limits) -> dict[str, Any]:
@@ -622,7 +633,7 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
         wsb = float(np.linalg.norm(W_star[idx]))
         bins.append({"label": label, "tokens": int(idx.size), "frequency": int(frequency[idx].sum()),
                      "rel_dist_F": float(np.linalg.norm(PF[idx] - W_star[idx])) / wsb if wsb > 0 else nan,
-                     "cos_perp_mm": nan if Wmm is None else cosine(Wp[idx], Wmm[idx]),
+                     "cos_perp_mm": nan if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
                      "excess_share": float(per_token[idx].sum())})
     notes = {"F": f_note} if f_note else {}
     notes.update(_null_notes(values, bins, limits, nrm, mm_reason=None if Wmm is not None else "see notes.W_mm"))
