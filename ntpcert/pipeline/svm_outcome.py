@@ -43,9 +43,11 @@ class SVMOutcome:
     def _vocabulary(self) -> dict[str, Any]:
         if self.merge is None:
             return {}
-        return {"V": self.merge.V, "V_instance": self.instance.V, "vocabulary": self.merge.to_json(),
-                "weighted": "the representative of the unseen tokens weighs as the tokens it stands for: W^mm, its "
-                            "norm and its gap are the full vocabulary's"}
+        out = {"V": self.merge.V, "V_instance": self.instance.V, "vocabulary": self.merge.to_json()}
+        if self.separable:
+            out["weighted"] = ("the representative of the unseen tokens weighs as the tokens it stands for: W^mm, its "
+                               "norm and its gap are the full vocabulary's")
+        return out
 
     def to_json(self, *, out: str | None = None) -> dict[str, Any]:
         """One JSON object: m, d, V, ``separable``, then the solution's keys and ``out`` (the W file or
