@@ -117,3 +117,17 @@ def test_the_quotient_is_the_orthogonal_projection_on_the_complement_of_N(m, d):
     for X in (limits.W_star, limits.W_mm, limits.subspace.project(A)):
         if X is not None:
             assert np.allclose(q.project(X), X, atol=1e-9 * max(1.0, np.abs(X).max()))
+
+
+def test_a_bins_cosine_with_w_mm_rows_inside_the_solutions_distance_bound_is_undefined():
+    """W^mm rows of norm below sqrt(2 gap) may be 0 exactly (a model's unseen tokens under W^mm_P): their cosine
+    is NaN, not the cosine with the solver's residue; rows above the bound keep their cosine."""
+    from types import SimpleNamespace
+
+    from ntpcert.dynamics.compare import _bin_cosine
+
+    Wp = np.array([[1.0, 0.0], [0.0, 1.0]])
+    residue = np.array([[8e-6, 0.0], [0.0, 0.0]])
+    assert np.isnan(_bin_cosine(Wp, residue, SimpleNamespace(gap=2.5e-4)))
+    assert _bin_cosine(Wp, residue, SimpleNamespace(gap=0.0)) == pytest.approx(1 / np.sqrt(2))
+    assert _bin_cosine(Wp, 3 * Wp, SimpleNamespace(gap=2.5e-4)) == pytest.approx(1.0)

@@ -245,3 +245,25 @@ def test_property_W_fin_matches_lbfgs_on_random_partly_separable_instances(seed,
     rng = np.random.default_rng(seed)
     for W in (lim.W_fin, lim.W_fin + rng.standard_normal(lim.W_fin.shape)):
         assert inst.loss(W) >= lim.L_star - 1e-12
+
+
+def test_the_search_directions_fall_back_from_newton_to_levenberg_marquardt_to_the_gradient():
+    """Each step tries Newton's direction, then (H + |g| I)^{-1} g, then the gradient, each only with a negative
+    slope: a Hessian that makes Newton's direction an ascent one leaves the other two, in that order."""
+    from ntpcert.solve.finite_limit import _directions
+
+    g = np.array([1.0, -2.0])
+    gn = float(np.linalg.norm(g))
+    H = np.diag([1.0, 4.0])
+    got = list(_directions(-np.linalg.solve(H, g), H, g, gn))
+    assert len(got) == 3 and all(slope < 0 for _, slope in got)
+    np.testing.assert_allclose(got[1][0], -np.linalg.solve(H + gn * np.eye(2), g))
+    np.testing.assert_allclose(got[2][0], -g)
+    g = np.array([2.0, -1.0])
+    gn = float(np.linalg.norm(g))
+    H_bad = np.diag([-1.0, 4.0])  # indefinite: Newton's "direction" climbs along the first coordinate
+    newton = -np.linalg.solve(H_bad, g)
+    assert g @ newton > 0
+    got = list(_directions(newton, H_bad, g, gn))
+    assert len(got) == 2 and np.allclose(got[0][0], -np.linalg.solve(H_bad + gn * np.eye(2), g))
+    assert got[0][1] < 0 and np.allclose(got[1][0], -g)

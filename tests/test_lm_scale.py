@@ -209,6 +209,10 @@ def test_merged_compare_equals_the_dense_full_vocabulary_one(wide, monkeypatch):
     dense = cm.compare(md.decoder, Limits.compute(full), frequency=md.token_frequency)
     limits, separable = cm.merged_limits(md.instance)
     assert separable is True and limits.compatible is True and limits.svm is None
+    limits_w, _ = cm.merged_limits(md.instance, md.merge)
+    full_mm = Limits.compute(full).svm
+    assert limits_w.svm.norm == pytest.approx(full_mm.norm, rel=1e-6)
+    assert np.linalg.norm(md.merge.expand_rows(limits_w.W_mm) - full_mm.W) <= 1e-6 * full_mm.norm
     monkeypatch.setattr(cm, "BLOCK_ROWS", 7)  # several blocks
     rng = np.random.default_rng(3)
     for W in (md.decoder, md.decoder + rng.standard_normal(md.decoder.shape)):
@@ -220,6 +224,12 @@ def test_merged_compare_equals_the_dense_full_vocabulary_one(wide, monkeypatch):
         for key in ("cos_mm", "cos_perp_mm", "norm_matched_distance"):
             assert np.isnan(got.values[key]) and not np.isnan(want.values[key])
         assert "W_mm" in got.notes and got.bracket == {k: want.bracket[k] for k in got.bracket}
+        # with the merge, W^mm is solved with the representative weighted: the full vocabulary's
+        weighted = cm.compare_merged(W, limits_w, md.merge, frequency=md.token_frequency, separable=separable)
+        for key in ("cos_mm", "cos_perp_mm", "norm_matched_distance"):
+            assert weighted.values[key] == pytest.approx(want.values[key], rel=1e-6, abs=1e-9), key
+        for g, w in zip(weighted.bins, want.bins):
+            assert g["cos_perp_mm"] == pytest.approx(w["cos_perp_mm"], rel=1e-6, abs=1e-9, nan_ok=True)
         assert [(b["label"], b["tokens"], b["frequency"]) for b in got.bins] == \
             [(b["label"], b["tokens"], b["frequency"]) for b in want.bins]
         for g, w in zip(got.bins, want.bins):
@@ -248,7 +258,9 @@ def test_compare_model_takes_the_merged_path_above_the_full_vocabulary_limit(wid
     assert sum(b["tokens"] for b in out["bins"]) == 64
     for key in ("loss", "excess_loss", "margin", "rel_dist_F"):
         assert out[key] == pytest.approx(dense[key], rel=1e-8), key
-    assert out["cos_perp_mm"] is None or np.isnan(out["cos_perp_mm"])
+    for key in ("cos_perp_mm", "cos_mm", "norm_matched_distance"):  # W^mm weighted: the full vocabulary's
+        assert out[key] == pytest.approx(dense[key], rel=1e-6, abs=1e-9), key
+    assert "weighed" in out["notes"]["W_mm"]
     assert main(["compare", wide["corpus"], "--model", wide["model"]]) == 0
     assert "after merging" in capsys.readouterr().out
 
@@ -281,3 +293,62 @@ def test_vocabulary_record_kinds_are_checked(key, value):
             "context": "tokens:2", "bos": False, "embeddings": "model", "vocabulary": {**voc, key: value}}
     with pytest.raises(CertificateError, match=f"source.vocabulary.{key}: expected"):
         check_source_section(body)
+
+
+def test_svm_and_limits_through_a_model_solve_the_merged_instance_weighted(wide, tmp_path, capsys):
+    """``svm --model`` and ``limits --model`` merge the unseen tokens and weigh the representative by their
+    number: the files hold the model's V rows and are the full vocabulary's W^mm and W*."""
+    from ntpcert.instance.lm import load_model_data
+    from ntpcert.pipeline.float_verdicts import certify
+
+    md = load_model_data(wide["corpus"], wide["model"], merge_unseen=True)
+    want = certify(md.full_instance(), svm=True, svm_certificate="exact")
+    assert md.merge.merged > 0 and want.svm is not None
+    out = tmp_path / "W.npy"
+    assert main(["svm", wide["corpus"], "--model", wide["model"], "--out", str(out), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["V"] == 64 and rep["V_instance"] == md.instance.V and rep["vocabulary"]["merged"] == md.merge.merged
+    assert rep["norm"] == pytest.approx(want.svm.norm, rel=1e-6)
+    W = np.load(out)
+    assert W.shape == (64, md.instance.d) and np.linalg.norm(W - want.svm.W) <= 1e-6 * want.svm.norm
+    assert main(["limits", wide["corpus"], "--model", wide["model"], "--out-dir", str(tmp_path / "lim"), "--basis",
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["V"] == 64 and summary["files"]["W_mm.npy"] == [64, md.instance.d]
+    np.testing.assert_allclose(np.load(tmp_path / "lim" / "W_mm.npy"), want.svm.W, rtol=0,
+                               atol=1e-6 * want.svm.norm)
+    np.testing.assert_allclose(np.load(tmp_path / "lim" / "W_star.npy"), want.fit.W_star, rtol=0,
+                               atol=1e-9 * max(1.0, np.linalg.norm(want.fit.W_star)))
+    B = np.load(tmp_path / "lim" / "F_basis.npy")
+    assert B.shape[1:] == (64, md.instance.d)
+    G = B.reshape(B.shape[0], -1)
+    np.testing.assert_allclose(G @ G.T, np.eye(B.shape[0]), atol=1e-9)
+    assert not B[:, md.merge.unseen()].any()  # F is zero on every unseen token's row
+
+
+def test_a_nearly_unseparable_model_splits_with_the_interior_point_fallback(wide):
+    """HiGHS's dual simplex stops at once ("Not Set") on the d = 4 model's split LP, whose start is nearly
+    optimal; the interior point method with crossover decides it, and the checks of the split accept it."""
+    from ntpcert.instance.lm import load_model_data
+    from ntpcert.solve.split import nonseparable_split
+
+    md = load_model_data(wide["corpus"], wide["narrow"], merge_unseen=True)
+    sp = nonseparable_split(md.instance)
+    assert sp.ok and sp.n_nonseparable > 0
+
+
+def test_a_merged_models_certificate_carries_no_weight_and_both_checkers_accept_it(wide, tmp_path, capsys):
+    """The weight of the representative lives only in the NTP-SVM solves: ``certify --exact --model`` embeds the
+    merged instance one token each (no NTP-SVM), and ``verify`` and tools/ntpcert_check.py accept it (an instance
+    that carries the weight is refused by the exact pipeline: tests/test_merged_svm.py)."""
+    from tests.standalone import standalone
+
+    cert = tmp_path / "C.json"
+    assert main(["certify", wide["corpus"], "--model", wide["model"], "--exact", "--certificate-out", str(cert),
+                 "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["certificate_valid"] is True and rep["vocabulary"]["merged"] > 0 and "svm_error" in rep
+    assert "token_multiplicity" not in cert.read_text()
+    assert main(["verify", str(cert)]) == 0 and capsys.readouterr().out.startswith("VALID")
+    ok, line = standalone(cert.read_text())
+    assert ok, line

@@ -88,6 +88,8 @@ def test_compare_reports_W_fin_and_W_mm_P_numbers(data, tmp_path, capsys):
     rep2 = json.loads(cli(["compare", data, "--W", wpath, "--json"], capsys))
     for key in ("rel_dist_F", "cos_perp_mm", "loss", "loss_over_L_star"):
         assert abs(rep2[key] - rep[key]) <= 1e-10 * max(1.0, abs(rep[key])), key
+    text = cli(["compare", data, "--W", wpath], capsys)  # the text report carries L* and CE(W) - L* too
+    assert f"L_star: {rep['L_star']:.6g}" in text and f"loss_over_L_star: {rep2['loss_over_L_star']:.6g}" in text
 
 
 def test_trajectory_checks_run_against_W_fin_and_W_mm_P(data, tmp_path, capsys):

@@ -278,6 +278,12 @@ def sparse_record(A: np.ndarray) -> list[list]:
 SPARSE_DUAL_MAX_FILL = 0.25
 
 
+#: Why an instance with token multiplicities gets no certificate: a certificate speaks of the tokens it embeds.
+MULTIPLICITY_REFUSED = ("instance: its tokens carry multiplicities (token_multiplicity: a merged vocabulary's NTP-SVM "
+                        "weights); a certificate speaks of the tokens it embeds, one each: certify the instance "
+                        "without them (the verdicts on (4), (6) and the split are the same)")
+
+
 def build_certificate(instance: NTPInstance, compat: Verdict, sep: Verdict, svm: SVMBound | None,
                       w_star: WStarClosedForm | None = None, primes: tuple | None = None,
                       E: np.ndarray | None = None) -> dict:
@@ -285,6 +291,8 @@ def build_certificate(instance: NTPInstance, compat: Verdict, sep: Verdict, svm:
     ``compat`` and ``sep`` (:class:`~ntpcert.verdict.Verdict`, exact witnesses); every section is written
     against the table the checker reads (:func:`ntpcert.certificate.schema.check_produced`). ``primes``
     and ``E``: the primes of the count ratios and their exponent matrix (computed when not given)."""
+    if instance.token_multiplicity is not None:
+        raise InputError(MULTIPLICITY_REFUSED)
     if primes is None or E is None:
         from ntpcert.exact.compatibility import prime_exponents
 
@@ -403,7 +411,7 @@ def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
     return out
 
 
-__all__ = ["FACTORED_MIN_ENTRIES", "PACKED_MIN_ENTRIES", "SPARSE_COUNTS_MAX_FILL", "SPARSE_DUAL_MAX_FILL",
+__all__ = ["FACTORED_MIN_ENTRIES", "MULTIPLICITY_REFUSED", "PACKED_MIN_ENTRIES", "SPARSE_COUNTS_MAX_FILL", "SPARSE_DUAL_MAX_FILL",
            "SPARSE_EMBEDDINGS_MAX_FILL",
            "build_certificate", "certificate_body", "factored_record", "instance_record", "matrix_strings", "pack_f64",
            "record_size_lower_bound", "scaled_dyadic_strings", "sparse_embeddings_record", "sparse_list", "sparse_record", "to_strings_dyadic"]

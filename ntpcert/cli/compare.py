@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         check_decoder_values(Wt, inst.embeddings, where)
     if merge is not None:
         rep = compare_model_merged(inst, merge, W, snapshots=snaps, frequency=freq, source=source,
-                                   separability_solver=getattr(args, "separability_solver", None))
+                                   separability_solver=getattr(args, "separability_solver", None), solver=args.solver)
     else:
         rep = compare_decoder(inst, Limits.compute(inst, solver=args.solver), W, snapshots=snaps, frequency=freq,
                               source=source)

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 json_option, load_data, out_dir_option, progress_enabled, separability_option,
+                                 json_option, load_merged, out_dir_option, progress_enabled, separability_option,
                                  solver_options)
 
 
@@ -31,7 +31,7 @@ def register(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ntpcert.pipeline.float_verdicts import certify
+    from ntpcert.pipeline.float_verdicts import certify, with_merged_svm
     from ntpcert.pipeline.limits import limit_files, output_names
     from ntpcert.util.jsonout import dumps
     from ntpcert.report.text import float_report_lines
@@ -40,17 +40,20 @@ def run(args: argparse.Namespace) -> int:
     check_solver(args.solver)
     out = check_output_dir(args.out_dir, "--out-dir", names=output_names(args.basis), overwrite=args.force,
                            inputs=data_inputs(args))
-    inst = load_data(args)
-    rep = certify(inst, svm=True, solver=args.solver, progress=progress_enabled(args),
+    inst, merge = load_merged(args)  # through --model: the unseen tokens merged, the NTP-SVMs weighted
+    rep = certify(inst, svm=merge is None, solver=args.solver, progress=progress_enabled(args),
                   separability_solver=args.separability_solver, use_lemma1=not args.no_lemma1,
                   svm_certificate="exact", svm_work=None,  # W^mm is written out: its gap bounded exactly, and
                   # the solver's full budget (not certify's), as in the docs
                   fit_when_refuted=True)  # W_star.npy: a least-squares point where W* does not exist
+    if merge is not None:
+        rep = with_merged_svm(rep, merge, solver=args.solver, svm_certificate="exact", svm_work=None)
     from ntpcert.pipeline.nonseparable import nonseparable_limits
 
     sep = rep.separable.holds
-    general = nonseparable_limits(inst, separable=sep, solver=args.solver, svm=sep is not True)
-    files = limit_files(rep, basis=args.basis, general=general)
+    general = nonseparable_limits(inst if merge is None else merge.weighted(inst), separable=sep,
+                                  solver=args.solver, svm=sep is not True)
+    files = limit_files(rep, basis=args.basis, general=general, merge=merge)
     with staged_directory(out, "--out-dir") as stage:
         for name, arr in files.arrays.items():
             save_npy_atomic(os.path.join(stage, name), arr)

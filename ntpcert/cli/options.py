@@ -215,6 +215,22 @@ def load_data(args: argparse.Namespace) -> Any:
     )
 
 
+def load_merged(args: argparse.Namespace) -> tuple[Any, Any]:
+    """``(instance, merge)``: through ``--model``, the instance with the model's unseen tokens merged into one
+    and its :class:`~ntpcert.instance.lm.merge.TokenMerge` (None when no token was merged); otherwise
+    :func:`load_data` and None. The NTP-SVM of the merged instance weighted by the merge is the full
+    vocabulary's (:mod:`ntpcert.instance.lm.merge`)."""
+    from ntpcert.cli.model_options import check_model_flags, load_model, uses_model
+
+    if hasattr(args, "model"):
+        check_model_flags(args)
+        if uses_model(args):
+            data = load_model(args, merge_unseen=True)
+            merge = data.merge if data.merge is not None and data.merge.merged else None
+            return data.instance, merge
+    return load_data(args), None
+
+
 def progress_enabled(args: argparse.Namespace) -> bool:
     """Bars on stderr: with ``--progress``, or when stderr is a terminal and ``--json`` is off."""
     return bool(getattr(args, "progress", False)) or (sys.stderr.isatty() and not getattr(args, "json", False))

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ntpcert.cli.options import (EXIT_OK, check_solver, data_inputs, data_options, emit_json, emit_lines, force_option,
-                                 json_option, load_data, out_file_option, progress_enabled, solver_options)
+                                 json_option, load_merged, out_file_option, progress_enabled, solver_options)
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -29,10 +29,11 @@ def run(args: argparse.Namespace) -> int:
     check_solver(args.solver)
     if args.out is not None:
         check_output_file(args.out, "--out", overwrite=args.force, inputs=data_inputs(args))
-    outcome = solve_or_refute(load_data(args), solver=args.solver, progress=progress_enabled(args))
+    inst, merge = load_merged(args)
+    outcome = solve_or_refute(inst, solver=args.solver, progress=progress_enabled(args), merge=merge)
     out = args.out if outcome.separable else None
     if out is not None:
-        save_npy_atomic(out, outcome.solution.W)
+        save_npy_atomic(out, outcome.W())
     if args.json:
         emit_json(outcome.to_json(out=out))
     else:

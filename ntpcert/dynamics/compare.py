@@ -225,7 +225,8 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
         labels = [b["label"] for b in bins if isinstance(b.get(k), float) and not math.isfinite(b[k])]
         if labels:
             why = "W* is 0 on the bin's rows" if k == "rel_dist_F" else mm_reason if limits.W_mm is None else (
-                "W modulo the invariant directions, off F, or W^mm is 0 on the bin's rows")
+                "W modulo the invariant directions, off F, is 0 on the bin's rows, or W^mm is within its "
+                "distance bound sqrt(2 gap) of 0 there")
             parts.append(f"bins {', '.join(labels)}: {k} ({why})")
     return {"null": "not finite, so null in JSON: " + "; ".join(parts)} if parts else {}
 
@@ -281,10 +282,20 @@ def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) 
         out.append({
             "label": label, "tokens": int(idx.size), "frequency": int(np.asarray(frequency)[idx].sum()),
             "rel_dist_F": float(np.linalg.norm(PF[idx] - limits.W_star[idx])) / ws if ws > 0 else float("nan"),
-            "cos_perp_mm": float("nan") if Wmm is None else cosine(Wp[idx], Wmm[idx]),
+            "cos_perp_mm": float("nan") if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
             "excess_share": float(per_token[idx].sum()),
         })
     return out
+
+
+def _bin_cosine(Wp: np.ndarray, Wmm: np.ndarray, svm: Any) -> float:
+    r""":math:`\cos(P_{F^\perp}W, W^{mm})` on a bin's rows, NaN where W^mm's rows there are within the solution's
+    distance bound :math:`\sqrt{2\,\mathrm{gap}}\ge\|W - W^{mm}\|` (strong convexity) of 0: the exact rows may be
+    0 (a model's unseen tokens under W^mm_P often are), and a cosine with the solver's residue is noise (it read
+    0.45 on such a bin where the solver left rows of norm 8e-6)."""
+    if float(np.linalg.norm(Wmm)) <= math.sqrt(2.0 * max(float(svm.gap), 0.0)):
+        return float("nan")
+    return cosine(Wp, Wmm)
 
 
 def excess_bracket(limits: Limits) -> dict[str, Any]:
@@ -356,8 +367,17 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
         values["loss_over_L_star"] = values["loss"] - split.limit.L_star
         notes["limits"] = (f"not separable: {len(split.nonseparable)} non-separable pair(s) ({split.split_note}); "
                            "F is F_N, W* is W_fin and W^mm is W^mm_P (rel_dist_F = ||P_F_N W - W_fin||/||W_fin||, "
-                           "cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); loss_over_L_star = CE(W) - L*")
+                           "cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); loss_over_L_star = CE(W) - L*"
+                           + _convergence_note(split.limit))
     return Comparison(values, bracket, bins, notes)
+
+
+def _convergence_note(limit: Any) -> str:
+    """Where Newton on CE_N stopped before its tolerance: W_fin and L* are then only its last iterate's."""
+    if limit.converged:
+        return ""
+    return (f"; W_fin did not converge (||grad CE_N|| = {limit.grad_norm:.3g} > {limit.tol:g} after "
+            f"{limit.iterations} Newton steps): L_star and rel_dist_F are of its last iterate")
 
 
 def compare_series(snapshots: Sequence[tuple[int, np.ndarray]], limits: Limits, *,
@@ -439,10 +459,10 @@ def model_instance(data: Any, *, max_entries: int | None = None) -> tuple[Any, A
 def compare_model_merged(instance: Any, merge: Any, W: np.ndarray | None = None, *,
                          snapshots: Sequence[tuple[int, np.ndarray]] | None = None, frequency: np.ndarray,
                          source: dict[str, Any] | None = None,
-                         separability_solver: str | None = None) -> DecoderReport:
+                         separability_solver: str | None = None, solver: str | None = None) -> DecoderReport:
     """:func:`compare_merged` of one decoder ``W`` (shape (V, d), the full vocabulary), or of each snapshot,
     against :func:`merged_limits`, as a :class:`DecoderReport`."""
-    limits, separable = merged_limits(instance, separability_solver=separability_solver)
+    limits, separable = merged_limits(instance, merge, separability_solver=separability_solver, solver=solver)
     if snapshots is not None:
         bracket = merged_bracket(limits, separable)
         q = SoftmaxQuotient.of(instance.embeddings)
@@ -469,12 +489,21 @@ MERGED_MM_NOTE = ("not computed: the instance merges the model's unseen tokens i
                   "instance's W^mm is not the full one (see ntpcert.instance.lm.merge)")
 
 
-def merged_limits(instance: Any, *, separability_solver: str | None = None) -> tuple[Limits, bool | None]:
-    """F, W* and the float verdicts of a merged instance (:mod:`ntpcert.instance.lm.merge`), without its
-    NTP-SVM (which is not the full vocabulary's): ``(limits, separable)``, ``limits.svm`` None with
-    ``svm_error`` saying why, ``limits.compatible`` the float verdict on (4) and ``separable`` the one
-    on (6) (:func:`ntpcert.pipeline.float_verdicts.certify`; both hold for the full vocabulary)."""
-    from ntpcert.pipeline.float_verdicts import certify
+def merged_limits(instance: Any, merge: Any = None, *, separability_solver: str | None = None,
+                  solver: str | None = None) -> tuple[Limits, bool | None]:
+    """F, W* and the float verdicts of a merged instance (:mod:`ntpcert.instance.lm.merge`), with the full
+    vocabulary's NTP-SVM when ``merge`` is given: ``(limits, separable)``, ``limits.compatible`` the float
+    verdict on (4) and ``separable`` the one on (6) (:func:`ntpcert.pipeline.float_verdicts.certify`; both hold
+    for the full vocabulary).
+
+    With ``merge`` (the instance's :class:`~ntpcert.instance.lm.merge.TokenMerge`) the NTP-SVMs are solved with
+    the representative weighed by the number of tokens it stands for, so that ``limits.W_mm`` (V' rows),
+    expanded by ``merge.expand_rows``, is the full vocabulary's: W^mm on separable data; on data that are not,
+    the limits of the split (F_N, W_fin, W^mm_P, as :meth:`~ntpcert.dynamics.trajectory.Limits.compute`) when
+    W_fin is the full vocabulary's (no pair of the representative is non-separable), else F, W* and no W^mm
+    (``svm_error`` says why; ``limits.split`` keeps the split and W^mm_P's norm). Without ``merge``, no NTP-SVM
+    (``svm_error``: :data:`MERGED_MM_NOTE`)."""
+    from ntpcert.pipeline.float_verdicts import certify, with_merged_svm
     from ntpcert.rows.subspace import Subspace, least_squares_fit
 
     kw = {} if separability_solver is None else {"separability_solver": separability_solver}
@@ -483,9 +512,24 @@ def merged_limits(instance: Any, *, separability_solver: str | None = None) -> t
     if W_star is None or sub.method == "none":  # closed-form or refuted branches: F and W* built here
         sub = Subspace.build(sub.system, lsmr_max_iter=MERGED_LSMR_MAX_ITER)
         W_star = least_squares_fit(sub).W_star
-    lim = Limits(instance, sub.system, sub, instance.entropy(), W_star, rep.compatible.holds, None, {},
-                 MERGED_MM_NOTE)
-    return lim, rep.separable.holds
+    separable, compatible = rep.separable.holds, rep.compatible.holds
+    sopt = {} if solver is None else {"solver": solver}
+    if merge is None or not merge.merged:
+        return Limits(instance, sub.system, sub, instance.entropy(), W_star, compatible, None, {}, MERGED_MM_NOTE), \
+            separable
+    if separable is not False:
+        rep = with_merged_svm(rep, merge, **sopt)
+        return Limits(instance, sub.system, sub, instance.entropy(), W_star, compatible, rep.svm, {},
+                      rep.svm_error), separable
+    from ntpcert.pipeline.nonseparable import nonseparable_limits
+
+    gen = nonseparable_limits(merge.weighted(instance), separable=False, **sopt)
+    if gen.limit is None:
+        why = f"not separable; W_fin, W^mm_P: {gen.error or gen.split_note}"
+        return Limits(instance, sub.system, sub, instance.entropy(), W_star, compatible, None, {}, why, gen), separable
+    lim = gen.limit
+    return Limits(instance, lim.system, lim.subspace, instance.entropy(), lim.W_fin, compatible, gen.svm, {},
+                  gen.svm_error, gen), separable
 
 
 def _merged_pass(limits: Limits, W: np.ndarray, kept: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
@@ -577,20 +621,38 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
     values["perp_fraction"] = float(np.linalg.norm(W - PF)) / nrm if nrm > 0 else nan
     eq = limits.system.apply_eq(Wr)
     values["eq_violation"] = (float(np.abs(eq).max()) if eq.size else 0.0) / nrm if nrm > 0 else nan
-    for k in ("cos_mm", "cos_perp_mm", "norm_matched_distance"):
-        values[k] = nan
+    Wp = W - PF
+    Wmm = None if limits.W_mm is None else merge.expand_rows(limits.W_mm)  # the full vocabulary's (weighted solve)
+    pn = float(np.linalg.norm(Wp))
+    values["cos_mm"] = nan if Wmm is None else cosine(W, Wmm)
+    values["cos_perp_mm"] = nan if Wmm is None else cosine(Wp, Wmm)
+    values["norm_matched_distance"] = nan if (Wmm is None or pn == 0) else float(
+        np.linalg.norm(Wp - (pn / limits.svm.norm) * Wmm)) / pn
     bins = []
     for label, idx in frequency_bins(frequency):
         wsb = float(np.linalg.norm(W_star[idx]))
         bins.append({"label": label, "tokens": int(idx.size), "frequency": int(frequency[idx].sum()),
                      "rel_dist_F": float(np.linalg.norm(PF[idx] - W_star[idx])) / wsb if wsb > 0 else nan,
-                     "cos_perp_mm": nan, "excess_share": float(per_token[idx].sum())})
+                     "cos_perp_mm": nan if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
+                     "excess_share": float(per_token[idx].sum())})
     notes = {"F": f_note} if f_note else {}
-    notes.update(_null_notes(values, bins, limits, nrm, mm_reason="see notes.W_mm"))
-    notes.update({"W_mm": MERGED_MM_NOTE + f" (m·V = {inst.m * merge.V:,} is above the {FULL_VOCAB_MAX_ENTRIES:,} up to which "
-             "compare builds the full instance and its NTP-SVM)", "vocabulary": (
-        f"the instance keeps {merge.V_reduced:,} of the model's {merge.V:,} tokens ({merge.merged:,} unseen ones merged "
-        "into one); the decoder's numbers are over all of them")})
+    notes.update(_null_notes(values, bins, limits, nrm, mm_reason=None if Wmm is not None else "see notes.W_mm"))
+    if Wmm is None:
+        notes["W_mm"] = limits.svm_error or MERGED_MM_NOTE
+    else:
+        notes["W_mm"] = (f"solved on the merged instance with the representative's row weighed by the {merge.merged:,} "
+                         "tokens it stands for, then copied to each of them: the full vocabulary's "
+                         + ("W^mm_P" if limits.split is not None else "W^mm"))
+    notes["vocabulary"] = (f"the instance keeps {merge.V_reduced:,} of the model's {merge.V:,} tokens ({merge.merged:,} "
+                           "unseen ones merged into one); the decoder's numbers are over all of them")
+    split = limits.split
+    if split is not None and split.limit is not None:
+        values["L_star"] = split.limit.L_star
+        values["loss_over_L_star"] = values["loss"] - split.limit.L_star
+        notes["limits"] = (f"not separable: {len(merge.expand_pairs(split.nonseparable)):,} non-separable pair(s) of "
+                           f"the full vocabulary ({split.split_note}); F is F_N, W* is W_fin and W^mm is W^mm_P "
+                           "(rel_dist_F = ||P_F_N W - W_fin||/||W_fin||, cos_perp_mm = cos(P_F_N^perp W, W^mm_P)); "
+                           "loss_over_L_star = CE(W) - L*" + _convergence_note(split.limit))
     return Comparison(values, bracket, bins, notes)
 
 

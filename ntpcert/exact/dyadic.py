@@ -345,14 +345,17 @@ def unique_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | No
     return first, inverse.ravel(), counts
 
 
-def exact_sq_norm(X: np.ndarray) -> Fraction:
-    """:math:`\\|X\\|_F^2` of a float matrix, exactly (repeated rows are summed once, weighted)."""
+def exact_sq_norm(X: np.ndarray, weights: np.ndarray | None = None) -> Fraction:
+    """:math:`\\|X\\|_F^2` of a float matrix, exactly (repeated rows are summed once, weighted); with
+    positive integer ``weights`` of shape (rows,), :math:`\\sum_i w_i\\|x_i\\|^2`."""
     X = np.asarray(X, dtype=np.float64)
     u = unique_rows(X) if X.ndim == 2 else None
     if u is not None:
-        first, _, counts = u
+        first, inverse, counts = u
+        if weights is not None:
+            counts = np.bincount(inverse, weights=np.asarray(weights), minlength=first.size).astype(np.int64)
         return _sq_norm_plain(X[first], counts)
-    return _sq_norm_plain(X, None)
+    return _sq_norm_plain(X, weights)
 
 
 def _sq_norm_plain(X: np.ndarray, weights: np.ndarray | None) -> Fraction:

@@ -28,6 +28,15 @@ cost is tiny. The logits of :math:`W_q` are computed exactly (:mod:`ntpcert.exac
 the repair moves logit :math:`(v, j)` by at most :math:`\|\delta_v\|_1 \max_i |h_{j,i}|`, which gives an exact
 lower bound :math:`\ell` on every margin of :math:`W' = W_q + \Delta` (floats rounded outwards). Finally
 :math:`W_c = W'/\ell`, whose margins are all at least 1.
+
+**Token multiplicities** (:meth:`~ntpcert.instance.NTPInstance.with_token_multiplicity`: token v stands for
+:math:`\nu_v` tokens with equal rows). The objectives become :math:`\tfrac12\sum_v\nu_v\|w_v\|^2` and
+:math:`D(a) = \sum_j\sum_{v\notin S_j}\nu_v(-a_{j,v}) - \tfrac12\sum_v\nu_v\|(aH)_v\|^2`, and dual feasibility
+:math:`\sum_v\nu_v a_{j,v} = 0`: the column sum is weighted, spread over the support in proportion to
+:math:`\sum_{v\in S_j}\nu_v`, and its exact integer remainder goes onto the first support token of multiplicity
+1 (every support has one). The repair of W is row by row and does not change. These are the NTP-SVM of the
+vocabulary with every token repeated :math:`\nu_v` times, restricted to equal rows on the repetitions, so the
+gap bounds the distance of the expanded :math:`W_c` to that vocabulary's :math:`W^{mm}`.
 """
 
 from __future__ import annotations
@@ -242,6 +251,12 @@ class ExactSVMBounder:
         self.off = ~self.in_support
         self.k = inst.support_sizes
         self.anchors = inst.anchors()
+        # token multiplicities (module doc): None, or the weights, the heavy rows and each column's fix token
+        self.nu = inst.token_multiplicity
+        if self.nu is not None:
+            self.heavy = np.flatnonzero(self.nu > 1)
+            self.k_weight = self.nu.astype(np.float64) @ self.in_support.astype(np.float64)
+            self.fix = np.array([int(s[np.flatnonzero(self.nu[s] == 1)[0]]) for s in inst.supports], dtype=np.int64)
         self.multi = self.k >= 2
         self.eta = np.max(np.abs(self.H), axis=1) if inst.d else np.zeros(inst.m)
         self._H_split = Split.of(self.H, inst.m)  # for a H (inner dimension m)
@@ -333,21 +348,35 @@ class ExactSVMBounder:
         if not np.all(np.isfinite(af)):
             raise ExactArithmeticError("dual point a has non-finite entries")
         af[self.off & (af > 0)] = 0.0
-        colsum = af.sum(axis=0)
-        af -= np.where(self.in_support, (colsum / self.k)[None, :], 0.0)
+        if self.nu is None:
+            colsum = af.sum(axis=0)
+            af -= np.where(self.in_support, (colsum / self.k)[None, :], 0.0)
+        else:
+            colsum = self.nu.astype(np.float64) @ af
+            af -= np.where(self.in_support, (colsum / self.k_weight)[None, :], 0.0)
         af[self.off & (af > 0)] = 0.0
         N, k = _quantise(af, bits)
-        s = N.sum(axis=0)
-        N[self.anchors, np.arange(inst.m)] -= s
+        if self.nu is None:
+            s = N.sum(axis=0)
+            N[self.anchors, np.arange(inst.m)] -= s
+        else:  # exact weighted column sums: the heavy rows in Python integers
+            s = N.sum(axis=0).astype(object) + sum(
+                (int(self.nu[v]) - 1) * N[v].astype(object) for v in self.heavy)
+            N[self.fix, np.arange(inst.m)] -= np.array([int(x) for x in s], dtype=np.int64)
         return np.ldexp(N.astype(np.float64), -k), N, k
 
     def dual_objective(self, a_c: np.ndarray, N: np.ndarray, k: int) -> Fraction:
-        """:math:`D(a_c)` exactly."""
-        lin = _ldexp_frac(-exact_int_sum(N[self.off]), k)
+        """:math:`D(a_c)` exactly (weighted by the token multiplicities, when there are)."""
+        off_sum = exact_int_sum(N[self.off])
+        if self.nu is not None:
+            off_sum += sum((int(self.nu[v]) - 1) * exact_int_sum(N[v][self.off[v]]) for v in self.heavy)
+        lin = _ldexp_frac(-off_sum, k)
         u = unique_rows(a_c)  # tokens with identical dual rows: their products coincide
         if u is None:
-            return lin - exact_matmul(a_c, self._H_split).sq_norm() / 2
-        first, _, counts = u
+            return lin - exact_matmul(a_c, self._H_split).sq_norm(self.nu) / 2
+        first, inverse, counts = u
+        if self.nu is not None:
+            counts = np.bincount(inverse, weights=self.nu, minlength=first.size).astype(np.int64)
         return lin - exact_matmul(a_c[first], self._H_split).sq_norm(counts) / 2
 
     # ------------------------------------------------------------------ primal
@@ -450,11 +479,12 @@ class ExactSVMBounder:
                 return SVMBound(False, None, dual, scale=None, margin_lower=ell, W_base=Wq, W_delta=delta,
                                 reason=reason, seconds=time.perf_counter() - t0, **none)
             scale = 1 / Fraction(ell)
-            sq = exact_sq_norm(Wq)
-            extra = flint.fmpq(0)  # 2<W_q, Delta> + ||Delta||^2
+            sq = exact_sq_norm(Wq, self.nu)
+            extra = flint.fmpq(0)  # 2<W_q, Delta> + ||Delta||^2 (each row times its multiplicity)
             for v, i, dl in delta:
                 q = fmpq(dl)
-                extra += (2 * fmpq(float(Wq[v, i])) + q) * q
+                term = (2 * fmpq(float(Wq[v, i])) + q) * q
+                extra += term if self.nu is None else int(self.nu[v]) * term
             primal = scale * scale * (sq + frac(extra)) / 2
         gap = primal - dual
         if gap < 0:

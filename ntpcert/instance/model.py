@@ -21,6 +21,7 @@ names the field and the offending value.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -64,6 +65,10 @@ class NTPInstance:
         :math:`\pi_j` as exact rationals when built from probabilities.
     token_names, context_names : tuple of str, or None
         Optional labels used in reports.
+    token_multiplicity : ndarray of shape (V,) of int64, or None
+        How many tokens of a larger vocabulary each token stands for (None: one each). Set it with
+        :meth:`with_token_multiplicity`; a model's unseen tokens merged into one representative
+        (:mod:`ntpcert.instance.lm.merge`) carry their number here. Only the NTP-SVM reads it (module doc).
     """
 
     embeddings: np.ndarray
@@ -77,6 +82,7 @@ class NTPInstance:
     name: str = "instance"
     _from_floats: bool = field(default=False, repr=False)
     _supports: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    token_multiplicity: np.ndarray | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -249,6 +255,46 @@ class NTPInstance:
     def anchors(self) -> np.ndarray:
         """Array of shape (m,): the anchor token :math:`z_j = \\min S_j` used for the equations of (4)."""
         return np.array([int(s[0]) for s in self._supports], dtype=np.int64)
+
+    def with_token_multiplicity(self, multiplicity: Any) -> "NTPInstance":
+        r"""This instance with token v standing for ``multiplicity[v]`` interchangeable tokens.
+
+        Read by the NTP-SVM only: its objective becomes :math:`\tfrac12\sum_v n_v\|w_v\|^2` and the
+        column sums of its dual :math:`\sum_v n_v a_{j,v} = 0`, which is the NTP-SVM of the vocabulary where
+        token v is repeated :math:`n_v` times in the same supports, restricted to rows equal on each
+        repetition (all of them are, at its optimum). The supports, F, (4), (6) and the split are the same
+        with or without it; the loss methods of this class and the certificates ignore it, and
+        :func:`~ntpcert.pipeline.exact_verdicts.exact_certify` refuses an instance that carries it.
+
+        Parameters
+        ----------
+        multiplicity : array_like of shape (V,)
+            Integers at least 1; every support :math:`S_j` must hold a token of multiplicity 1 (the exact
+            duality gap moves each column's rounding remainder onto it). All ones gives back an instance
+            without multiplicities.
+        """
+        n = np.asarray(multiplicity)
+        if n.shape != (self.V,):
+            raise InputError(f"token_multiplicity: expected shape (V,) = ({self.V},), got {n.shape}")
+        if n.dtype.kind not in "iu":
+            raise InputError(f"token_multiplicity: expected integers, got dtype {n.dtype}")
+        n = n.astype(np.int64)
+        if n.size and int(n.min()) < 1:
+            v = int(np.argmin(n))
+            raise InputError(f"token_multiplicity[{v}]: {int(n[v])}, expected an integer at least 1")
+        for j, s in enumerate(self._supports):
+            if not np.any(n[s] == 1):
+                raise InputError(f"token_multiplicity: every token of the support of context {j} has a multiplicity "
+                                 "above 1 (each support needs one token of multiplicity 1)")
+        if np.all(n == 1):
+            return dataclasses.replace(self, token_multiplicity=None)
+        return dataclasses.replace(self, token_multiplicity=frozen(n, owned=True))
+
+    def multiplicity(self) -> np.ndarray:
+        """Array of shape (V,) of int64: :attr:`token_multiplicity`, or ones when there is none."""
+        if self.token_multiplicity is None:
+            return np.ones(self.V, dtype=np.int64)
+        return self.token_multiplicity
 
     def exact_row(self, j: int) -> tuple[Fraction, ...]:
         """Row ``j`` of the probabilities as exact rationals."""

@@ -29,7 +29,8 @@ from ntpcert.exact.compatibility import (
 )
 from ntpcert.certificate import jsonio
 from ntpcert.certificate.checker import CheckResult, verify_certificate
-from ntpcert.certificate.encode import build_certificate, certificate_body, record_size_lower_bound
+from ntpcert.certificate.encode import (MULTIPLICITY_REFUSED, build_certificate, certificate_body,
+                                        record_size_lower_bound)
 from ntpcert.certificate.jsonio import check_size, save, seal_canonical
 from ntpcert.certificate.schema import check_produced
 from ntpcert.errors import CertificateTooLarge, InputError
@@ -268,6 +269,8 @@ def exact_certify(
         instance was read from, by SHA-256.
     """
     t0 = time.perf_counter()
+    if instance.token_multiplicity is not None:
+        raise InputError(MULTIPLICITY_REFUSED)
     if certificate_out is not None:
         check_output_file(certificate_out, "certificate_out")  # fail before the work, not after it
         _check_writable_sizes(instance, certificate_out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.exact.rank_witness import RankWitness
@@ -331,6 +332,33 @@ def _svm_options(solver: str, svm_certificate: str) -> dict:
     if svm_certificate == "exact" or "certificate" not in backend_options(solver):
         return {}
     return {"certificate": svm_certificate}
+
+
+def with_merged_svm(report: Report, merge: Any, *, solver: str = DEFAULT_SOLVER, svm_certificate: str = "float",
+                    svm_work: int | None = SVM_MAX_WORK, svm_time_limit: float | None = None) -> Report:
+    """``report`` (of an instance read through a model with its unseen tokens merged, computed without the
+    NTP-SVM) with the NTP-SVM of the full vocabulary: the merged instance with its representative weighed by
+    the number of tokens it stands for (:meth:`~ntpcert.instance.lm.merge.TokenMerge.weighted`), solved when
+    the verdict on (6) is yes. ``report.svm.W`` has the instance's V' rows; ``merge.expand_rows`` gives the
+    model's V. The verdicts are unchanged: merging keeps them exact. ``svm_work`` and ``svm_time_limit`` are
+    as in :func:`certify` (a budget of work; a user's cap in seconds, off by default)."""
+    from ntpcert.solve.svm import solve_separable
+
+    sep = report.separable.holds
+    if sep is not True:
+        err = ("not separable: the NTP-SVM has no feasible point" if sep is False
+               else "not attempted: the verdict on separability is undetermined")
+        return dataclasses.replace(report, svm=None, svm_error=err)
+    weighted = merge.weighted(report.instance)
+    options = _svm_options(solver, svm_certificate)
+    if svm_time_limit is not None:
+        options["time_limit"] = float(svm_time_limit)
+    note = "" if svm_work is None else _svm_budget(KeslerSystem.build(weighted), solver, int(svm_work), options)
+    try:
+        sol = solve_separable(weighted, solver=solver, **options)
+    except (InfeasibleError, SolverError) as e:
+        return dataclasses.replace(report, svm=None, svm_error=f"NTP-SVM not certified: {e}" + note)
+    return dataclasses.replace(report, svm=sol, svm_error=None)
 
 
 def compute_limits(instance: NTPInstance, *, solver: str = DEFAULT_SOLVER, progress: bool | None = None) -> Report:

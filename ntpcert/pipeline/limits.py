@@ -32,7 +32,7 @@ def output_names(basis: bool) -> tuple[str, ...]:
 
 
 def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BASIS_ENTRIES,
-                general=None) -> LimitFiles:
+                general=None, merge=None) -> LimitFiles:
     """The files of ``report`` (a float report computed with the NTP-SVM).
 
     ``general`` (:class:`~ntpcert.pipeline.nonseparable.NonseparableLimits`, optional) adds the summary's
@@ -41,8 +41,15 @@ def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BAS
 
     On the sparse (LSMR) path F is known through projections only, so a requested basis rebuilds the
     subspace densely (eigh) first; a basis of more than ``max_basis_entries`` entries is skipped, and the
-    summary says why."""
+    summary says why.
+
+    ``merge`` (a :class:`~ntpcert.instance.lm.merge.TokenMerge`: the instance was read through a model with its
+    unseen tokens merged, and its NTP-SVMs solved weighted): every array is written over the model's V tokens,
+    the representative's row copied to each unseen token (:meth:`~ntpcert.instance.lm.merge.TokenMerge.expand_rows`;
+    W*, W_fin and F are 0 there, W^mm and W^mm_P are the full vocabulary's), and the non-separable pairs name
+    the model's token ids."""
     inst = report.instance
+    V = inst.V if merge is None else merge.V
     summary = report.to_json()
     arrays: dict[str, np.ndarray] = {"W_star.npy": report.fit.W_star}
     if report.svm is not None:
@@ -67,11 +74,28 @@ def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BAS
             from ntpcert.rows.subspace import Subspace
 
             sub = Subspace.build(sub.system, method="eigh")
-        size = sub.dim * inst.V * inst.d
+        size = sub.dim * V * inst.d
         if size <= max_basis_entries:
             arrays["F_basis.npy"] = sub.basis()
         else:
             summary["F_basis_skipped"] = f"dim F * V * d = {size} > {max_basis_entries}"
+    if merge is not None:
+        arrays = {name: _expand(merge, name, arr) for name, arr in arrays.items()}
+        summary.update({"V": merge.V, "V_instance": inst.V, "vocabulary": merge.to_json(),
+                        "vocabulary_note": "the arrays have the model's V rows: the instance's representative row "
+                                           "copied to each unseen token; W^mm (and W^mm_P) solved with that row "
+                                           "weighed by the number of tokens it stands for, so they are the full "
+                                           "vocabulary's"})
+        lim = summary.get("limit")
+        if isinstance(lim, dict) and lim.get("nonseparable_pairs"):
+            lim["nonseparable_pairs"] = merge.expand_pairs(np.array(lim["nonseparable_pairs"])).tolist()
     summary["files"] = {name: list(np.shape(arr)) for name, arr in arrays.items()}
     summary["W_star_shape_note"] = "W has shape (V, d); F_basis has shape (dim F, V, d)"
     return LimitFiles(arrays, summary)
+
+
+def _expand(merge, name: str, arr: np.ndarray) -> np.ndarray:
+    """An array of the merged instance over the model's V tokens (the basis along its token axis)."""
+    if name == "F_basis.npy":
+        return np.ascontiguousarray(np.moveaxis(merge.expand_rows(np.moveaxis(arr, 1, 0)), 0, 1))
+    return merge.expand_rows(arr)

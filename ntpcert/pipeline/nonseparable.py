@@ -27,7 +27,8 @@ import numpy as np
 
 from ntpcert.errors import InfeasibleError, SolverError
 from ntpcert.instance import NTPInstance
-from ntpcert.solve.finite_limit import FiniteLimit, finite_limit, solve_mm_p
+from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.finite_limit import FiniteLimit, extended_pattern, finite_limit, solve_mm_p_system
 
 __all__ = ["SPLIT_LP_MAX_NONZEROS", "NonseparableLimits", "nonseparable_limits", "nonseparable_weight",
            "pair_groups", "split_for", "split_of"]
@@ -99,12 +100,13 @@ class NonseparableLimits:
         (the list of [j, v]), ``L_star``, ``dim_F_N``, ``W_fin_residual``, ``W_mm_P_norm`` and how each was
         computed."""
         inst = self.instance
-        q = int(inst.m * inst.V - int(inst.support_sizes.sum()))
+        nu = inst.multiplicity()  # a token standing for several counts each of their pairs
+        q = inst.m * int(nu.sum()) - sum(int(nu[s].sum()) for s in inst.supports)
         out: dict[str, Any] = {"split": self.split_note}
         if self.nonseparable is None:
             out.update({"separable_pairs": None, "nonseparable_pairs": None})
         else:
-            out.update({"separable_pairs": q - int(len(self.nonseparable)),
+            out.update({"separable_pairs": q - int(nu[self.nonseparable[:, 1]].sum()),
                         "nonseparable_pairs": [[int(j), int(v)] for j, v in self.nonseparable]})
         if self.limit is not None:
             out.update(self.limit.to_json())
@@ -129,19 +131,21 @@ def nonseparable_limits(instance: NTPInstance, *, separable: bool | None = None,
         N, note = np.asarray(nonseparable, dtype=np.int64).reshape(-1, 2), "given"
     if N is None:
         return NonseparableLimits(instance, None, note)
+    lim, error = None, None
     try:
         lim = finite_limit(instance, N)
     except SolverError as e:
-        return NonseparableLimits(instance, N, note, error=str(e))
+        error = str(e)
     sol, err = None, None
     if svm:
         try:
-            sol = solve_mm_p(lim, solver=solver, **(svm_options or {}))
+            system = lim.system if lim is not None else KeslerSystem.build(extended_pattern(instance, N))
+            sol = solve_mm_p_system(system, solver=solver, **(svm_options or {}))
         except (InfeasibleError, SolverError) as e:
             err = f"W^mm_P not solved: {e}"
         if sol is None and err is None:
             err = "P is empty: every out-of-support pair is non-separable, W^mm_P is not defined"
-    return NonseparableLimits(instance, N, note, lim, sol, svm_error=err)
+    return NonseparableLimits(instance, N, note, lim, sol, error=error, svm_error=err)
 
 
 def pair_groups(instance: NTPInstance, nonseparable: np.ndarray) -> list[dict[str, Any]]:

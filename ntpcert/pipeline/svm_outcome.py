@@ -1,5 +1,10 @@
 """The answer of ``ntpcert svm``: the NTP-SVM solution, or the Farkas certificate that the data are not
-separable, as one value with its JSON object and its text lines (the command renders them)."""
+separable, as one value with its JSON object and its text lines (the command renders them).
+
+Through a model with its unseen tokens merged (:mod:`ntpcert.instance.lm.merge`), the NTP-SVM is solved on the
+merged instance with the representative weighed by the number of tokens it stands for
+(:meth:`~ntpcert.instance.lm.merge.TokenMerge.weighted`), and :meth:`SVMOutcome.W` expands it to the model's
+V rows: that is the full vocabulary's W^mm, and ``norm`` its norm."""
 
 from __future__ import annotations
 
@@ -23,16 +28,33 @@ class SVMOutcome:
     solution: Any = None
     message: str = ""
     certificate: Any = None
+    merge: Any = None
 
     @property
     def separable(self) -> bool:
         return self.solution is not None
 
+    def W(self) -> Any:
+        """W^mm of shape (V, d): the solution's, with a merged representative's row copied to every unseen
+        token (the model's full vocabulary)."""
+        W = self.solution.W
+        return W if self.merge is None else self.merge.expand_rows(W)
+
+    def _vocabulary(self) -> dict[str, Any]:
+        if self.merge is None:
+            return {}
+        out = {"V": self.merge.V, "V_instance": self.instance.V, "vocabulary": self.merge.to_json()}
+        if self.separable:
+            out["weighted"] = ("the representative of the unseen tokens weighs as the tokens it stands for: W^mm, its "
+                               "norm and its gap are the full vocabulary's")
+        return out
+
     def to_json(self, *, out: str | None = None) -> dict[str, Any]:
         """One JSON object: m, d, V, ``separable``, then the solution's keys and ``out`` (the W file or
         null), or ``message`` and ``certificate``."""
         inst = self.instance
-        head: dict[str, Any] = {"m": inst.m, "d": inst.d, "V": inst.V, "separable": self.separable}
+        head: dict[str, Any] = {"m": inst.m, "d": inst.d, "V": inst.V, "separable": self.separable,
+                                **self._vocabulary()}
         if self.separable:
             return {**head, **self.solution.to_json(), "out": out}
         head["message"] = self.message
@@ -45,18 +67,28 @@ class SVMOutcome:
         if not self.separable:
             return [f"not separable: {self.message}"]
         inst, j = self.instance, self.solution.to_json()
-        lines = [f"NTP-SVM on {inst.name} (m={inst.m}, d={inst.d}, V={inst.V}) with {j['solver']}: {j['status']}"]
+        V = inst.V if self.merge is None else self.merge.V
+        lines = [f"NTP-SVM on {inst.name} (m={inst.m}, d={inst.d}, V={V}) with {j['solver']}: {j['status']}"]
+        if self.merge is not None:
+            lines.append(f"  solved on {inst.V} tokens: {self.merge.merged} unseen ones merged into one row that "
+                         "weighs as all of them (W^mm is the full vocabulary's)")
         lines += [f"  {key:>16}: {j[key]:.10g}" for key in TEXT_KEYS]
         if out:
-            lines.append(f"  W^mm written to {out} (shape {self.solution.W.shape})")
+            lines.append(f"  W^mm written to {out} (shape {self.W().shape})")
         return lines
 
 
-def solve_or_refute(instance: NTPInstance, *, solver: str, progress: bool | None = None) -> SVMOutcome:
-    """The NTP-SVM of ``instance`` with the named backend, or the outcome that says it is not separable."""
+def solve_or_refute(instance: NTPInstance, *, solver: str, progress: bool | None = None,
+                    merge: Any = None) -> SVMOutcome:
+    """The NTP-SVM of ``instance`` with the named backend, or the outcome that says it is not separable.
+    ``merge`` (a :class:`~ntpcert.instance.lm.merge.TokenMerge` of ``instance``): solve with the representative
+    weighted (module doc)."""
     from ntpcert.solve.svm import solve_svm
 
+    if merge is not None and not merge.merged:
+        merge = None
+    data = instance if merge is None else merge.weighted(instance)
     try:
-        return SVMOutcome(instance, solve_svm(instance, solver=solver, progress=progress))
+        return SVMOutcome(instance, solve_svm(data, solver=solver, progress=progress), merge=merge)
     except InfeasibleError as err:
-        return SVMOutcome(instance, message=str(err), certificate=getattr(err, "certificate", None))
+        return SVMOutcome(instance, message=str(err), certificate=getattr(err, "certificate", None), merge=merge)

@@ -12,6 +12,7 @@ def comparison_lines(cmp: Any) -> list[str]:
     v = cmp.values
     b = cmp.bracket
     lines = [f"  {k:>22}: {v[k]:.6g}" for k in COMPARE_METRICS]
+    lines += [f"  {k:>22}: {v[k]:.6g}" for k in ("L_star", "loss_over_L_star") if k in v]  # data not separable
     if "excess_upper" in b:
         lines.append(f"  {'bracket on L* - H':>22}: [{b['excess_lower']:.6g}, {b['excess_upper']:.6g}] (float)")
     else:

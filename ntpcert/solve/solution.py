@@ -13,6 +13,12 @@ Every number below is recomputed from ``(W, a)`` and the instance, never taken f
 * dual residual: :math:`\max(\|W - aH\|_\infty, \max_j |\mathbf 1^\top a_j|, \max_{v\notin S_j} (a_{j,v})_+)`;
 * gap: :math:`\tfrac12\|W\|_F^2 - D(a)` (non-negative up to rounding when both points are feasible);
 * complementarity: :math:`\max_{v \notin S_j} |a_{j,v}|\,|m_{j,v} - 1|` with the margins :math:`m_{j,v}`.
+
+With token multiplicities :math:`\nu` (:meth:`~ntpcert.instance.NTPInstance.with_token_multiplicity`: token v
+stands for :math:`\nu_v` tokens of equal rows) the problem is that of the larger vocabulary: the objective is
+:math:`\tfrac12\sum_v\nu_v\|w_v\|^2` (so ``norm`` is the larger vocabulary's :math:`\|W\|_F`), the column sums
+:math:`\sum_v\nu_v a_{j,v}`, and :math:`D(a) = \sum_j\sum_{v\notin S_j}\nu_v(-a_{j,v}) - \tfrac12\sum_v\nu_v\|(aH)_v\|^2`;
+stationarity stays :math:`W = aH` row by row.
 """
 
 from __future__ import annotations
@@ -100,13 +106,21 @@ class SVMSolution:
         prim = max(eq_viol, max(0.0, 1.0 - min_margin) if mar.size else 0.0)
         Wa = a @ H
         off = a[system.mar_token, system.mar_context]
+        nu = inst.token_multiplicity
+        if nu is None:
+            colsum = a.sum(axis=0)
+            obj = 0.5 * float(np.sum(W * W))
+            dobj = float(-off.sum()) - 0.5 * float(np.sum(Wa * Wa))
+        else:
+            w = nu.astype(np.float64)
+            colsum = w @ a
+            obj = 0.5 * float(w @ np.sum(W * W, axis=1))
+            dobj = float(-(w[system.mar_token] @ off)) - 0.5 * float(w @ np.sum(Wa * Wa, axis=1))
         dres = max(
             float(np.abs(W - Wa).max()) if W.size else 0.0,
-            float(np.abs(a.sum(axis=0)).max()),
+            float(np.abs(colsum).max()),
             float(max(0.0, off.max())) if off.size else 0.0,
         )
-        obj = 0.5 * float(np.sum(W * W))
-        dobj = float(-off.sum()) - 0.5 * float(np.sum(Wa * Wa))
         comp = float(np.max(np.abs(off) * np.abs(mar - 1.0))) if off.size else 0.0
         return cls(
             W=W,

@@ -198,6 +198,12 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     try:
         res = solve(c=c, A_ub=A_ub, b_ub=np.zeros(q), A_eq=A_e, b_eq=np.zeros(r) if r else None,
                     bounds=bounds, method="highs-ds", options={"presolve": True, "maxiter": int(max_iterations)})
+        if res.status == 4 and not int(getattr(res, "nit", 0) or 0):
+            # HiGHS 1.12's dual simplex can stop at once with model status "Not Set" where the start (t = 0) is
+            # nearly optimal (almost every pair in N: a 4-dimensional model's 89 contexts); its interior point
+            # method with crossover gives a basic point, read and checked below as the simplex's would be
+            res = solve(c=c, A_ub=A_ub, b_ub=np.zeros(q), A_eq=A_e, b_eq=np.zeros(r) if r else None,
+                        bounds=bounds, method="highs-ipm", options={"presolve": True, "maxiter": int(max_iterations)})
     except (ValueError, MemoryError) as err:
         raise SolverError(f"split LP: HiGHS failed ({err})") from err
     its = int(getattr(res, "nit", 0) or 0)

@@ -26,15 +26,24 @@ the representative, :math:`t_j` for the common in-support logit of (6a).
   vocabulary iff they hold for the reduced instance; the verdicts of ``certify`` on it, float or
   exact, are statements about the full vocabulary.
 
-**What is not the same.** The NTP-SVM :math:`\min\|W\|_F` counts every unseen row. At its optimum
-all unseen rows are equal (swapping two of them maps the feasible set onto itself, and the
-objective is strictly convex), so the full :math:`W^{mm}` solves the reduced problem with weight
-:math:`|U|` on :math:`\|w_u\|^2`, not weight 1: the reduced instance's :math:`W^{mm}` is a different
-point, and is not reported as the full one. Likewise :math:`\mathrm{CE}(W)` counts
-:math:`|U|\,e^{w_u^\top h_j}` in each partition function, so the best loss :math:`L^*` and the bracket
-on :math:`L^*-\mathcal H` of the reduced instance are not the full vocabulary's unless both
-conditions hold (then both are :math:`\mathcal H`). A decoder's own numbers (CE, margins) are
-computed on the full vocabulary from its (V, d) rows (:mod:`ntpcert.dynamics.compare`).
+**The NTP-SVM, weighted.** :math:`\min\|W\|_F` counts every unseen row. At its optimum all unseen
+rows are equal (swapping two of them maps the feasible set onto itself, and the objective is strictly
+convex), so the full :math:`W^{mm}` solves the reduced problem with weight :math:`|U|` on
+:math:`\|w_u\|^2`, not weight 1: the reduced instance's own :math:`W^{mm}` is a different point.
+:meth:`TokenMerge.weighted` gives the reduced instance with that weight
+(:meth:`~ntpcert.instance.NTPInstance.with_token_multiplicity`: the representative counts :math:`|U|` times in
+the NTP-SVM's objective and its dual's column sums), and its :math:`W^{mm}`, with the representative's row
+copied to every unseen token (:meth:`TokenMerge.expand_rows`), *is* the full one. The same holds for
+:math:`W^{mm}_P`: the full vocabulary's split puts all of U on the same side of each context (the split is
+invariant under swaps of unseen tokens), so its extended pattern is the reduced one's with U repeated.
+
+**What is not the same.** :math:`\mathrm{CE}(W)` counts :math:`|U|\,e^{w_u^\top h_j}` in each partition
+function, so the best loss :math:`L^*` and the bracket on :math:`L^*-\mathcal H` of the reduced instance
+are not the full vocabulary's unless both conditions hold (then both are :math:`\mathcal H`). Off the
+separable case, :math:`W_{fin}` and :math:`L^*` of the reduced instance are the full ones when no pair of
+the representative is non-separable (then neither :math:`F_N` nor :math:`\mathrm{CE}_N` involves an unseen
+token), and are not computed otherwise. A decoder's own numbers (CE, margins) are computed on the full
+vocabulary from its (V, d) rows (:mod:`ntpcert.dynamics.compare`).
 
 Everything here works from the sparse counts (:class:`~ntpcert.instance.lm.contexts.ContextCounts`):
 no (m, V) array over the full vocabulary is formed.
@@ -48,14 +57,16 @@ from typing import Any
 import numpy as np
 
 from ntpcert.instance.lm.contexts import ContextCounts
+from ntpcert.instance.model import NTPInstance
 
 __all__ = ["MERGED_SVM_NOTE", "TokenMerge", "merge_unseen", "reduced_counts", "token_merge"]
 
 
-#: Why a merged instance's NTP-SVM is not solved: it is not the full vocabulary's.
-MERGED_SVM_NOTE = ("not solved: the instance merges the unseen tokens into one representative, which keeps "
-                   "compatibility and separability exact but not W^mm (the full NTP-SVM weighs the representative's "
-                   "row by the number of tokens it stands for); see ntpcert.instance.lm.merge")
+#: Why ``certify`` does not solve a merged instance's NTP-SVM: it is the full vocabulary's only weighted.
+MERGED_SVM_NOTE = ("not solved here: the instance merges the unseen tokens into one representative, which keeps "
+                   "compatibility and separability exact, and W^mm only with the representative's row weighed by "
+                   "the number of tokens it stands for (ntpcert svm, limits and compare --model solve it so; a "
+                   "certificate, one token each, does not carry that weight); see ntpcert.instance.lm.merge")
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +127,37 @@ class TokenMerge:
             out[...] = Wr[-1]
         out[self.observed] = Wr[: self.observed.size]
         return out
+
+    def multiplicity(self) -> np.ndarray:
+        """Array of shape (V',) of int64: 1 for each observed token, the number of merged tokens for the
+        representative."""
+        n = np.ones(self.V_reduced, dtype=np.int64)
+        if self.merged:
+            n[-1] = self.merged
+        return n
+
+    def weighted(self, instance: NTPInstance) -> NTPInstance:
+        """The reduced ``instance`` (V' tokens) whose representative weighs as the tokens it stands for in the
+        NTP-SVM (module doc): its :math:`W^{mm}`, expanded by :meth:`expand_rows`, is the full vocabulary's."""
+        if instance.V != self.V_reduced:
+            from ntpcert.errors import InputError
+
+            raise InputError(f"instance: has V = {instance.V} tokens, the merge keeps {self.V_reduced}")
+        return instance.with_token_multiplicity(self.multiplicity())
+
+    def expand_pairs(self, pairs: np.ndarray) -> np.ndarray:
+        """Out-of-support pairs (j, v) of the reduced instance as the full vocabulary's: a pair of the
+        representative stands for one pair per unseen token. Shape (n, 2), sorted by j then v."""
+        P = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        nobs = self.observed.size
+        obs = P[P[:, 1] < nobs]
+        out = [np.column_stack([obs[:, 0], self.observed[obs[:, 1]]])]
+        rep = P[P[:, 1] >= nobs, 0] if self.merged else np.zeros(0, dtype=np.int64)
+        if rep.size:
+            U = self.unseen()
+            out.append(np.column_stack([np.repeat(rep, U.size), np.tile(U, rep.size)]))
+        full = np.concatenate(out).astype(np.int64)
+        return full[np.lexsort((full[:, 1], full[:, 0]))]
 
     @property
     def keeps_svm(self) -> bool:

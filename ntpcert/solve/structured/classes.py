@@ -13,6 +13,14 @@ Two tokens :math:`v, v'` are *interchangeable* when they lie in exactly the same
 with :math:`K = H H^\top`. Tokens that occur in no support form one class; with a large vocabulary
 and few contexts it holds most tokens, so the solver's cost follows the number of classes rather
 than V.
+
+**Token multiplicities.** When the instance carries
+:attr:`~ntpcert.instance.NTPInstance.token_multiplicity` (token v stands for :math:`\nu_v` tokens, e.g. a
+model's unseen tokens merged into one representative), a class's size counts them:
+:math:`n_c = \sum_{v\in c}\nu_v`. The dual above with these sizes is the dual of the vocabulary in which every
+token is repeated :math:`\nu_v` times, so every solver that works on the classes (the structured solver, the
+working-set QP) solves that vocabulary's NTP-SVM, restricted to equal rows on each repetition (which its
+optimum has).
 """
 
 from __future__ import annotations
@@ -35,13 +43,15 @@ class TokenClasses:
     representative : ndarray of shape (C,)
         The smallest token of each class.
     sizes : ndarray of shape (C,)
-        :math:`n_c` as float64.
+        :math:`n_c` as float64: the number of tokens of the class, each counted with its multiplicity.
     mask : ndarray of shape (m, C)
         ``mask[j, c]`` iff the tokens of class c lie in :math:`S_j`.
     support : tuple of ndarray
         Class indices of :math:`S_j` for each context j.
     support_weight : ndarray of shape (m,)
-        :math:`\\sum_{c \\in S_j} n_c = k_j`.
+        :math:`\\sum_{c \\in S_j} n_c` (:math:`k_j` without multiplicities).
+    token_weight : ndarray of shape (V,) or None
+        Each token's multiplicity, None when every token counts once.
     """
 
     of_token: np.ndarray
@@ -50,6 +60,7 @@ class TokenClasses:
     mask: np.ndarray
     support: tuple
     support_weight: np.ndarray
+    token_weight: np.ndarray | None = None
 
     @classmethod
     def build(cls, instance: NTPInstance) -> "TokenClasses":
@@ -64,10 +75,13 @@ class TokenClasses:
         rank[order] = np.arange(order.size)
         of_token = rank[inverse.ravel()].astype(np.int64)
         rep = first[order].astype(np.int64)
-        sizes = np.bincount(of_token, minlength=rep.size).astype(np.float64)
+        nu = instance.token_multiplicity
+        sizes = np.bincount(of_token, weights=nu, minlength=rep.size).astype(np.float64)
         cmask = np.ascontiguousarray(mask[:, rep])
         support = tuple(np.flatnonzero(row) for row in cmask)
-        return cls(of_token, rep, sizes, cmask, support, instance.support_sizes.astype(np.float64))
+        weight = instance.support_sizes.astype(np.float64) if nu is None else cmask.astype(np.float64) @ sizes
+        return cls(of_token, rep, sizes, cmask, support, weight,
+                   None if nu is None else np.asarray(nu, dtype=np.float64))
 
     @property
     def count(self) -> int:
@@ -76,18 +90,21 @@ class TokenClasses:
 
     @property
     def trivial(self) -> bool:
-        """True when every class is a single token."""
-        return self.count == self.of_token.size
+        """True when every class is a single token counted once (then every size is 1)."""
+        return self.count == self.of_token.size and self.token_weight is None
 
     def expand_rows(self, B: np.ndarray) -> np.ndarray:
         """Rows per class (shape (C, ...)) to rows per token (shape (V, ...))."""
         return B if self.trivial else B[self.of_token]
 
     def collapse_rows(self, X: np.ndarray) -> np.ndarray:
-        """Rows per token (shape (V, ...)) to the mean row of each class (shape (C, ...))."""
+        """Rows per token (shape (V, ...)) to the mean row of each class (shape (C, ...)), each token
+        weighted by its multiplicity."""
         if self.trivial:
             return X
         out = np.zeros((self.count,) + X.shape[1:])
+        if self.token_weight is not None:
+            X = X * self.token_weight.reshape((-1,) + (1,) * (X.ndim - 1))
         np.add.at(out, self.of_token, X)
         return out / self.sizes.reshape((-1,) + (1,) * (X.ndim - 1))
 

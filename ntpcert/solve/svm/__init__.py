@@ -34,6 +34,11 @@ BACKENDS: dict[str, tuple[str, dict]] = {
 }
 
 
+#: The backends that solve on token classes and so read an instance's token multiplicities
+#: (:meth:`~ntpcert.instance.NTPInstance.with_token_multiplicity`); the others refuse such an instance.
+MULTIPLICITY_BACKENDS = ("ntpcert.solve.svm.auto", "ntpcert.solve.svm.active_set", "ntpcert.solve.structured.solver")
+
+
 def register_backend(name: str, module: str, **kwargs) -> None:
     """Make ``solve_svm(..., solver=name)`` call ``module.solve(system, **kwargs)``; the module's
     ``solve`` takes the :data:`COMMON_OPTIONS` as keyword-only arguments."""
@@ -124,6 +129,9 @@ def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_SOLVER,
     if system.n_margin == 0:
         return _trivial(system)
     module, kwargs = resolve_backend(solver)
+    if system.instance.token_multiplicity is not None and module not in MULTIPLICITY_BACKENDS:
+        raise InputError(f"solver: {solver!r} does not weigh tokens by their multiplicity (the instance merges tokens); "
+                         "use auto, structured, structured-float or active-set")
     fn: Callable[..., SVMSolution] = importlib.import_module(module).solve
     return fn(system, **{**kwargs, **options})
 
@@ -137,5 +145,5 @@ def solve_separable(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_S
     return solve_svm(data, solver=solver, **options)
 
 
-__all__ = ["BACKENDS", "COMMON_OPTIONS", "DEFAULT_SOLVER", "SVMSolution", "SVM_TOL", "backend_options",
+__all__ = ["BACKENDS", "COMMON_OPTIONS", "DEFAULT_SOLVER", "MULTIPLICITY_BACKENDS", "SVMSolution", "SVM_TOL", "backend_options",
            "register_backend", "resolve_backend", "solve_separable", "solve_svm"]

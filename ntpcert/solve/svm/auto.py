@@ -11,6 +11,8 @@ fewer (:func:`small_epochs`, a function of the size alone: which backend answers
 machine's load), and then solves with Clarabel, saying so in ``solver`` and ``info["fallback"]``; a
 larger QP gets the structured solver with its full budget (``max_epochs``), and its error if it has one.
 Either way the returned pair is checked as every :class:`~ntpcert.solve.solution.SVMSolution` is.
+An instance with token multiplicities (a model's merged vocabulary) falls back to the working-set QP on
+the token classes (``active-set``), which weighs them, in place of Clarabel on every token.
 """
 
 from __future__ import annotations
@@ -85,9 +87,13 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
         raise
     except SolverError as err:
         why = str(err)
-    from ntpcert.solve.svm import clarabel_direct
-
     left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
-    sol = clarabel_direct.solve(system, time_limit=left, verbose=verbose, **opts)
-    info = {**sol.info, "fallback": f"structured solver stopped ({why}); solved by clarabel"}
-    return dataclasses.replace(sol, solver="auto/clarabel", seconds=time.perf_counter() - t0, info=info)
+    if system.instance.token_multiplicity is not None:
+        from ntpcert.solve.structured import working_set as fallback
+        name = "active-set"
+    else:
+        from ntpcert.solve.svm import clarabel_direct as fallback
+        name = "clarabel"
+    sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts)
+    info = {**sol.info, "fallback": f"structured solver stopped ({why}); solved by {name}"}
+    return dataclasses.replace(sol, solver=f"auto/{name}", seconds=time.perf_counter() - t0, info=info)
