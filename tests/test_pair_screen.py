@@ -225,3 +225,27 @@ def test_never_a_ray_on_separable_data_and_the_same_verdicts(monkeypatch):
     # neither side is vacuous
     assert tally["ray"] >= 40 and tally["separable"] >= 30 and tally["decided by the screen"] >= 30, dict(tally)
 
+
+def test_the_split_section_skips_the_small_lps_past_its_cell_limit(monkeypatch):
+    """``certify --exact`` writes the split only where its small LPs hold at most CERTIFY_MAX_CELLS cells
+    C·m·d (the whole pydoc text at k = 5 has about 3.4e9 and ran past 14 minutes); past that the split is
+    undetermined, naming the sizes, and the verdicts do not wait for it."""
+    from ntpcert.pipeline import split_section
+    from ntpcert.solve.split import nonseparable_split
+
+    # (0, 2) is in N (tests/test_split_screen.py, _between); tokens 0 and 1 are one class: C·m·d = 2·3·2 = 12
+    inst = NTPInstance.from_counts(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, -1.0]]),
+                                   np.array([[1, 1, 0], [0, 0, 1], [0, 0, 1]]))
+    small = nonseparable_split(inst, method="screen", max_cells=12)
+    assert small.ok
+    cut = nonseparable_split(inst, method="screen", max_cells=10)
+    assert not cut.ok and "too large to try here" in cut.reason and "cells" in cut.reason
+    # past both limits (the single LP's non-zeros and the small LPs' cells): undetermined, nothing solved
+    nonzeros = split_section.CERTIFY_MAX_NONZEROS
+    monkeypatch.setattr(split_section, "CERTIFY_MAX_CELLS", 10)
+    monkeypatch.setattr(split_section, "CERTIFY_MAX_NONZEROS", 0)
+    key, section = split_section.exact_split_section(inst)
+    assert section is None and key["status"] == "undetermined" and "too large" in key["reason"]
+    monkeypatch.setattr(split_section, "CERTIFY_MAX_NONZEROS", nonzeros)  # the single LP decides again
+    key, section = split_section.exact_split_section(inst)
+    assert section is not None and key["status"] == "exact"
