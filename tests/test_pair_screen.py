@@ -13,6 +13,7 @@ import pytest
 from ntpcert import NTPInstance
 from ntpcert.exact.separability import check_ray
 from ntpcert.instance.datasets import pydoc
+from ntpcert.instance.datasets.separable import hypercube_separable
 from ntpcert.pipeline import decide as dm
 from ntpcert.pipeline import pair_screen as ps
 from ntpcert.pipeline import pairs
@@ -20,37 +21,6 @@ from ntpcert.pipeline.exact_verdicts import exact_certify
 from ntpcert.rows.kesler import KeslerSystem
 
 from .test_soundness import oracle_separable
-
-
-def hypercube_separable(rng: np.random.Generator, m: int, d: int, V: int) -> NTPInstance:
-    """Exactly NTP-separable data on many tokens: w_v = 0 (first entry) and V distinct vertices of {-1, 1}^(d-1),
-    all on one sphere. One-token supports: h = 3 w_a + delta (delta in {-1, 0, 1}^(d-1)); two-token ones,
-    for vertices a, b that differ in one entry i: h = 3 (w_a + w_b) + delta with delta_i = 0, which ties a and b
-    exactly. Only contexts whose other logits are strictly lower are kept, so W satisfies (6) up to scale."""
-    verts = np.array(np.meshgrid(*[[-1, 1]] * (d - 1), indexing="ij")).reshape(d - 1, -1).T
-    W = np.zeros((V, d), dtype=np.int64)
-    W[:, 1:] = verts[rng.choice(len(verts), size=V, replace=False)]
-    H = np.zeros((m, d))
-    C = np.zeros((m, V), dtype=np.int64)
-    j = 0
-    while j < m:
-        delta = rng.integers(-1, 2, size=d)
-        delta[0] = 0
-        a = int(rng.integers(V))
-        near = np.flatnonzero(np.abs(W[:, 1:] - W[a, 1:]).sum(axis=1) == 2)
-        if near.size and rng.random() < 0.5:
-            b = int(rng.choice(near))
-            delta[np.flatnonzero(W[a] != W[b])] = 0
-            h, S = 3 * (W[a] + W[b]) + delta, [a, b]
-        else:
-            h, S = 3 * W[a] + delta, [a]
-        z = W @ h
-        others = np.setdiff1d(np.arange(V), S)
-        if np.all(z[S] == z[S[0]]) and np.all(z[others] < z[S[0]]):
-            H[j] = h
-            C[j, S] = rng.integers(1, 5, size=len(S))
-            j += 1
-    return NTPInstance.from_counts(H, C)
 
 
 def random_small(rng: np.random.Generator, family: str) -> NTPInstance:
