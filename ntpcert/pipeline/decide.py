@@ -172,6 +172,11 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
         dec = _highs(system, deadline)
         if dec[0].holds is not None:
             return dec
+    from ntpcert.pipeline import pair_screen  # every token pair, streamed, within a budget of work
+
+    screened = pair_screen.separability_verdict(inst)
+    if screened is not None:
+        return screened, SeparabilitySolve()
     pair = pair_separability(inst)
     if pair is not None:
         return pair, SeparabilitySolve()

@@ -12,10 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from ntpcert.instance import NTPInstance
+from ntpcert.pipeline.decide import SPLIT_SCREEN_MAX_CELLS
 
 #: ``certify`` solves the split LP only up to this many non-zeros (about a second of HiGHS per 10^5 on the
 #: instances measured); larger ones report the split as skipped, with the sizes.
 CERTIFY_MAX_NONZEROS = 2_000_000
+#: ... and its small LPs (:mod:`ntpcert.solve.split_screen`) only up to the cells C·m·d under which
+#: :mod:`ntpcert.pipeline.decide` uses them for the verdict; larger ones report the split as
+#: undetermined, with the sizes (the whole pydoc text, char k = 5: 3.4·10^9 cells, past 15 minutes).
+CERTIFY_MAX_CELLS = SPLIT_SCREEN_MAX_CELLS
 #: ``nonseparable_pairs`` lists the pairs when there are at most this many; else it is their count.
 LIST_MAX_PAIRS = 1000
 
@@ -37,7 +42,7 @@ def split_key(instance: NTPInstance, separable: bool | None) -> dict:
                 "engine": "separability verdict"}
     from ntpcert.solve.split import nonseparable_split
 
-    s = nonseparable_split(instance, max_nonzeros=CERTIFY_MAX_NONZEROS)
+    s = nonseparable_split(instance, max_nonzeros=CERTIFY_MAX_NONZEROS, max_cells=CERTIFY_MAX_CELLS)
     out = {"separable_pairs": s.n_separable if s.ok else None,
            "nonseparable_pairs": _pairs_value(s.nonseparable) if s.ok else None,
            "status": s.status, "engine": "split-lp", "lp_iterations": s.iterations}
@@ -66,7 +71,7 @@ def exact_split_section(instance: NTPInstance) -> tuple[dict, dict | None]:
     from ntpcert.exact.split import exact_split
     from ntpcert.solve.split import nonseparable_split
 
-    s = nonseparable_split(instance, max_nonzeros=CERTIFY_MAX_NONZEROS)
+    s = nonseparable_split(instance, max_nonzeros=CERTIFY_MAX_NONZEROS, max_cells=CERTIFY_MAX_CELLS)
     es = exact_split(instance, s)
     key = {"separable_pairs": es.n_separable if s.ok else None,
            "nonseparable_pairs": _pairs_value(es.nonseparable) if s.ok else None,

@@ -154,11 +154,13 @@ def _undetermined(classes, why: str, iterations: int = 0) -> Split:
 
 
 def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS,
-                       max_nonzeros: int | None = None, method: str = "auto") -> Split:
+                       max_nonzeros: int | None = None, method: str = "auto", max_cells: int | None = None) -> Split:
     """The split P / N of the out-of-support pairs of ``instance`` by the LP of the module doc, on one
     token per class of interchangeable tokens. A :class:`Split`; never raises for a hard instance
     (the result is then undetermined, naming why). ``max_nonzeros``: the largest LP built (default
-    :data:`~ntpcert.solve.separability_lp.LP_MAX_NONZEROS`), decided from the sizes before anything is built."""
+    :data:`~ntpcert.solve.separability_lp.LP_MAX_NONZEROS`), decided from the sizes before anything is built.
+    ``max_cells``: the small LPs of :mod:`ntpcert.solve.split_screen` (about 2·C LPs of m rows in d unknowns)
+    are tried only where C·m·d is at most this (default: no limit)."""
     from scipy.optimize import linprog
     import scipy.sparse as sp
 
@@ -179,10 +181,18 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     rows_j = red.V - red.support_sizes.astype(np.int64) + np.maximum(red.support_sizes.astype(np.int64) - 1, 0)
     nnz = int(per @ rows_j) + q
     limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
+    cells = C * m * d
     if method == "screen" or (method == "auto" and nnz > SINGLE_LP_MAX_NONZEROS):
-        out = _screened(instance, classes, red, sysr, limit)
-        if out.ok or method == "screen" or nnz > limit:
-            return out
+        if max_cells is not None and cells > max_cells:
+            if method == "screen" or nnz > limit:
+                single = "" if method == "screen" else f", and its single LP {nnz} non-zeros, more than {limit}"
+                return _undetermined(classes, f"the split is too large to try here: its small LPs hold C·m·d = "
+                                              f"{cells} cells on {C} token classes, more than the limit of "
+                                              f"{max_cells}{single}")
+        else:
+            out = _screened(instance, classes, red, sysr, limit)
+            if out.ok or method == "screen" or nnz > limit:
+                return out
     if nnz > limit:
         return _undetermined(classes, f"the split LP is too large to try here: {q + r} rows on {C} token classes "
                                       f"({nnz} non-zeros), more than the limit of {limit}")
