@@ -25,7 +25,8 @@ Reported per cell: seconds of each contender, the ratios contender / ntpcert (> 
 ``max|W - W_ntpcert| / max|W_ntpcert|`` of LIBLINEAR's W, and *passes per GEMM*: ntpcert's seconds divided by
 the time of one (m x d)(d x V') product measured in the same process.
 
-Usage: ``python benchmarks/bench_d_below_m.py [--quick] [--repeat 1] [--cap 300] [--families teacher,onehot,soft]``;
+Usage: ``python benchmarks/bench_d_below_m.py [--quick] [--repeat 1] [--cap 300] [--families teacher,onehot,soft]
+[--cells teacher:500:1000:256,...] [--name NAME]``;
 writes ``benchmarks/results/d-below-m.md`` (``--quick``: ``d-below-m-quick.md``, a few small cells).
 """
 
@@ -200,9 +201,14 @@ def main() -> None:
     ap.add_argument("--cap", type=float, default=300.0)
     ap.add_argument("--families", default="teacher,onehot,soft")
     ap.add_argument("--max-m", type=int, default=None, help="skip cells with more contexts")
+    ap.add_argument("--cells", default=None, help="family:V:m:d,... in place of the grid (e.g. teacher:500:1000:256)")
+    ap.add_argument("--name", default=None, help="results/NAME.md (default d-below-m, or d-below-m-quick)")
     a = ap.parse_args()
     fams = set(a.families.split(","))
-    cells = [c for c in (QUICK if a.quick else CELLS) if c[0] in fams and (a.max_m is None or c[2] <= a.max_m)]
+    grid = QUICK if a.quick else CELLS
+    if a.cells:
+        grid = [(f, int(V), int(m), int(d)) for f, V, m, d in (c.split(":") for c in a.cells.split(","))]
+    cells = [c for c in grid if c[0] in fams and (a.max_m is None or c[2] <= a.max_m)]
     rows = []
     for fam, V, m, d in cells:
         r = run_cell(fam, V, m, d, a.repeat, a.cap)
@@ -210,7 +216,7 @@ def main() -> None:
         print(table([r], a.cap)[-1], file=sys.stderr, flush=True)
         for e in r.get("errors", []):
             print("   ", e, file=sys.stderr)
-    name = "d-below-m-quick" if a.quick else "d-below-m"
+    name = a.name or ("d-below-m-quick" if a.quick else "d-below-m")
     lines = [f"# The NTP-SVM where d < m: ntpcert against LIBLINEAR and Clarabel (`{' '.join(sys.argv[1:]) or 'default'}`)",
              "", versions_line(), "",
              f"In-process seconds, median of {a.repeat}, contenders interleaved (see the script's docstring). "

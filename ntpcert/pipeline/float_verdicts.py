@@ -37,7 +37,7 @@ from ntpcert.verdict import FarkasRay, FeasiblePoint, Verdict, ViolatingNullVect
 
 
 #: The budget of work of :func:`certify`'s NTP-SVM when the structured solver solves it (``auto`` on a QP
-#: that is not small (``SMALL_VARS``, ``SMALL_MARGINS``), ``structured``, ``structured-float``), in the units of
+#: of more than ``SMALL_VARS`` variables, ``structured``, ``structured-float``), in the units of
 #: :mod:`ntpcert.solve.structured.budget` (an epoch costs m·(C·min(m, d) + 50,000)); past it the NTP-SVM is
 #: reported in ``svm_error``, not solved. It replaces a limit of 15 s (about 1.6e9 units a second on the
 #: shared 2-core machine: 2.4e10 units). The most work an NTP-SVM of the default suite took was 6.4e8

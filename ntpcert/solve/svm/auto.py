@@ -5,10 +5,9 @@ The structured solver (:mod:`ntpcert.solve.structured.solver`) is 100-1000x fast
 QP solver at size, and settles non-separable data with an exactly checked Farkas ray. Its
 coordinate ascent converges linearly, though, and on ill-conditioned data (nearly parallel
 embeddings, huge ``||W^mm||``) it may need more epochs than are worth waiting for. On a QP small
-enough for an interior-point method to take a moment (at most :data:`SMALL_VARS` variables V·d and
-:data:`SMALL_MARGINS` margin rows),
-``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs, fewer where :data:`SMALL_WORK` buys
-fewer (:func:`small_epochs`, a function of the size alone: which backend answers never depends on the
+enough for an interior-point method to take a moment (at most :data:`SMALL_VARS` variables V·d),
+``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs, fewer where :data:`SMALL_WORK`
+(:data:`WIDE_WORK` past :data:`SMALL_MARGINS` margin rows) buys fewer (:func:`small_epochs`, a function of the size alone: which backend answers never depends on the
 machine's load), and then solves with Clarabel, saying so in ``solver`` and ``info["fallback"]``; a
 larger QP gets the structured solver with its full budget (``max_epochs``), and its error if it has one.
 Either way the returned pair is checked as every :class:`~ntpcert.solve.solution.SVMSolution` is.
@@ -28,12 +27,6 @@ from ntpcert.solve.solution import SVMSolution
 #: Largest QP (variables V·d) that ``auto`` hands to Clarabel when the structured solver stops.
 SMALL_VARS = 5_000
 
-#: ... and margin rows (out-of-support pairs): where d < m Clarabel's cost grows with them, and there
-#: the structured solver is the faster one well before its budget ends (teacher data, V = 10, m = 500,
-#: d = 64, 4,500 rows: Clarabel 8.1 s, the structured solver 2.1 s in 150 epochs, more than a small QP's
-#: 39; ``benchmarks/bench_d_below_m.py``).
-SMALL_MARGINS = 2_000
-
 #: Epochs of the structured solver on a small QP before ``auto`` falls back to Clarabel, at most.
 SMALL_EPOCHS = 300
 
@@ -46,11 +39,20 @@ SMALL_EPOCHS = 300
 SMALL_WORK = 1_000_000_000
 
 
+#: A small QP with more margin rows (out-of-support pairs) than this gets :data:`WIDE_WORK` in place of
+#: :data:`SMALL_WORK`: where d < m Clarabel's cost grows with the rows while the structured solver's
+#: epochs stay cheap (teacher data, V = 10, m = 500, d = 64, 4,500 rows: Clarabel 3.9 s, the structured
+#: solver 1.7 s in 150 epochs, where SMALL_WORK bought 39; ``benchmarks/bench_d_below_m.py``).
+SMALL_MARGINS = 2_000
+WIDE_WORK = 10_000_000_000
+
+
 def small_epochs(system: KeslerSystem) -> int:
     """The structured solver's epochs on a small QP before the fallback (module doc)."""
     from ntpcert.solve.structured.budget import epochs_within
 
-    return epochs_within(system, SMALL_WORK, SMALL_EPOCHS)
+    work = WIDE_WORK if system.n_margin > SMALL_MARGINS else SMALL_WORK
+    return epochs_within(system, work, SMALL_EPOCHS)
 
 
 def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float | None = None, verbose: bool = False,
@@ -68,7 +70,7 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
         A user's cap in seconds for both stages together, off by default
         (:class:`~ntpcert.errors.TimeLimitReached` when reached; no fallback then).
     max_epochs : int, optional
-        The structured solver's budget on a QP that is not small (module doc; default its own); a small
+        The structured solver's budget on a QP larger than :data:`SMALL_VARS` (default its own); a small
         QP's first try stays :func:`small_epochs`, and Clarabel's is its iteration cap.
     verbose, progress : bool
         Clarabel's log; the structured solver's progress bar.
@@ -83,7 +85,7 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     t0 = time.perf_counter()
     opts = {} if tol is None else {"tol": tol}
     hint = {"separable": True} if separable else {}
-    if system.n_vars > SMALL_VARS or system.n_margin > SMALL_MARGINS:
+    if system.n_vars > SMALL_VARS:
         budget = {} if max_epochs is None else {"max_epochs": int(max_epochs)}
         return structured.solve(system, time_limit=time_limit, progress=progress, certificate=certificate, **opts,
                                 **hint, **budget)
