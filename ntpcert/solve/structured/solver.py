@@ -93,6 +93,12 @@ CERTIFY_FACTOR = 0.5
 #: in a row and the dual objective has grown by ``RAY_GROWTH`` since the last reference point.
 RAY_GROWTH = 2.0
 RAY_PATIENCE = 3
+#: After each search that finds no ray the next one waits for twice the epochs so far and for the dual
+#: to grow by the square of the last factor (at most ``RAY_GROWTH ** 2 ** RAY_BACKOFF_MAX``): where d < m
+#: the dual of separable data grows for hundreds of epochs before a margin turns positive, and each
+#: search is an LP over every active entry (one-hot-labelled data, V = 500, m = 4,000, d = 64: over 100 s
+#: a search, against 0.05 s an epoch).
+RAY_BACKOFF_MAX = 4
 
 
 #: The float certificate accepts a candidate only when its in-support logits agree to this
@@ -369,6 +375,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
     next_certify = S.tol * CERTIFY_FACTOR
     ref_A, ref_dual = None, None
     stuck = 0  # consecutive epochs without a positive margin estimate
+    ray_misses, next_ray = 0, 0  # searches that found no ray; the epoch before which none is tried
     failed, retry_at = 0, 0  # failed certifications, and the epoch of the next forced retry
     polished = 0
     best: tuple[SVMSolution, float] | None = None
@@ -404,7 +411,8 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
             elif stuck >= RAY_PATIENCE:
                 if ref_A is None:
                     ref_A, ref_dual = A.copy(), pr.dual
-                elif pr.dual >= RAY_GROWTH * max(ref_dual, 1e-300):
+                elif ep >= next_ray and \
+                        pr.dual >= RAY_GROWTH ** (2 ** min(ray_misses, RAY_BACKOFF_MAX)) * max(ref_dual, 1e-300):
                     left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
                     X = find_ray(cls, H, A - ref_A, time_limit=left)
                     ray = certify_ray(cls, H, X, inst) if X is not None else None
@@ -413,6 +421,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
                         raise NotSeparable(f"structured: the dual is unbounded; Farkas ray with {ray.support} "
                                            f"non-zero entries ({how}): the data are not NTP-separable", ray)
                     ref_A, ref_dual = A.copy(), pr.dual
+                    ray_misses, next_ray = ray_misses + 1, 2 * ep
             # ---- active-set polish once the active set settles
             active = (A < 0) & S.off
             settled = prev_active is not None and \
