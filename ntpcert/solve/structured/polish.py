@@ -255,7 +255,11 @@ class ActiveSetSystem:
             lam, Q = np.linalg.eigh(K)
             keep = np.abs(lam) > 1e-15 * max(1.0, float(np.abs(lam).max())) * n
             Qk, lk = Q[:, keep], lam[keep]
-            return lambda rhs: Qk @ ((Qk.T @ rhs) / lk)
+
+            def least_norm(rhs):
+                with np.errstate(invalid="ignore", over="ignore"):  # a non-finite rhs: the caller returns None
+                    return Qk @ ((Qk.T @ rhs) / lk)
+            return least_norm
         return lambda rhs: sla.lu_solve(f, rhs)
 
     def _kkt(self, lin, nulls: list[int], rho: list, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
