@@ -77,17 +77,25 @@ def test_eq_and_margin_matrices_store_only_the_embeddings_non_zeros():
     assert np.allclose(M @ W.ravel(), s.apply_margin(W), rtol=0, atol=TOL["linalg"] * np.abs(W).max())
 
 
-@pytest.mark.parametrize("kw", CORPORA.values(), ids=list(CORPORA))
-def test_float_and_exact_verdicts_agree_on_the_corpus_families(kw):
-    """Both decided, the same answers from the same engines, and every float witness passes its exact check
-    on the instance (the exact report's passed the independent checker)."""
-    inst = load_instance("pydoc", **kw)
+def _agreeing_reports(inst):
+    """The float report of ``inst``, after asserting that float and exact certify (no NTP-SVM) both decide
+    both conditions, with the same answers from the same engines, and that the exact report passed the
+    independent checker."""
     fl = certify(inst, svm=False)
     ex = exact_certify(inst, svm=False)
     assert ex.check.valid, ex.check.reason
     assert fl.compatible.holds is not None and fl.separable.holds is not None
     assert (fl.compatible.holds, fl.separable.holds) == (ex.compatible.holds, ex.separable.holds)
     assert fl.compatible.engine == ex.compatible.engine and fl.separable.engine == ex.separable.engine
+    return fl
+
+
+@pytest.mark.parametrize("kw", CORPORA.values(), ids=list(CORPORA))
+def test_float_and_exact_verdicts_agree_on_the_corpus_families(kw):
+    """Both decided, the same answers from the same engines, and every float witness passes its exact check
+    on the instance (the exact report's passed the independent checker)."""
+    inst = load_instance("pydoc", **kw)
+    fl = _agreeing_reports(inst)
     assert fl.compatible.check(inst) == "" and fl.separable.check(inst) == ""
     if fl.compatible.holds is False:  # no least-squares point, as --exact; the witness's bound instead
         assert fl.fit.W_star is None and fl.subspace.method == "none"
@@ -184,11 +192,6 @@ def test_float_and_exact_agree_on_the_whole_corpora(kw):
     """The corpora of ``benchmarks/bench_float_exact.py`` at full size (the whole pydoc text): the same
     verdicts from the same engines, and no least-squares point in either."""
     inst = load_instance("pydoc", max_chars=500_000, **kw)
-    fl = certify(inst, svm=False)
-    ex = exact_certify(inst, svm=False)
-    assert ex.check.valid, ex.check.reason
-    assert fl.compatible.holds is not None and fl.separable.holds is not None
-    assert (fl.compatible.holds, fl.separable.holds) == (ex.compatible.holds, ex.separable.holds)
-    assert fl.compatible.engine == ex.compatible.engine and fl.separable.engine == ex.separable.engine
+    fl = _agreeing_reports(inst)
     if fl.compatible.holds is False:
         assert fl.fit.W_star is None and fl.fit.residual_lower_bound > 0

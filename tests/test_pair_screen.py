@@ -219,3 +219,13 @@ def test_the_split_section_skips_the_small_lps_past_its_cell_limit(monkeypatch):
     monkeypatch.setattr(split_section, "CERTIFY_MAX_NONZEROS", nonzeros)  # the single LP decides again
     key, section = split_section.exact_split_section(inst)
     assert section is not None and key["status"] == "exact"
+
+
+def test_witness_text_names_huge_weights_by_their_size():
+    """Circuits of dyadic embeddings (random:256) have integer weights of thousands of digits, past Python's
+    limit on int -> str conversion: the reason names their size instead of failing."""
+    assert ps._weight_text(-7) == "-7"
+    huge = 3 ** 20_000  # 9,543 digits
+    text = ps._weight_text(huge)
+    assert text.startswith("+(an integer of about 9,5") and "digits" in text
+    assert ps._weight_text(-huge).startswith("-(")

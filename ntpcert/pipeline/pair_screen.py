@@ -307,6 +307,16 @@ def screen(instance: NTPInstance, *, max_pairs: int = SCREEN_MAX_PAIRS,
     return ScreenResult(None, tried, its, lps, work, why)
 
 
+def _weight_text(w: int) -> str:
+    """An integer weight for a reader: in full up to 12 digits, else its sign and order of magnitude (the
+    circuits of dyadic embeddings can have weights of thousands of digits, past Python's limit on int -> str)."""
+    w = int(w)
+    if abs(w) < 10 ** 12:
+        return f"{w:+d}"
+    digits = int(abs(w).bit_length() * 0.30102999566398) + 1
+    return f"{'+' if w > 0 else '-'}(an integer of about {digits:,} digits)"
+
+
 def witness_text(instance: NTPInstance, found: PairRay) -> str:
     """The ray in words, for a reader: the pair, how many contexts of each kind, and the first few."""
     from ntpcert.pipeline.pairs import pair_text
@@ -316,7 +326,7 @@ def witness_text(instance: NTPInstance, found: PairRay) -> str:
     shown = []
     for j, w, sh in list(zip(found.contexts.tolist(), found.weights, found.shared.tolist()))[:TEXT_CONTEXTS]:
         label = repr(names[j]) if names is not None else f"#{j}"
-        shown.append(f"{label} {'both' if sh else 'one'} {w:+d}")
+        shown.append(f"{label} {'both' if sh else 'one'} {_weight_text(w)}")
     more = ", ..." if found.contexts.size > TEXT_CONTEXTS else ""
     return (f"Farkas ray on the pair of tokens {pair_text(instance, *found.tokens)} from the pair screen: a circuit "
             f"of {found.contexts.size} contexts ({n_sh} holding both tokens, {found.contexts.size - n_sh} one of "
