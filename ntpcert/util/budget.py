@@ -46,6 +46,16 @@ def budget_text(spent: int, units: str, settle: str = "") -> str:
     return f"{text}; {settle}" if settle else text
 
 
+def stop_note(deadline: Any, used: int, budget: int, units: str, unfinished: str, option: str) -> str:
+    """Why a loop of decisions stops now, or "": a user's cap reached (``deadline``, before ``unfinished``),
+    or its budget of work spent (``used`` of ``budget`` ``units``; a larger ``option`` may settle it)."""
+    if deadline.passed():
+        return f"{deadline.text()} before {unfinished}"
+    if used >= budget:
+        return budget_text(budget, units, f"not {unfinished}; a larger {option} may settle it")
+    return ""
+
+
 def cap_text(seconds: float) -> str:
     """``time limit of 5 s reached (a user's cap)``."""
     return f"time limit of {float(seconds):g} s reached (a user's cap)"
@@ -96,5 +106,5 @@ class Deadline:
         return cap_text(self.seconds if self.seconds is not None else float("inf"))
 
 
-__all__ = ["Deadline", "HIGHS_ITERATIONS_PER_DIMENSION", "HIGHS_MIN_ITERATIONS", "budget_text", "cap_text",
+__all__ = ["Deadline", "HIGHS_ITERATIONS_PER_DIMENSION", "HIGHS_MIN_ITERATIONS", "budget_text", "cap_text", "stop_note",
            "highs_budget", "highs_options", "highs_stop"]

@@ -37,7 +37,7 @@ import numpy as np
 from ntpcert.exact.logsum import log_combination_sign, log_combination_value
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.util.budget import Deadline, budget_text
+from ntpcert.util.budget import Deadline, stop_note
 from ntpcert.util.validate import check_int
 
 #: The deletion filter's budget of work: equations tried (each one exact rank of at most the rows left).
@@ -284,12 +284,8 @@ def why_not_compatible(instance: NTPInstance, violating: dict, *, system: Kesler
     note = ""
     tried = 0
     for i in list(T):
-        if deadline.passed():
-            note = f"{deadline.text()} before every equation was tried"
-            break
-        if tried >= max_tries:
-            note = budget_text(max_tries, "equations tried", "not every equation was tried; a larger max_tries "
-                               "may settle it")
+        note = stop_note(deadline, tried, max_tries, "equations tried", "every equation was tried", "max_tries")
+        if note:
             break
         tried += 1
         rest = [k for k in T if k != i]

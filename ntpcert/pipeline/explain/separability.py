@@ -43,7 +43,7 @@ from ntpcert.pipeline.decide import DEFAULT_SEPARABILITY_SOLVER, decide_separabi
 from ntpcert.verdict import FarkasRay, FeasiblePoint
 from ntpcert.pipeline.explain.subsets import ExactSeparatingPoint, exact_point, sub_instance
 from ntpcert.rows.kesler import KeslerSystem
-from ntpcert.util.budget import Deadline, budget_text
+from ntpcert.util.budget import Deadline, stop_note
 from ntpcert.util.validate import check_int
 
 #: Sets with more contexts than this are first thinned by block deletions.
@@ -294,12 +294,9 @@ def why_not_separable(instance: NTPInstance, ray: dict | None = None, *, context
         if j in points:
             i += 1
             continue
-        if deadline.passed():
-            note = f"{deadline.text()} before every deletion was decided"
-            break
-        if used >= max_decisions:
-            note = budget_text(max_decisions, "sub-problems decided", "not every deletion was decided; a larger "
-                               "max_decisions may settle it")
+        note = stop_note(deadline, used, max_decisions, "sub-problems decided", "every deletion was decided",
+                         "max_decisions")
+        if note:
             break
         rest = [c for c in C if c != j]
         out = decide(rest) if rest else _Outcome(True, point=None, how="empty set")
