@@ -198,6 +198,47 @@ def test_batched_capture_gives_the_same_h_and_residual(wide):
         assert max(small.residual, whole.residual) <= TOL["capture"]
 
 
+def test_checked_batches_are_spread_and_cover_the_sample():
+    from ntpcert.instance.lm.capture import checked_batches
+
+    assert checked_batches(5, 256, 2048).tolist() == [0, 1, 2, 3, 4]  # no more than the sample: all
+    got = checked_batches(124, 256, 2048)
+    assert got[0] == 0 and got[-1] == 123 and got.size == 9 and np.all(np.diff(got) >= 15)
+    assert checked_batches(100, 3, 10).size * 3 >= 10
+
+
+def test_sampled_residual_check_keeps_h_and_still_refuses_a_post_head_change(wide, monkeypatch):
+    from ntpcert.errors import InputError
+    from ntpcert.instance.lm import capture as cap_mod
+    from ntpcert.instance.lm.files import locate_model
+    from ntpcert.instance.lm.load import read_corpus, tokenize_documents
+    from ntpcert.instance.lm.contexts import split_documents
+
+    files = locate_model(wide["model"], None)
+    ids, _ = tokenize_documents(files.tokenizer, split_documents(read_corpus(wide["corpus"])))
+    sp = ContextSpec.parse("tokens:2")
+    cc = count_contexts(ids, sp, 64)
+    full = cap_mod.capture(files, cc, sp, batch_size=3)
+    assert full.residual_contexts == cc.m  # the default sample holds every context here
+    monkeypatch.setattr(cap_mod, "RESIDUAL_CONTEXTS", 6)
+    some = cap_mod.capture(files, cc, sp, batch_size=3)
+    n_batches = -(-cc.m // 3)
+    assert n_batches > 2 and 6 <= some.residual_contexts < cc.m
+    np.testing.assert_array_equal(some.embeddings, full.embeddings)  # the head skipped, h the same
+    assert some.residual <= TOL["capture"]
+
+    load = cap_mod.load_causal_lm
+
+    def shifted(files):  # a model that scales its logits after the head
+        model = load(files)
+        model.get_output_embeddings().register_forward_hook(lambda _m, _a, out: out * 1.5)
+        return model
+
+    monkeypatch.setattr(cap_mod, "load_causal_lm", shifted)
+    with pytest.raises(InputError, match="misses the model's logits"):
+        cap_mod.capture(files, cc, sp, batch_size=3)
+
+
 # ----------------------------------------------------------------------------------- compare over the full V
 def test_merged_compare_equals_the_dense_full_vocabulary_one(wide, monkeypatch):
     from ntpcert.dynamics import compare as cm

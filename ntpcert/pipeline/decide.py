@@ -71,6 +71,7 @@ from ntpcert.instance import NTPInstance
 from ntpcert.pipeline import parts
 from ntpcert.pipeline.lemma1 import lemma1, lemma1_text
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.solve.split import SCREEN_MAX_CELLS
 from ntpcert.util.validate import check_int
 from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, FeasiblePoint, FullRowRank, NoEquations, NullSpaceBasis,
                              ParticularSolutions, Verdict, ViolatingNullVector)
@@ -220,7 +221,7 @@ def pair_separability(inst: NTPInstance) -> Verdict | None:
 
 #: The screened split (:mod:`ntpcert.solve.split_screen`) decides (6) where d < m when its LPs, about
 #: 2·C of m rows in d unknowns (C token classes), hold at most this many cells C·m·d in all.
-SPLIT_SCREEN_MAX_CELLS = 50_000_000
+SPLIT_SCREEN_MAX_CELLS = SCREEN_MAX_CELLS
 #: ... and under ``auto`` only where m >= this times d: nearer d = m the structured solver decides fast, and
 #: its one solve serves the NTP-SVM as well.
 SPLIT_SCREEN_MIN_RATIO = 2

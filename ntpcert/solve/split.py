@@ -51,6 +51,11 @@ from ntpcert.solve.structured.classes import class_instance
 #: The single LP is built up to this many non-zeros; above it the split goes by the small LPs of
 #: :mod:`ntpcert.solve.split_screen` (one-token screens for P, a dual LP on the rest for N).
 SINGLE_LP_MAX_NONZEROS = 1_000_000
+#: The small LPs of :mod:`ntpcert.solve.split_screen` (about 2·C LPs of m rows in d unknowns, C token classes)
+#: are tried only where they hold at most this many cells C·m·d in all (decided from the sizes, a bound on
+#: work): a model's whole pydoc text (C = 5,711, m = 31,621, d = 768: 1.4·10^11 cells) ran past 10 minutes
+#: and 10 GB in them. Callers may pass ``max_cells=None`` for no bound.
+SCREEN_MAX_CELLS = 50_000_000
 #: Simplex iterations HiGHS may spend on the split LP (a budget of work).
 SPLIT_MAX_ITERATIONS = 2_000_000
 #: A pair is read as separable when its t is above this, as non-separable when below 1 - this; any
@@ -154,13 +159,14 @@ def _undetermined(classes, why: str, iterations: int = 0) -> Split:
 
 
 def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS,
-                       max_nonzeros: int | None = None, method: str = "auto", max_cells: int | None = None) -> Split:
+                       max_nonzeros: int | None = None, method: str = "auto",
+                       max_cells: int | None = SCREEN_MAX_CELLS) -> Split:
     """The split P / N of the out-of-support pairs of ``instance`` by the LP of the module doc, on one
     token per class of interchangeable tokens. A :class:`Split`; never raises for a hard instance
     (the result is then undetermined, naming why). ``max_nonzeros``: the largest LP built (default
     :data:`~ntpcert.solve.separability_lp.LP_MAX_NONZEROS`), decided from the sizes before anything is built.
     ``max_cells``: the small LPs of :mod:`ntpcert.solve.split_screen` (about 2·C LPs of m rows in d unknowns)
-    are tried only where C·m·d is at most this (default: no limit)."""
+    are tried only where C·m·d is at most this (default :data:`SCREEN_MAX_CELLS`; None: no limit)."""
     from scipy.optimize import linprog
     import scipy.sparse as sp
 

@@ -52,6 +52,8 @@ class ModelData:
     tied, bias : bool
     residual : float or None
         Relative residual of the recomputed logits (model path only).
+    residual_contexts : int or None
+        How many contexts it was checked on (:mod:`ntpcert.instance.lm.capture`; model path only).
     token_frequency : ndarray of shape (V,)
         Occurrences of each token in the tokenised corpus.
     merge : TokenMerge or None
@@ -80,6 +82,7 @@ class ModelData:
     merge: TokenMerge | None = None
     counts: ContextCounts | None = None
     vocab_names: tuple[str, ...] | None = None
+    residual_contexts: int | None = None
 
     @property
     def V(self) -> int:
@@ -106,8 +109,8 @@ class ModelData:
     def to_json(self) -> dict[str, Any]:
         """What was read, for reports."""
         return {**self.source_record(), "architecture": self.architecture, "tied": self.tied, "bias": self.bias,
-                "capture_residual": self.residual, "m": self.instance.m, "d": self.instance.d, "V": self.V,
-                "V_instance": self.instance.V, "decoder": self.decoder_note or "the model's decoder"}
+                "capture_residual": self.residual, "capture_residual_contexts": self.residual_contexts,
+                "m": self.instance.m, "d": self.instance.d, "V": self.V, "V_instance": self.instance.V, "decoder": self.decoder_note or "the model's decoder"}
 
 
 def read_corpus(corpus: str | os.PathLike, max_chars: int | None = None) -> str:
@@ -269,12 +272,14 @@ def load_model_data(
         note = "" if one else (f"static embeddings of {spec.length} tokens have d = {H.shape[1]}, the decoder "
                                f"d = {sm.decoder.shape[1]}: give --W for a decoder of these h")
         tied, bias, residual, arch, kind = sm.tied, sm.bias, None, "safetensors", "static"
+        checked = None
     else:
         from ntpcert.instance.lm.capture import capture
 
         cap = capture(files, counts, spec, bos=bos)
         H, decoder, note = cap.embeddings, cap.decoder, ""
         tied, bias, residual, arch, kind = cap.tied, cap.bias, cap.residual, cap.architecture, "model"
+        checked = cap.residual_contexts
     names = _token_names(tok, V)
     sep = "" if all(len(n) == 1 for n in names) else " "
     cnames = [sep.join(names[t] for t in c) for c in counts.contexts]
@@ -288,4 +293,4 @@ def load_model_data(
     del C
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return ModelData(inst, decoder, note, files.digests(), digest, spec, bos, kind, tied, bias, residual, arch,
-                     counts.token_frequency, merge, counts, tuple(names))
+                     counts.token_frequency, merge, counts, tuple(names), checked)
