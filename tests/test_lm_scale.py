@@ -162,6 +162,34 @@ def test_certify_model_reports_the_merge_and_skips_the_reduced_svm(wide, tmp_pat
     assert "one representative" in text and "NTP-SVM: not solved" in text
 
 
+def test_certify_excess_through_a_model_brackets_the_whole_vocabulary_or_says_why_not(wide, monkeypatch, capsys):
+    from ntpcert.instance.lm import load_model_data
+    from ntpcert.instance.lm.load import ModelData
+    from ntpcert.pipeline.excess_certificate import excess_key
+
+    assert main(["certify", wide["corpus"], "--model", wide["model"], "--excess", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    full = load_model_data(wide["corpus"], wide["model"]).instance  # the whole vocabulary, read apart
+    want, _ = excess_key(full, exact=False, separable=rep["separable"]["holds"])
+    assert rep["V"] == full.V == 64 and "vocabulary" not in rep  # the bracket counts every token
+    assert rep["excess_loss"]["excess_upper"] == pytest.approx(want["excess_upper"], rel=1e-9, abs=1e-12)
+    assert rep["excess_loss"]["excess_lower"] == pytest.approx(want["excess_lower"], rel=1e-9, abs=1e-12)
+
+    # past the bracket's cap the dense counts over the whole vocabulary are never built
+    monkeypatch.setattr("ntpcert.pipeline.excess_certificate.AUTO_MAX_CELLS", 1000)
+
+    def refuse(self):
+        raise AssertionError("the whole vocabulary's dense counts were built")
+
+    monkeypatch.setattr(ModelData, "full_instance", refuse)
+    for extra in ([], ["--exact"]):
+        assert main(["certify", wide["corpus"], "--model", wide["model"], "--excess", "--json"] + extra) == 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["V"] == rep["vocabulary"]["V_reduced"] < 64
+        assert f"m * V = {rep['m'] * 64:,} cells" in rep["excess_loss"]["skipped"]
+        assert "whole vocabulary" in rep["excess_loss"]["skipped"]
+
+
 def test_a_tampered_vocabulary_record_is_refused():
     from ntpcert.certificate.structure import check_source_section
 

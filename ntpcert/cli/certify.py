@@ -75,7 +75,7 @@ def _run_exact(args: argparse.Namespace) -> int:
         certificate_out=args.certificate_out,
         separability_solver=args.separability_solver,
         use_lemma1=not args.no_lemma1,
-        excess=args.excess,
+        excess=args.excess and merge is None,  # merged: skipped, counted over the whole vocabulary (_json)
         # negative verdicts explained by irreducible culprits, written into the certificate and checked
         why_not=partial(why_not_with_sections, separability_solver=args.separability_solver),
         # the model files, by SHA-256, when DATA was read through --model
@@ -92,14 +92,23 @@ def _run_exact(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     """The instance and, through ``--model``, its :class:`~ntpcert.instance.lm.ModelData` (else None). With a
     model, the tokens that follow no context are merged into one (exact for the verdicts,
-    :mod:`ntpcert.instance.lm.merge`), unless ``--excess`` asks for the bracket on L* - H, which counts every
-    token."""
-    from ntpcert.cli.model_options import load_model, uses_model
+    :mod:`ntpcert.instance.lm.merge`). ``--excess`` counts every token in the bracket on L* - H: the
+    instance over the whole vocabulary is built from the sparse counts when the bracket will be computed
+    (m·V at most :data:`~ntpcert.pipeline.excess_certificate.AUTO_MAX_CELLS`), and the data stay merged
+    when it will not (the report says the bracket was skipped, naming the whole vocabulary's m·V), so a
+    model's dense (m, V) counts are never built for nothing."""
+    import dataclasses
 
-    if uses_model(args):
-        data = load_model(args, merge_unseen=not args.excess)
-        return data.instance, data
-    return load_data(args), None
+    from ntpcert.cli.model_options import load_model, uses_model
+    from ntpcert.pipeline.excess_certificate import AUTO_MAX_CELLS
+
+    if not uses_model(args):
+        return load_data(args), None
+    data = load_model(args, merge_unseen=True)
+    merged = data.merge is not None and data.merge.merged
+    if args.excess and merged and data.instance.m * data.V <= AUTO_MAX_CELLS:
+        data = dataclasses.replace(data, instance=data.full_instance(), merge=None)
+    return data.instance, data
 
 
 def _json(rep: Any, args: argparse.Namespace, merge: Any) -> dict:

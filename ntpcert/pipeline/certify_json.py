@@ -19,6 +19,13 @@ def certify_json(report, *, excess: bool, separability_solver: str, merge: Any =
     out = report.to_json()
     if getattr(report, "why_not", None) is None:
         out.update(why_not_of_report(report, separability_solver=separability_solver))
+    if excess and merge is not None and getattr(merge, "merged", 0):
+        # the bracket counts every token: over the whole vocabulary it is too large here (ntpcert.cli.certify)
+        from ntpcert.pipeline.excess_certificate import AUTO_MAX_CELLS, skipped_bracket_text
+
+        m = int(out.get("m", 0))
+        out["excess_loss"] = {"skipped": skipped_bracket_text(m * int(merge.V), AUTO_MAX_CELLS)
+                              + " (m · the model's whole vocabulary)"}
     if "excess_loss" not in out:
         if excess:
             from ntpcert.pipeline.excess_certificate import excess_key
