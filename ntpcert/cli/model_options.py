@@ -4,6 +4,7 @@ read through the model (:func:`ntpcert.instance.lm.load_model_data`)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 #: The corpus options of text DATA that do not apply when the model tokenises and embeds.
@@ -25,6 +26,11 @@ def model_options(p: argparse.ArgumentParser) -> None:
                    help="torch-free: h = the concatenated input embeddings of the context's tokens (safetensors only)")
     g.add_argument("--model-tokenizer", metavar="FILE", default=None,
                    help="tokenizer.json to use (default: the one beside the weights)")
+    g.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run the model's forward passes on a dask LocalCluster of N processes (needs ntpcert[dist]); "
+                        "the result is the single process's, bit for bit")
+    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="... or on the workers of a running dask scheduler (PROTOCOL://HOST:PORT)")
 
 
 def uses_model(args: argparse.Namespace) -> bool:
@@ -41,9 +47,27 @@ def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
         if getattr(args, key, None) not in (None, False):
             raise InputError(f"{flag}: does not apply with --model (the model tokenises and embeds; see --context)")
     kw = {} if getattr(args, "max_entries", None) is None else {"max_entries": args.max_entries}
-    return load_model_data(args.data, args.model, context=args.context, bos=args.bos, static=args.static,
-                           tokenizer=args.model_tokenizer, max_chars=getattr(args, "max_chars", None),
-                           merge_unseen=merge_unseen, **kw)
+    read = dict(context=args.context, bos=args.bos, static=args.static, tokenizer=args.model_tokenizer,
+                max_chars=getattr(args, "max_chars", None), merge_unseen=merge_unseen, **kw)
+    workers, scheduler = getattr(args, "workers", None), getattr(args, "scheduler", None)
+    if workers is None and scheduler is None:
+        return load_model_data(args.data, args.model, **read)
+    from ntpcert.experiments.distributed import DaskChunks, check_scheduler
+    from ntpcert.experiments.sweep import dask_client
+
+    if workers is not None and scheduler is not None:
+        raise InputError(f"--workers: value {workers} applies to a LocalCluster, not to --scheduler {scheduler!r}")
+    if args.static:
+        raise InputError("--workers/--scheduler: apply to the model's forward passes, which --static does not run")
+    kw_client = {"workers": workers} if workers is not None else {}
+    with dask_client(None if scheduler is None else check_scheduler(scheduler), **kw_client) as client:
+        return load_model_data(args.data, args.model, map_chunks=DaskChunks(client, progress=_progress(args)),
+                               **read)
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    """As :func:`ntpcert.cli.options.progress_enabled` (which imports this module)."""
+    return bool(getattr(args, "progress", False)) or (sys.stderr.isatty() and not getattr(args, "json", False))
 
 
 def check_model_flags(args: argparse.Namespace) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from typing import Any
 
 from ntpcert.cli.options import (
@@ -26,9 +25,7 @@ from ntpcert.cli.options import (
     progress_enabled,
     progress_option,
 )
-
-#: ``--scheduler``: ``[PROTOCOL://]HOST:PORT`` (what a dask scheduler prints as its address).
-SCHEDULER_ADDRESS = re.compile(r"^(?:(tcp|tls|ws|wss|ucx|inproc)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})$")
+from ntpcert.experiments.distributed import check_scheduler
 
 
 def register(subparsers: Any, name: str) -> None:
@@ -53,17 +50,6 @@ def register(subparsers: Any, name: str) -> None:
     force_option(p)
     progress_option(p)
     p.set_defaults(func=run)
-
-
-def check_scheduler(address: str) -> str:
-    """Refuse a ``--scheduler`` that is not ``[PROTOCOL://]HOST:PORT`` (before connecting)."""
-    from ntpcert.errors import InputError
-
-    m = SCHEDULER_ADDRESS.match(address.strip())
-    if m is None or not 1 <= int(m.group(3)) <= 65535:
-        raise InputError(f"--scheduler: value {address!r} is not an address PROTOCOL://HOST:PORT "
-                         "(such as tcp://127.0.0.1:8786)")
-    return address.strip()
 
 
 def run(args: argparse.Namespace) -> int:

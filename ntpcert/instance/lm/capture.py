@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -49,7 +50,7 @@ from ntpcert.instance.lm.files import ModelFiles
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line
 
-__all__ = ["RESIDUAL_CONTEXTS", "RESIDUAL_MAX", "Capture", "bos_token", "capture", "load_causal_lm", "require_lm"]
+__all__ = ["RESIDUAL_CONTEXTS", "RESIDUAL_MAX", "Capture", "capture_chunk", "checked_batches", "bos_token", "capture", "load_causal_lm", "require_lm"]
 
 #: Largest accepted relative residual of the recomputed logits, by the model's dtype (float32: the
 #: issue's 1e-5; half precisions round the model's own logits to about 3 decimal digits).
@@ -237,8 +238,84 @@ def _inputs(counts: ContextCounts, spec: ContextSpec, bos: int | None,
     return out
 
 
+def _run_batches(model: Any, head: Any, W: np.ndarray, b: np.ndarray | None, torch: Any,
+                 batches: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]], check: set[int]
+                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, int]:
+    """Run ``model`` on ``batches`` (index, ids, positions, context indices) and capture h at each context's
+    last token; on the batches in ``check`` also compare the recomputed logits with the model's. Returns
+    ``([(context indices, h)], worst relative residual, contexts checked)``."""
+    seen: list[Any] = []
+    keep_last = "logits_to_keep" in inspect.signature(model.forward).parameters
+    stop = [False]
+
+    def _record(_mod: Any, args: Any) -> None:
+        seen.append(args[0].detach())
+        if stop[0]:
+            raise _HeadReached
+
+    hook = head.register_forward_pre_hook(_record)
+    worst, n_checked, got = 0.0, 0, []
+    try:
+        with torch.no_grad():
+            for i, ids, pos, js in batches:
+                seen.clear()
+                last = keep_last and bool(np.all(pos == ids.shape[1] - 1))
+                extra = {"logits_to_keep": 1} if last else {}  # the head on the last position only
+                stop[0] = i not in check
+                out = None
+                try:
+                    out = model(input_ids=torch.from_numpy(ids), use_cache=False, **extra)
+                except _HeadReached:
+                    pass
+                h_all = seen[-1]
+                sel = torch.arange(ids.shape[0])
+                at = torch.full((ids.shape[0],), h_all.shape[1] - 1) if last else torch.from_numpy(pos)
+                h = h_all[sel, at].to(torch.float64).cpu().numpy()
+                del h_all
+                seen.clear()
+                _finite(f"the captured h of contexts {int(js[0])}..{int(js[-1])}: h", h)
+                got.append((js, h))
+                if out is None:
+                    continue
+                logits = out.logits[sel, at].to(torch.float64).cpu().numpy()
+                del out
+                _finite(f"the model's logits of contexts {int(js[0])}..{int(js[-1])}: logits", logits)
+                n_checked += len(js)
+                mine = h @ W.T + (0.0 if b is None else b)
+                scale = np.maximum(np.linalg.norm(logits, axis=1), np.finfo(np.float64).tiny)
+                r = float(np.max(np.linalg.norm(mine - logits, axis=1) / scale))
+                if not math.isfinite(r):  # max() keeps the old value against a NaN: check it here
+                    raise InputError(f"--model: the recomputed logits of contexts {int(js[0])}..{int(js[-1])} are "
+                                     f"not finite (relative residual {r!r})")
+                worst = max(worst, r)
+    finally:
+        hook.remove()
+    return got, worst, n_checked
+
+
+#: A worker process's model, read once per model directory: ``{(root, file digests): (model, head, W, b)}``.
+_WORKER_MODELS: dict[Any, tuple[Any, Any, np.ndarray, np.ndarray | None]] = {}
+
+
+def capture_chunk(files: ModelFiles, batches: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
+                  check: set[int]) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, int]:
+    """:func:`_run_batches` in a worker process of a distributed capture (``map_chunks`` of
+    :func:`capture`): the model is opened once per process, with the same checks as :func:`capture`'s."""
+    torch, _ = require_lm()
+    key = (files.root, tuple((p, os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in files.paths()))
+    if key not in _WORKER_MODELS:
+        model = load_causal_lm(files)
+        head, _ = _head(model, torch)
+        W = head.weight.detach().to(torch.float64).cpu().numpy()
+        b = None if head.bias is None else head.bias.detach().to(torch.float64).cpu().numpy()
+        _WORKER_MODELS.clear()  # one model per worker at a time
+        _WORKER_MODELS[key] = (model, head, W, b)
+    model, head, W, b = _WORKER_MODELS[key]
+    return _run_batches(model, head, W, b, torch, batches, check)
+
+
 def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos: bool = False,
-            batch_size: int = BATCH_SIZE) -> Capture:
+            batch_size: int = BATCH_SIZE, map_chunks: Any = None) -> Capture:
     """Run the model on every context and capture the decoder's input at its last token.
 
     The model runs on ``batch_size`` contexts at a time; each batch's logits (model's and recomputed,
@@ -256,6 +333,14 @@ def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos:
         Feed the model's ``bos_token_id`` before every context.
     batch_size : int
         Contexts per forward pass (``prefix:T``: maximal contexts per pass).
+    map_chunks : callable, optional
+        Runs the forward passes elsewhere (worker processes): ``map_chunks(fn, items)`` calls
+        ``fn(*item)`` for every item, in any order and anywhere, and yields the results
+        (:class:`ntpcert.experiments.distributed.DaskChunks`). Each batch is one item of
+        :func:`capture_chunk`. A batch gives the same h wherever it runs (the same inputs in the same
+        shape; the number of threads does not change a float32 forward pass's result on the
+        CPUs measured, and the tests compare the two bit for bit), so the capture is the one of a
+        single process.
 
     Raises
     ------
@@ -281,56 +366,20 @@ def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos:
     _finite("the decoder's weight (get_output_embeddings().weight)", W)
     if b is not None:
         _finite("the decoder's bias", b)
-    dtype = str(head.weight.dtype).removeprefix("torch.")
+    dtype, arch = str(head.weight.dtype).removeprefix("torch."), type(model).__name__
     H = np.zeros((counts.m, d), dtype=np.float64)
-    seen: list[Any] = []
-    keep_last = "logits_to_keep" in inspect.signature(model.forward).parameters
-    stop = [False]
-
-    def _record(_mod: Any, args: Any) -> None:
-        seen.append(args[0].detach())
-        if stop[0]:
-            raise _HeadReached
-
-    hook = head.register_forward_pre_hook(_record)
-    worst, n_checked = 0.0, 0
-    batches = _inputs(counts, spec, bos_id, batch_size)
+    batches = [(i, ids, pos, js) for i, (ids, pos, js) in enumerate(_inputs(counts, spec, bos_id, batch_size))]
     check = set(checked_batches(len(batches), batch_size).tolist())
-    try:
-        with torch.no_grad():
-            for i, (ids, pos, js) in enumerate(batches):
-                seen.clear()
-                last = keep_last and bool(np.all(pos == ids.shape[1] - 1))
-                extra = {"logits_to_keep": 1} if last else {}  # the head on the last position only
-                stop[0] = i not in check
-                out = None
-                try:
-                    out = model(input_ids=torch.from_numpy(ids), use_cache=False, **extra)
-                except _HeadReached:
-                    pass
-                h_all = seen[-1]
-                sel = torch.arange(ids.shape[0])
-                at = torch.full((ids.shape[0],), h_all.shape[1] - 1) if last else torch.from_numpy(pos)
-                h = h_all[sel, at].to(torch.float64).cpu().numpy()
-                del h_all
-                seen.clear()
-                _finite(f"the captured h of contexts {int(js[0])}..{int(js[-1])}: h", h)
-                H[js] = h
-                if out is None:
-                    continue
-                logits = out.logits[sel, at].to(torch.float64).cpu().numpy()
-                del out
-                _finite(f"the model's logits of contexts {int(js[0])}..{int(js[-1])}: logits", logits)
-                n_checked += len(js)
-                mine = h @ W.T + (0.0 if b is None else b)
-                scale = np.maximum(np.linalg.norm(logits, axis=1), np.finfo(np.float64).tiny)
-                r = float(np.max(np.linalg.norm(mine - logits, axis=1) / scale))
-                if not math.isfinite(r):  # max() keeps the old value against a NaN: check it here
-                    raise InputError(f"--model: the recomputed logits of contexts {int(js[0])}..{int(js[-1])} are "
-                                     f"not finite (relative residual {r!r})")
-                worst = max(worst, r)
-    finally:
-        hook.remove()
+    if map_chunks is None:
+        parts = [_run_batches(model, head, W, b, torch, batches, check)]
+    else:
+        del model
+        parts = map_chunks(capture_chunk, [(files, [bt], {bt[0]} & check) for bt in batches])
+    worst, n_checked = 0.0, 0
+    for got, w, n in parts:
+        for js, h in got:
+            H[js] = h
+        worst, n_checked = max(worst, w), n_checked + n
     limit = RESIDUAL_MAX.get(dtype, RESIDUAL_MAX["float32"])
     if not worst <= limit:
         raise InputError(f"--model: the decoder applied to the captured h misses the model's logits by {worst:.3g} "
@@ -338,4 +387,4 @@ def capture(files: ModelFiles, counts: ContextCounts, spec: ContextSpec, *, bos:
     if b is not None:
         H = np.hstack([H, np.ones((counts.m, 1))])
         W = np.hstack([W, b[:, None]])
-    return Capture(H, W, worst, tied, b is not None, dtype, type(model).__name__, n_checked)
+    return Capture(H, W, worst, tied, b is not None, dtype, arch, n_checked)

@@ -204,6 +204,8 @@ def load_model_data(
     max_chars: int | None = None,
     max_entries: int | None = MAX_ENTRIES,
     merge_unseen: bool = False,
+    map_chunks: Any = None,
+    batch_size: int | None = None,
 ) -> ModelData:
     """Read a corpus through a model.
 
@@ -229,6 +231,11 @@ def load_model_data(
         Keep only the observed next tokens and one representative of the others
         (:mod:`ntpcert.instance.lm.merge`: exact for compatibility and separability, not for W^mm);
         the counts are then never formed over the full vocabulary.
+    map_chunks : callable, optional
+        Run the forward passes on worker processes (:func:`ntpcert.instance.lm.capture.capture`); the
+        result is the single process's.
+    batch_size : int, optional
+        Contexts per forward pass (default :data:`ntpcert.instance.lm.capture.BATCH_SIZE`).
 
     Raises
     ------
@@ -276,7 +283,8 @@ def load_model_data(
     else:
         from ntpcert.instance.lm.capture import capture
 
-        cap = capture(files, counts, spec, bos=bos)
+        cap = capture(files, counts, spec, bos=bos, map_chunks=map_chunks,
+                      **({} if batch_size is None else {"batch_size": batch_size}))
         H, decoder, note = cap.embeddings, cap.decoder, ""
         tied, bias, residual, arch, kind = cap.tied, cap.bias, cap.residual, cap.architecture, "model"
         checked = cap.residual_contexts
