@@ -110,3 +110,28 @@ def test_scaling_embeddings_scales_solution_inversely():
 def test_unknown_solver_is_input_error(rng):
     with pytest.raises(InputError, match="solver"):
         solve_svm(random_instance(rng, 3, 4, 3), solver="nope")
+
+
+def test_svm_command_refutes_by_the_pair_screen_before_any_solver(monkeypatch):
+    """m > d + 1 and not separable: the pair screen's exact ray answers, and no NTP-SVM solver runs."""
+    import ntpcert.solve.svm as svm_mod
+    from ntpcert.exact.separability import check_ray
+    from ntpcert.pipeline.svm_outcome import solve_or_refute
+
+    rng = np.random.default_rng(3)
+    m, d, V = 60, 3, 6
+    counts = np.zeros((m, V))
+    counts[np.arange(m), rng.integers(0, V, m)] = 1.0
+    inst = NTPInstance.from_counts(rng.standard_normal((m, d)), counts)
+    assert decide_separability(KeslerSystem.build(inst))[0].holds is False
+
+    def no_solver(*a, **k):
+        raise AssertionError("a solver ran")
+
+    monkeypatch.setattr(svm_mod, "solve_svm", no_solver)
+    out = solve_or_refute(inst, solver="auto")
+    assert not out.separable and "Farkas ray on the pair of tokens" in out.message
+    cert = out.certificate.to_json()
+    assert cert["engine"] == "pair-farkas" and cert["verified_exactly"] is True
+    assert check_ray(inst, out.certificate.found.ray) == ""  # the ray itself, re-checked here
+    assert out.to_json()["separable"] is False and out.lines()[0].startswith("not separable: ")

@@ -4,7 +4,13 @@ separable, as one value with its JSON object and its text lines (the command ren
 Through a model with its unseen tokens merged (:mod:`ntpcert.instance.lm.merge`), the NTP-SVM is solved on the
 merged instance with the representative weighed by the number of tokens it stands for
 (:meth:`~ntpcert.instance.lm.merge.TokenMerge.weighted`), and :meth:`SVMOutcome.W` expands it to the model's
-V rows: that is the full vocabulary's W^mm, and ``norm`` its norm."""
+V rows: that is the full vocabulary's W^mm, and ``norm`` its norm.
+
+**Not separable first.** Where m > d + 1 the pair screen (:mod:`ntpcert.pipeline.pair_screen`, a bounded
+budget of small LPs) looks for a Farkas ray on one pair of tokens before any solver runs: a model's
+data (m much larger than d) are almost never separable, and a solver that meets an NTP-SVM without a
+solution spends its whole budget before it can say so (the whole pydoc text through a GPT-2-shaped
+model: more than 10 minutes). A ray it finds is checked exactly on the whole instance."""
 
 from __future__ import annotations
 
@@ -17,6 +23,18 @@ from ntpcert.instance import NTPInstance
 #: The solution's keys the text report lists, in order.
 TEXT_KEYS = ("norm", "objective", "dual_objective", "primal_residual", "dual_residual", "gap", "min_margin",
              "seconds")
+
+
+@dataclass(frozen=True)
+class PairRayCertificate:
+    """The pair screen's Farkas ray (:class:`~ntpcert.pipeline.pair_screen.PairRay`), checked exactly."""
+
+    found: Any
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.found
+        return {"kind": "farkas_ray", "engine": "pair-farkas", "verified_exactly": True, "support": len(f.ray),
+                "tokens": [int(t) for t in f.tokens], "contexts": [int(j) for j in f.contexts.tolist()]}
 
 
 @dataclass(frozen=True)
@@ -87,6 +105,14 @@ def solve_or_refute(instance: NTPInstance, *, solver: str, progress: bool | None
 
     if merge is not None and not merge.merged:
         merge = None
+    from ntpcert.pipeline import pair_screen
+
+    if pair_screen.applies(instance):  # separability does not depend on the token multiplicities
+        res = pair_screen.screen(instance)
+        if res.found is not None:
+            return SVMOutcome(instance, message=pair_screen.witness_text(instance, res.found)
+                              + ", verified exactly on the whole instance", certificate=PairRayCertificate(res.found),
+                              merge=merge)
     data = instance if merge is None else merge.weighted(instance)
     try:
         return SVMOutcome(instance, solve_svm(data, solver=solver, progress=progress), merge=merge)
