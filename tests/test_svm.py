@@ -130,8 +130,8 @@ def test_svm_command_refutes_by_the_pair_screen_before_any_solver(monkeypatch):
 
     monkeypatch.setattr(svm_mod, "solve_svm", no_solver)
     out = solve_or_refute(inst, solver="auto")
-    assert not out.separable and "Farkas ray on the pair of tokens" in out.message
+    assert not out.separable and "verified exactly on the whole instance" in out.message
     cert = out.certificate.to_json()
     assert cert["engine"] == "pair-farkas" and cert["verified_exactly"] is True
-    assert check_ray(inst, out.certificate.found.ray) == ""  # the ray itself, re-checked here
+    assert check_ray(inst, out.certificate.witness.ray) == ""  # the ray itself, re-checked here
     assert out.to_json()["separable"] is False and out.lines()[0].startswith("not separable: ")

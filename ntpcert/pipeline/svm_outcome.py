@@ -6,11 +6,13 @@ merged instance with the representative weighed by the number of tokens it stand
 (:meth:`~ntpcert.instance.lm.merge.TokenMerge.weighted`), and :meth:`SVMOutcome.W` expands it to the model's
 V rows: that is the full vocabulary's W^mm, and ``norm`` its norm.
 
-**Not separable first.** Where m > d + 1 the pair screen (:mod:`ntpcert.pipeline.pair_screen`, a bounded
-budget of small LPs) looks for a Farkas ray on one pair of tokens before any solver runs: a model's
-data (m much larger than d) are almost never separable, and a solver that meets an NTP-SVM without a
-solution spends its whole budget before it can say so (the whole pydoc text through a GPT-2-shaped
-model: more than 10 minutes). A ray it finds is checked exactly on the whole instance."""
+**Not separable first.** Where m > d + 1 a Farkas ray on one pair of tokens is looked for before any
+solver runs, as ``certify`` does: the pairs with more than d shared contexts
+(:func:`ntpcert.pipeline.decide.pair_separability`), then the pair screen (:mod:`ntpcert.pipeline.pair_screen`,
+a bounded budget of small LPs). A model's data (m much larger than d) are almost never separable, and a
+solver that meets an NTP-SVM without a solution spends its whole budget before it can say so (the whole
+pydoc text through a GPT-2-shaped model: more than 10 minutes). A ray found is checked exactly on the
+whole instance."""
 
 from __future__ import annotations
 
@@ -27,14 +29,13 @@ TEXT_KEYS = ("norm", "objective", "dual_objective", "primal_residual", "dual_res
 
 @dataclass(frozen=True)
 class PairRayCertificate:
-    """The pair screen's Farkas ray (:class:`~ntpcert.pipeline.pair_screen.PairRay`), checked exactly."""
+    """A Farkas ray of (6) on a pair of tokens (:class:`~ntpcert.verdict.FarkasRay`), checked exactly."""
 
-    found: Any
+    witness: Any
 
     def to_json(self) -> dict[str, Any]:
-        f = self.found
-        return {"kind": "farkas_ray", "engine": "pair-farkas", "verified_exactly": True, "support": len(f.ray),
-                "tokens": [int(t) for t in f.tokens], "contexts": [int(j) for j in f.contexts.tolist()]}
+        return {"kind": "farkas_ray", "engine": self.witness.engine, "verified_exactly": True,
+                "support": len(self.witness.ray)}
 
 
 @dataclass(frozen=True)
@@ -106,12 +107,14 @@ def solve_or_refute(instance: NTPInstance, *, solver: str, progress: bool | None
     if merge is not None and not merge.merged:
         merge = None
     from ntpcert.pipeline import pair_screen
+    from ntpcert.pipeline.decide import pair_separability
 
     if pair_screen.applies(instance):  # separability does not depend on the token multiplicities
-        res = pair_screen.screen(instance)
-        if res.found is not None:
-            return SVMOutcome(instance, message=pair_screen.witness_text(instance, res.found)
-                              + ", verified exactly on the whole instance", certificate=PairRayCertificate(res.found),
+        verdict = pair_separability(instance)
+        if verdict is None:
+            verdict = pair_screen.separability_verdict(instance)
+        if verdict is not None and verdict.holds is False:
+            return SVMOutcome(instance, message=verdict.witness.text, certificate=PairRayCertificate(verdict.witness),
                               merge=merge)
     data = instance if merge is None else merge.weighted(instance)
     try:

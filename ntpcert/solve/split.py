@@ -188,6 +188,7 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     nnz = int(per @ rows_j) + q
     limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
     cells = C * m * d
+    tried_screens = False
     if method == "screen" or (method == "auto" and nnz > SINGLE_LP_MAX_NONZEROS):
         if max_cells is not None and cells > max_cells:
             if method == "screen" or nnz > limit:
@@ -197,6 +198,7 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
                                               f"{max_cells}{single}")
         else:
             out = _screened(instance, classes, red, sysr, limit)
+            tried_screens = True
             if out.ok or method == "screen" or nnz > limit:
                 return out
     if nnz > limit:
@@ -227,7 +229,15 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
         from ntpcert.util.budget import highs_stop
 
         stop = highs_stop(res, max_iterations, None, "a larger max_iterations may settle it")
-        return _undetermined(classes, f"HiGHS did not solve the split LP ({stop or res.message})", its)
+        why = f"HiGHS did not solve the split LP ({stop or res.message})"
+        if method == "auto" and not tried_screens and (max_cells is None or cells <= max_cells):
+            # HiGHS 1.12-1.16 can stop at once with "Not Set" on a degenerate start (a model's h with a
+            # direction of size 1e-7, every pair in N): the small LPs of the screens are other LPs
+            out = _screened(instance, classes, red, sysr, limit)
+            if out.ok:
+                return out
+            why += f"; the screens: {out.reason}"
+        return _undetermined(classes, why, its)
     x = np.asarray(res.x, dtype=np.float64)
     D = x[:n].reshape(C, d).copy()
     D[np.abs(D) <= DUAL_TOL * max(np.abs(D).max(initial=0.0), 1.0)] = 0.0  # round-off of a basic point, not data
