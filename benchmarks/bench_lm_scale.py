@@ -75,6 +75,8 @@ def timed(cmd: list[str], timeout: float) -> dict:
         rep = json.loads(p.stdout.strip().splitlines()[-1])
         out.update({k: _holds(rep.get(k)) for k in ("m", "d", "compatible", "separable", "entropy_bound_reachable",
                                                     "excess_loss", "rel_dist_F", "margin")})
+        if rep.get("m") and rep.get("support_size_mean") is not None:
+            out["nnz"] = int(round(rep["m"] * rep["support_size_mean"]))  # non-zero next-token counts, sum of k_j
         voc = rep.get("vocabulary") or {}
         out["V_reduced"] = voc.get("V_reduced", rep.get("V"))
         out["merged"] = voc.get("merged", 0)
