@@ -194,3 +194,69 @@ def test_auto_weighs_eigh_against_lsmr_iterations(monkeypatch):
     assert S.dense_preferred(sy) and Subspace.build(sy).method == "eigh"
     monkeypatch.setattr(S, "DENSE_WORK_FACTOR", 0.999 * r ** 3 / work)
     assert not S.dense_preferred(sy) and Subspace.build(sy).method == "lsmr"
+
+
+# ----------------------------------------------------------------------------- the Cholesky path
+@pytest.mark.parametrize("seed", range(4))
+def test_gram_by_tokens_is_the_dense_gram(seed):
+    inst = gaussian_instance(np.random.default_rng(seed), V=9, m=30, d=6, kmin=1, kmax=5)
+    system = KeslerSystem.build(inst)
+    assert system.n_eq > 0
+    np.testing.assert_allclose(S.gram_by_tokens(system), system.eq_gram(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cholesky_path_gives_the_eigh_w_star_and_projection(seed):
+    rng = np.random.default_rng(seed)
+    inst = gaussian_instance(rng, V=8, m=12, d=20, kmin=1, kmax=4)  # d large: A_eq has full row rank
+    system = KeslerSystem.build(inst)
+    dense = Subspace.build(system, method="eigh")
+    chol = Subspace.build(system, method="cholesky")
+    assert dense.full_row_rank and chol.method == "cholesky" and chol.dim is None and not chol.full_row_rank
+    fd, fc = least_squares_fit(dense), least_squares_fit(chol)
+    assert _rel(fc.W_star, fd.W_star) <= AGREE and fc.residual <= 1e-10 * max(1.0, np.linalg.norm(system.log_odds()))
+    W = rng.standard_normal((inst.V, inst.d))
+    assert _rel(chol.project(W), dense.project(W)) <= AGREE
+    with pytest.raises(InputError, match="cholesky"):
+        chol.basis()
+    assert float_compatibility(chol).holds is None  # the path certifies no rank
+
+
+def test_cholesky_path_falls_back_to_lsmr_where_g_is_singular(monkeypatch):
+    inst = _dup_instance(0, True)  # repeated rows: G singular
+    system = KeslerSystem.build(inst)
+    sub = Subspace.build(system, method="cholesky")
+    assert sub.method == "lsmr" and "not numerically positive definite" in sub.solve_info["cholesky"]
+    monkeypatch.setattr(S, "CHOL_MAX_ROWS", 1)
+    sub = Subspace.build(KeslerSystem.build(gaussian_instance(np.random.default_rng(0), V=6, m=8, d=12, kmin=2,
+                                                                 kmax=4)), method="cholesky")
+    assert sub.method == "lsmr" and "CHOL_MAX_ROWS" in sub.solve_info["cholesky"]
+
+
+@pytest.mark.parametrize("r,block", [(1, 4), (7, 3), (64, 16), (65, 16), (200, 1024)])
+def test_blocked_cholesky_is_the_cholesky_factor(r, block):
+    rng = np.random.default_rng(r)
+    A = rng.standard_normal((r, r + 3))
+    G = A @ A.T
+    L = np.tril(S.blocked_cholesky(G.copy(), block=block))
+    np.testing.assert_allclose(L, np.linalg.cholesky(G), rtol=1e-9, atol=1e-9)
+    bad = G.copy()
+    bad[r // 2, r // 2] = -1.0
+    with pytest.raises(np.linalg.LinAlgError):
+        S.blocked_cholesky(bad, block=block)
+
+
+def test_limits_fits_w_star_where_certify_left_it_out():
+    import dataclasses
+
+    from ntpcert.pipeline.float_verdicts import certify
+    from ntpcert.pipeline.limits import with_fit
+    from ntpcert.rows.subspace import LeastSquaresFit
+
+    inst = gaussian_instance(np.random.default_rng(5), V=6, m=10, d=20, kmin=1, kmax=4)
+    rep = certify(inst, svm=False)
+    assert rep.fit.W_star is not None
+    bare = dataclasses.replace(rep, fit=LeastSquaresFit.none(rep.fit.dim_F, "a pair ray first"))
+    got = with_fit(bare)
+    assert _rel(got.fit.W_star, rep.fit.W_star) <= AGREE and got.fit.residual <= 1e-9
+    assert with_fit(rep) is rep  # nothing to do

@@ -32,7 +32,7 @@ def register(subparsers: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ntpcert.pipeline.float_verdicts import certify, with_merged_svm
-    from ntpcert.pipeline.limits import limit_files, output_names
+    from ntpcert.pipeline.limits import limit_files, output_names, with_fit
     from ntpcert.util.jsonout import dumps
     from ntpcert.report.text import float_report_lines
     from ntpcert.util.files import atomic_write_text, check_output_dir, save_npy_atomic, staged_directory
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
                   svm_certificate="exact", svm_work=None,  # W^mm is written out: its gap bounded exactly, and
                   # the solver's full budget (not certify's), as in the docs
                   fit_when_refuted=True)  # W_star.npy: a least-squares point where W* does not exist
+    rep = with_fit(rep)  # W* where certify left it out (a pair ray decided (6) first)
     if merge is not None:
         rep = with_merged_svm(rep, merge, solver=args.solver, svm_certificate="exact", svm_work=None)
     from ntpcert.pipeline.nonseparable import nonseparable_limits

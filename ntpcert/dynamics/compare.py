@@ -509,8 +509,10 @@ def merged_limits(instance: Any, merge: Any = None, *, separability_solver: str 
     kw = {} if separability_solver is None else {"separability_solver": separability_solver}
     rep = certify(instance, svm=False, svm_certificate="float", **kw)
     sub, W_star = rep.subspace, rep.fit.W_star
-    if W_star is None or sub.method == "none":  # closed-form or refuted branches: F and W* built here
-        sub = Subspace.build(sub.system, lsmr_max_iter=MERGED_LSMR_MAX_ITER)
+    if W_star is None or sub.method in ("none", "lsmr"):
+        # closed-form or refuted branches, or LSMR (slow on a model's nearly parallel h): F and W* built
+        # here, directly (the Cholesky path) where G fits, else by LSMR within MERGED_LSMR_MAX_ITER
+        sub = Subspace.build(sub.system, method="direct", lsmr_max_iter=MERGED_LSMR_MAX_ITER)
         W_star = least_squares_fit(sub).W_star
     separable, compatible = rep.separable.holds, rep.compatible.holds
     sopt = {} if solver is None else {"solver": solver}
@@ -608,7 +610,7 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
     values["raw_invariant_norm"] = _diff_norm(raw, W)
     values["min_margin"] = values["margin"] / nrm if nrm > 0 else nan
     Wr = merge.reduce_rows(W)
-    PFr, f_note = _project(limits.subspace, Wr)
+    PFr, f_note = _project(limits.subspace, Wr, limits.W_star)
     nobs = merge.observed.size
     PF = np.zeros_like(W)
     PF[merge.observed] = PFr[:nobs]
@@ -656,8 +658,21 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
     return Comparison(values, bracket, bins, notes)
 
 
-def _project(sub: Any, W: np.ndarray) -> tuple[np.ndarray, str]:
-    """:math:`P_F W` and, on the sparse path, what LSMR reached (W* too) when it stopped before its tolerance."""
+def _project(sub: Any, W: np.ndarray, W_star: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+    """:math:`P_F W` and, on the sparse path, what LSMR reached (W* too) when it stopped before its tolerance;
+    on the Cholesky path the relative residuals of both (every F number with its residual)."""
+    if sub.method == "cholesky":
+        system = sub.system
+        PF = sub.project(W)
+        AW = system.apply_eq(W)
+        r_pf = float(np.linalg.norm(system.apply_eq(W - PF)) / max(np.linalg.norm(AW), 1e-300))
+        note = (f"F by the Cholesky factor of A A^T ({system.n_eq:,} rows; rows/subspace.py): relative residual of "
+                f"P_F W ||A (W - P_F W)|| / ||A W|| = {r_pf:.2e}")
+        if W_star is not None:
+            b = system.log_odds()
+            r_w = float(np.linalg.norm(system.apply_eq(W_star) - b) / max(np.linalg.norm(b), 1.0))
+            note += f", of W* ||A W* - b|| / ||b|| = {r_w:.2e}"
+        return PF, note
     if sub.method != "lsmr":
         return sub.project(W), ""
     from ntpcert.rows.subspace import lsmr_solve

@@ -97,11 +97,11 @@ def float_compatibility(subspace: Subspace) -> Verdict:
     system = subspace.system
     if system.n_eq == 0:
         return Verdict(True, NoEquations())
-    if subspace.method == "lsmr":
+    if subspace.method in ("lsmr", "cholesky"):
         from ntpcert.rows.subspace import DENSE_MAX_ROWS
 
         why = (f"r = {system.n_eq} equality rows > DENSE_MAX_ROWS = {DENSE_MAX_ROWS}" if system.n_eq > DENSE_MAX_ROWS
-               else "the lsmr path was asked for")
+               else f"the {subspace.method} path was asked for")
         return Verdict.undetermined(f"A_eq's rank was not certified by the float path ({why}); the log-odds along "
                                     "its left null space, if any, decide: run 'ntpcert certify DATA --exact'")
     if subspace.full_row_rank:

@@ -31,6 +31,25 @@ def output_names(basis: bool) -> tuple[str, ...]:
     return OUTPUT_NAMES if basis else tuple(n for n in OUTPUT_NAMES if n != "F_basis.npy")
 
 
+def with_fit(report: Any) -> Any:
+    r"""``report`` (a float :class:`~ntpcert.pipeline.float_verdicts.FloatReport`) with W* fitted where
+    ``certify`` left it out (a Farkas ray of (6) found first makes W* moot for the verdicts, but ``limits``
+    writes it: the solution of (4) in F when the data are compatible, else a least-squares point).
+    F is built ``direct`` (:class:`~ntpcert.rows.subspace.Subspace`: eigh, or the Cholesky factor of
+    :math:`A_{eq}A_{eq}^\top` where LSMR would be slow), so W* comes with a small residual."""
+    if report.fit.W_star is not None or report.subspace.system.n_eq == 0:
+        return report
+    import dataclasses
+
+    from ntpcert.rows.subspace import Subspace, least_squares_fit
+
+    sub = Subspace.build(report.subspace.system, method="direct")
+    fit = least_squares_fit(sub)
+    if fit.dim_F is None and report.fit.dim_F is not None:
+        fit = dataclasses.replace(fit, dim_F=report.fit.dim_F)
+    return dataclasses.replace(report, subspace=sub, fit=fit)
+
+
 def limit_files(report, *, basis: bool = False, max_basis_entries: int = MAX_BASIS_ENTRIES,
                 general=None, merge=None) -> LimitFiles:
     """The files of ``report`` (a float report computed with the NTP-SVM).
