@@ -162,6 +162,30 @@ def test_certify_model_reports_the_merge_and_skips_the_reduced_svm(wide, tmp_pat
     assert "one representative" in text and "NTP-SVM: not solved" in text
 
 
+def test_verify_rereads_a_model_certificate_through_the_model(wide, tmp_path, capsys):
+    cert = tmp_path / "C.json"
+    for extra in ([], ["--excess"]):  # a merged vocabulary, then the whole one (the bracket counts every token)
+        assert main(["certify", wide["corpus"], "--model", wide["model"], "--exact", "--certificate-out", str(cert),
+                     "--force", "--json"] + extra) == 0
+        capsys.readouterr()
+        assert main(["verify", str(cert), "--data", wide["corpus"], "--model", wide["model"], "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["valid"] is True and out["instance_source"] == "data"
+    # another model's h are another instance: refused
+    assert main(["verify", str(cert), "--data", wide["corpus"], "--model", wide["narrow"]]) != 0
+    capsys.readouterr()
+    assert main(["verify", str(cert), "--model", wide["model"]]) == 2  # --model needs --data CORPUS
+    assert "applies with --data" in capsys.readouterr().err
+
+
+def test_options_are_never_abbreviated(capsys):
+    # --context-length abbreviated would have taken "tokens:2" as its value, or --max-ch as --max-chars
+    assert main(["certify", "pydoc", "--max-ch", "200"]) == 2
+    assert "unrecognized arguments: --max-ch" in capsys.readouterr().err
+    assert main(["certify", "pydoc", "--context", "tokens:2", "--workers", "2"]) == 2
+    assert "--workers: applies only with --model" in capsys.readouterr().err
+
+
 def test_certify_excess_through_a_model_brackets_the_whole_vocabulary_or_says_why_not(wide, monkeypatch, capsys):
     from ntpcert.instance.lm import load_model_data
     from ntpcert.instance.lm.load import ModelData

@@ -71,12 +71,15 @@ def _progress(args: argparse.Namespace) -> bool:
 
 
 def check_model_flags(args: argparse.Namespace) -> None:
-    """``--bos``, ``--static``, ``--model-tokenizer`` and a non-default ``--context`` need ``--model``."""
+    """``--workers``, ``--scheduler``, ``--bos``, ``--static``, ``--model-tokenizer`` and a non-default
+    ``--context`` need ``--model``."""
     from ntpcert.errors import InputError
 
     if uses_model(args):
         return
-    for flag, given in (("--bos", args.bos), ("--static", args.static),
+    for flag, given in (("--workers", getattr(args, "workers", None) is not None),
+                        ("--scheduler", getattr(args, "scheduler", None) is not None),
+                        ("--bos", args.bos), ("--static", args.static),
                         ("--model-tokenizer", args.model_tokenizer is not None),
                         ("--context", args.context != "tokens:2")):
         if given:

@@ -33,7 +33,14 @@ MAX_TIME_LIMIT_S = 86_400.0
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser that raises :class:`UsageError` instead of exiting."""
+    """An argument parser that raises :class:`UsageError` instead of exiting, and that takes no
+    abbreviated option: ``--context tokens:2`` where a command has ``--context-length`` but no
+    ``--context`` would otherwise be read as ``--context-length tokens:2``, an input that silently
+    changes meaning."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: error: {message}")
@@ -158,10 +165,9 @@ def data_options(p: argparse.ArgumentParser, *, positional: bool = True) -> None
                    help=f"largest m*d (embeddings) and m*V (counts) built from a text or built-in "
                    f"(default {MAX_ENTRIES:,}; see docs/formats.md, Input limits)")
     p.add_argument("--seed", type=int_in(0), default=0, help="seed of generated data and random embeddings (default 0)")
-    if positional:
-        from ntpcert.cli.model_options import model_options
+    from ntpcert.cli.model_options import model_options
 
-        model_options(p)
+    model_options(p)
 
 
 def solver_options(p: argparse.ArgumentParser) -> None:

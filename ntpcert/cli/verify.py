@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ntpcert.pipeline.verdict_report import verdict_json, verdict_lines
     from ntpcert.certificate.checker import verify_file
 
-    instance = load_data(args) if args.data is not None else None
+    instance = _instance(args)
     verdict = verify_file(args.cert, instance)  # InputError (exit 2) only when CERT cannot be opened
     if args.json:
         emit_json(verdict_json(verdict, args.cert, args.data))
@@ -56,3 +56,40 @@ def run(args: argparse.Namespace) -> int:
     if verdict.valid:
         return 0
     return EXIT_TOO_LARGE if verdict.too_large else EXIT_INVALID
+
+
+def _instance(args: argparse.Namespace) -> Any:
+    """The instance of ``--data`` (None: the embedded one). Through ``--model`` it is read as ``certify``
+    read it: with the unseen tokens merged when the certificate's source records a merged vocabulary,
+    else over the model's whole vocabulary."""
+    from ntpcert.cli.model_options import check_model_flags, load_model, uses_model
+    from ntpcert.errors import InputError
+
+    if args.data is None:
+        if uses_model(args):
+            raise InputError("--model: applies with --data CORPUS (the corpus to read through the model)")
+        return None
+    if not uses_model(args):
+        return load_data(args)
+    check_model_flags(args)
+    data = load_model(args, merge_unseen=True)
+    if data.merge is not None and data.merge.merged and not _records_merge(args.cert):
+        return data.full_instance()
+    return data.instance
+
+
+def _records_merge(path: str) -> bool:
+    """Whether the certificate's ``source`` names a merged vocabulary (unreadable files: False, and
+    :func:`~ntpcert.certificate.checker.verify_file` reports them)."""
+    import json
+
+    from ntpcert.certificate.jsonio import unlimited_int_digits
+
+    try:
+        with open(path, encoding="utf-8") as f, unlimited_int_digits():
+            cert = json.load(f)
+    except (OSError, ValueError):
+        return False
+    src = cert.get("source") if isinstance(cert, dict) else None
+    return isinstance(src, dict) and isinstance(src.get("vocabulary"), dict)
+
