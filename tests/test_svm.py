@@ -129,6 +129,7 @@ def test_svm_command_refutes_by_the_pair_screen_before_any_solver(monkeypatch):
         raise AssertionError("a solver ran")
 
     monkeypatch.setattr(svm_mod, "solve_svm", no_solver)
+    monkeypatch.setattr("ntpcert.pipeline.svm_outcome.SCREEN_FIRST_CELLS", 0)  # the screen, as on a large instance
     out = solve_or_refute(inst, solver="auto")
     assert not out.separable and "verified exactly on the whole instance" in out.message
     cert = out.certificate.to_json()
