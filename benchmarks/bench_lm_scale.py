@@ -8,7 +8,7 @@ contexts. Each command runs as a whole process under ``/usr/bin/time -v`` (wall 
 part of the figures; ``--workdir DIR`` keeps it for the next run. ``certify --model`` and ``compare --model``
 merge the tokens that follow no context into one (:mod:`ntpcert.instance.lm.merge`), so the instance has
 V' = observed + 1 tokens; the table gives m, V' and m·V' with the verdicts and each command's stages.
-``--commands`` picks some of certify, certify+svm, compare.
+``--commands`` picks some of certify, certify+svm, certify+excess, compare, svm, limits.
 """
 
 from __future__ import annotations
@@ -87,6 +87,14 @@ def timed(cmd: list[str], timeout: float) -> dict:
             sep = rep["separable"]
             notes.append(f"separable: {sep.get('engine')}" if sep.get("holds") is not None
                          else "separable undetermined: " + str(sep.get("reason"))[:160])
+        comp = rep.get("compatible")
+        if isinstance(comp, dict) and comp.get("relative_residual") is not None:
+            notes.append(f"W* relative residual {comp['relative_residual']:.2e} "
+                         f"({(comp.get('least_squares') or {}).get('method')})")
+        if isinstance(rep.get("excess_loss"), dict) and rep["excess_loss"].get("skipped"):
+            notes.append("bracket skipped: " + rep["excess_loss"]["skipped"][:80])
+        if rep.get("message"):
+            notes.append(str(rep["message"])[:160])
         if isinstance(rep.get("notes"), dict) and rep["notes"].get("F"):
             notes.append(rep["notes"]["F"][:240])
         if "cos_perp_mm" in rep:
@@ -107,7 +115,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--workdir", default=None, help="keep the corpus and model here (reused when present)")
     ap.add_argument("--commands", nargs="+", default=["certify", "certify+svm", "compare"],
-                    choices=["certify", "certify+svm", "compare"])
+                    choices=["certify", "certify+svm", "certify+excess", "compare", "svm", "limits"])
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,7 +128,9 @@ def main() -> None:
         for chars in args.chars:
             cut = [] if chars == 0 else ["--max-chars", str(chars)]
             common = [corpus, "--model", model, "--context", "tokens:2", "--json", "--max-entries", str(4 * 10**9)] + cut
-            for name, extra in (("certify", ["--no-svm"]), ("certify+svm", []), ("compare", [])):
+            out_dir = os.path.join(root, "limits-out")
+            for name, extra in (("certify", ["--no-svm"]), ("certify+svm", []), ("certify+excess", ["--excess"]),
+                                ("compare", []), ("svm", []), ("limits", ["--out-dir", out_dir, "--force"])):
                 if name not in args.commands:
                     continue
                 cmd = py + [name.split("+")[0]] + common + extra

@@ -131,3 +131,26 @@ def test_a_bins_cosine_with_w_mm_rows_inside_the_solutions_distance_bound_is_und
     assert np.isnan(_bin_cosine(Wp, residue, SimpleNamespace(gap=2.5e-4)))
     assert _bin_cosine(Wp, residue, SimpleNamespace(gap=0.0)) == pytest.approx(1 / np.sqrt(2))
     assert _bin_cosine(Wp, 3 * Wp, SimpleNamespace(gap=2.5e-4)) == pytest.approx(1.0)
+
+
+def test_bin_distances_share_the_whole_one_and_a_bin_where_w_star_is_about_0_has_no_ratio(case):
+    import dataclasses
+
+    inst, limits, W = case
+    freq = np.array([0, 1, 1, 2, 3, 4, 5, 8, 9][:inst.V], dtype=np.int64)
+    got = cmp_mod.compare(W, limits, frequency=freq)
+    shares = np.array([b["dist_F_share"] for b in got.bins])
+    assert np.sum(shares ** 2) == pytest.approx(got.values["rel_dist_F"] ** 2, rel=1e-9)
+    # W* about 0 on one bin's rows (as on tokens seen only in one-token supports): no ratio there, a share still
+    idx = dict(cmp_mod.frequency_bins(freq))["1"]
+    tiny = limits.W_star.copy()
+    tiny[idx] *= 1e-12
+    lim2 = dataclasses.replace(limits, W_star=tiny)
+    out = cmp_mod.compare(W, lim2, frequency=freq)
+    row = next(b for b in out.bins if b["label"] == "1")
+    assert np.isnan(row["rel_dist_F"]) and np.isfinite(row["dist_F_share"])
+    assert "BIN_W_STAR_FLOOR" in out.notes["null"]
+    rows = dict(cmp_mod.frequency_bins(freq))
+    for b in out.bins:  # the other bins keep their ratio wherever W* has rows there
+        if b["label"] != "1" and np.linalg.norm(tiny[rows[b["label"]]]) > 0:
+            assert np.isfinite(b["rel_dist_F"])

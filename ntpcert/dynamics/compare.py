@@ -20,7 +20,9 @@ For a decoder :math:`W` (V, d) on an instance with limits (:class:`~ntpcert.dyna
 * the metrics of :func:`ntpcert.dynamics.trajectory.metrics` (``cos_mm``, ``perp_fraction``, ...).
 
 Per frequency bin (:func:`frequency_bins`: tokens grouped by :math:`\lfloor\log_2 f\rfloor` of their
-corpus frequency f, a Zipf axis), on the rows of the bin's tokens: ``rel_dist_F``, ``cos_perp_mm``
+corpus frequency f, a Zipf axis), on the rows of the bin's tokens: ``rel_dist_F`` (null where W* is about
+0 on the bin, :data:`BIN_W_STAR_FLOOR`), ``dist_F_share`` (the bin's :math:`\|P_FW - W^*\|` over the whole
+:math:`\|W^*\|`; the squares of the bins' shares sum to the square of ``rel_dist_F``), ``cos_perp_mm``
 and ``excess_share`` :math:`\sum_j\pi_j\sum_{z\in S_j\cap B}p_{j,z}(\log p_{j,z}-\log\mathbb S_z(Wh_j))`,
 the bin's share of the excess loss (the shares sum to ``excess_loss``; one share can be negative).
 Every number is float64 and carries no tolerance: these are measurements, not verdicts.
@@ -103,7 +105,22 @@ MM_METRICS = ("cos_mm", "cos_mm_centered", "cos_perp_mm", "norm_matched_distance
 MAX_DECODER_SCALE = 1e150
 
 #: The numbers of each frequency bin.
-BIN_METRICS = ("rel_dist_F", "cos_perp_mm", "excess_share")
+BIN_METRICS = ("rel_dist_F", "dist_F_share", "cos_perp_mm", "excess_share")
+#: A bin's ``rel_dist_F`` divides by the norm of W*'s rows there; where that norm is at most this fraction of
+#: ``||W*||`` (W* is about 0 on the bin: tokens seen only in one-token supports) the ratio is noise (it read
+#: 4.8e30 on a trained model's bin) and is null, saying so; ``dist_F_share`` divides by ``||W*||`` instead.
+BIN_W_STAR_FLOOR = 1e-6
+
+
+def _bin_dist(PF_rows: np.ndarray, W_star_rows: np.ndarray, ws_total: float) -> tuple[float, float]:
+    """``(rel_dist_F, dist_F_share)`` of one bin: the distance over the bin's W* rows (NaN where those are
+    within :data:`BIN_W_STAR_FLOOR` of 0 relative to ``ws_total``) and over ``||W*||`` (the shares' squares
+    sum to the square of the whole ``rel_dist_F``)."""
+    dist = float(np.linalg.norm(PF_rows - W_star_rows))
+    wsb = float(np.linalg.norm(W_star_rows))
+    nan = float("nan")
+    rel = dist / wsb if wsb > BIN_W_STAR_FLOOR * ws_total and wsb > 0 else nan
+    return rel, (dist / ws_total if ws_total > 0 else nan)
 
 
 def frequency_bins(frequency: np.ndarray) -> list[tuple[str, np.ndarray]]:
@@ -221,10 +238,12 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
             else:
                 why = f"{v!r} at this W"
             parts.append(f"{k} ({why})")
-    for k in ("rel_dist_F", "cos_perp_mm"):
+    for k in ("rel_dist_F", "dist_F_share", "cos_perp_mm"):
         labels = [b["label"] for b in bins if isinstance(b.get(k), float) and not math.isfinite(b[k])]
         if labels:
-            why = "W* is 0 on the bin's rows" if k == "rel_dist_F" else mm_reason if limits.W_mm is None else (
+            why = (f"W* is 0 on the bin's rows, or within BIN_W_STAR_FLOOR = {BIN_W_STAR_FLOOR:g} of ||W*|| of 0 "
+                   "(dist_F_share divides by ||W*|| instead)") if k == "rel_dist_F" else "W* = 0" \
+                if k == "dist_F_share" else mm_reason if limits.W_mm is None else (
                 "W modulo the invariant directions, off F, is 0 on the bin's rows, or W^mm is within its "
                 "distance bound sqrt(2 gap) of 0 there")
             parts.append(f"bins {', '.join(labels)}: {k} ({why})")
@@ -277,11 +296,12 @@ def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) 
         p = P[rows, cols]
         np.add.at(per_token, cols, inst.weights[blk][rows] * p * (np.log(p) - logS[rows, cols]))
     out = []
+    ws_total = float(np.linalg.norm(limits.W_star))
     for label, idx in frequency_bins(frequency):
-        ws = float(np.linalg.norm(limits.W_star[idx]))
+        rel, share = _bin_dist(PF[idx], limits.W_star[idx], ws_total)
         out.append({
             "label": label, "tokens": int(idx.size), "frequency": int(np.asarray(frequency)[idx].sum()),
-            "rel_dist_F": float(np.linalg.norm(PF[idx] - limits.W_star[idx])) / ws if ws > 0 else float("nan"),
+            "rel_dist_F": rel, "dist_F_share": share,
             "cos_perp_mm": float("nan") if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
             "excess_share": float(per_token[idx].sum()),
         })
@@ -632,9 +652,9 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
         np.linalg.norm(Wp - (pn / limits.svm.norm) * Wmm)) / pn
     bins = []
     for label, idx in frequency_bins(frequency):
-        wsb = float(np.linalg.norm(W_star[idx]))
+        rel, share = _bin_dist(PF[idx], W_star[idx], ws)
         bins.append({"label": label, "tokens": int(idx.size), "frequency": int(frequency[idx].sum()),
-                     "rel_dist_F": float(np.linalg.norm(PF[idx] - W_star[idx])) / wsb if wsb > 0 else nan,
+                     "rel_dist_F": rel, "dist_F_share": share,
                      "cos_perp_mm": nan if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
                      "excess_share": float(per_token[idx].sum())})
     notes = {"F": f_note} if f_note else {}
