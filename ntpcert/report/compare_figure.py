@@ -11,14 +11,23 @@ from ntpcert.report.plots import save_figure, subplots
 
 
 def _zipf_panel(ax: Any, bins: list[dict]) -> None:
+    """Distances on the left axis, the cosine on its own axis in [-1, 1] on the right (a distance and a
+    cosine share no scale); a bin whose number is null (NaN) leaves a gap."""
     x = np.arange(len(bins))
-    ax.plot(x, [b["rel_dist_F"] for b in bins], "o-", color="tab:blue", label=r"$\|P_F W - W^*\|/\|W^*\|$ (rows)")
-    ax.plot(x, [b["cos_perp_mm"] for b in bins], "s-", color="tab:red", label=r"$\cos(P_{F^\perp}W, W^{mm})$ (rows)")
+    ax.plot(x, [b["rel_dist_F"] for b in bins], "o-", color="tab:blue", label=r"$\|P_F W - W^*\|/\|W^*\|$ (bin's rows)")
+    ax.plot(x, [b.get("dist_F_share", np.nan) for b in bins], "^--", color="tab:cyan",
+            label=r"$\|P_F W - W^*\|_{bin}/\|W^*\|$")
+    ax.set_ylabel("relative distance in F")
     ax.set_xticks(x)
     ax.set_xticklabels([b["label"] for b in bins], rotation=45, fontsize=7)
     ax.set_xlabel("token frequency in the corpus (bins of powers of 2; rare on the left)")
     ax.axhline(0.0, color="0.7", lw=0.8)
-    ax.legend(fontsize=8)
+    ax2 = ax.twinx()
+    ax2.plot(x, [b["cos_perp_mm"] for b in bins], "s-", color="tab:red", label=r"$\cos(P_{F^\perp}W, W^{mm})$ (rows)")
+    ax2.set_ylim(-1.05, 1.05)
+    ax2.set_ylabel("cosine", color="tab:red")
+    lines = ax.get_lines()[:2] + ax2.get_lines()
+    ax.legend(lines, [ln.get_label() for ln in lines], fontsize=8)
     ax.set_title("per frequency bin")
 
 
