@@ -44,8 +44,37 @@ def enabled_default(enabled: bool | None) -> bool:
     return bool(enabled)
 
 
+class _Lines:
+    """A stream for tqdm where stderr is not a terminal (``--progress`` into a pipe or a log file): each
+    refresh becomes one plain line, without the carriage returns and cursor moves a terminal bar is drawn
+    with (a log read them as raw codes)."""
+
+    _ANSI = None
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        import re
+
+        if _Lines._ANSI is None:
+            _Lines._ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+        for part in _Lines._ANSI.sub("", text).replace("\r", "\n").split("\n"):
+            if part.strip():
+                self.stream.write(part.rstrip() + "\n")
+
+    def flush(self) -> None:
+        getattr(self.stream, "flush", lambda: None)()
+
+
+#: Where stderr is not a terminal, a bar prints a line at most this often (seconds).
+PIPE_INTERVAL_S = 10.0
+
+
 def progress_bar(enabled: bool | None = None, **options: Any) -> Any:
-    """A tqdm bar on stderr (``leave=False`` unless given) when enabled, else a no-op bar.
+    """A tqdm bar on stderr (``leave=False`` unless given) when enabled, else a no-op bar. Where stderr is
+    not a terminal, the bar writes plain lines (:class:`_Lines`), at most one every
+    :data:`PIPE_INTERVAL_S` seconds, and its last line stays.
 
     ``options`` go to :class:`tqdm.tqdm` (``total``, ``desc``, ``unit``, ``initial``, ...).
     """
@@ -53,6 +82,11 @@ def progress_bar(enabled: bool | None = None, **options: Any) -> Any:
         return _NoBar()
     from tqdm import tqdm
 
+    stream = options.get("file", sys.stderr)
+    if not bool(getattr(stream, "isatty", lambda: False)()):
+        options.update(file=_Lines(stream), ascii=True, dynamic_ncols=False, ncols=100, position=None)
+        options.setdefault("mininterval", PIPE_INTERVAL_S)
+        options.setdefault("leave", True)
     options.setdefault("leave", False)
     options.setdefault("file", sys.stderr)
     return tqdm(**options)
