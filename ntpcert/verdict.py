@@ -478,6 +478,14 @@ class Verdict:
     def __bool__(self) -> bool:
         raise TypeError("a Verdict has three values: test verdict.holds (True, False or None)")
 
+    def __repr__(self) -> str:
+        """One short line: the answer, the engine and the witness's kind (a Farkas ray or a point can hold
+        thousands of rationals; ``witness`` has them)."""
+        why = self.reason
+        why = why if len(why) <= 80 else why[:77] + "..."
+        return (f"Verdict(holds={self.holds}, engine={self.engine!r}, witness={type(self.witness).__name__}, "
+                f"reason={why!r})")
+
     @classmethod
     def of(cls, witness: Witness) -> "Verdict":
         """The verdict ``witness`` shows."""

@@ -160,3 +160,16 @@ def test_make_it_exact_is_one_method_of_the_witness():
     assert made.to_exact(inst) is made
     rank = vd.FullRowRank(0, None, "float-rank", "eigenvalues above the rounding bound")
     assert isinstance(rank.to_exact(inst), vd.Undetermined) and "not exact" in rank.to_exact(inst).text
+
+
+def test_a_verdicts_repr_is_one_short_line_whatever_its_witness():
+    from fractions import Fraction
+
+    from ntpcert.verdict import FarkasRay, Verdict
+
+    ray = {(v, j): Fraction(10 ** 40 + v, 3) for v in range(30) for j in range(30)}  # 900 long rationals
+    v = Verdict(False, FarkasRay(ray, "pair-farkas", "a ray on one pair " * 20))
+    text = repr(v)
+    assert len(text) < 200 and "\n" not in text
+    assert "holds=False" in text and "pair-farkas" in text and "FarkasRay" in text
+    assert len(v.witness.ray) == 900  # the witness keeps everything
