@@ -55,6 +55,11 @@ def check_embedding_range(instance: NTPInstance) -> None:
                          "rescale them")
 
 
+#: Rows per block of :meth:`KeslerSystem.apply_eq` and :meth:`KeslerSystem.apply_eq_T` (a block holds two
+#: (rows, d) float64 arrays).
+APPLY_BLOCK = 65_536
+
+
 @dataclass(frozen=True, eq=False)
 class KeslerSystem:
     """Index tables of the equality and margin rows of an instance.
@@ -143,9 +148,17 @@ class KeslerSystem:
 
     # ------------------------------------------------------------------ matrix-free maps
     def apply_eq(self, W: np.ndarray) -> np.ndarray:
-        """:math:`A_{eq}\\,\\mathrm{vec}(W)`, shape (r,): in-support logit differences to the anchor."""
-        Z = self.instance.logits(W)
-        return Z[self.eq_context, self.eq_token] - Z[self.eq_context, self.eq_anchor]
+        """:math:`A_{eq}\\,\\mathrm{vec}(W)`, shape (r,): in-support logit differences to the anchor,
+        :math:`(w_{z_i} - w_{a_i})^\\top h_{j_i}` row by row (:math:`O(rd)` in blocks of :data:`APPLY_BLOCK`
+        rows; no (m, V) logits: 1.4 GB at a model's whole pydoc text)."""
+        W = np.asarray(W, dtype=np.float64)
+        H = self.instance.embeddings
+        out = np.empty(self.n_eq)
+        for s in range(0, self.n_eq, APPLY_BLOCK):
+            e = min(s + APPLY_BLOCK, self.n_eq)
+            D = W[self.eq_token[s:e]] - W[self.eq_anchor[s:e]]
+            out[s:e] = np.einsum("ij,ij->i", D, H[self.eq_context[s:e]])
+        return out
 
     def apply_margin(self, W: np.ndarray) -> np.ndarray:
         """:math:`A_{mar}\\,\\mathrm{vec}(W)`, shape (q,): anchor logit minus each off-support logit."""
@@ -170,8 +183,22 @@ class KeslerSystem:
         return U
 
     def apply_eq_T(self, y: np.ndarray) -> np.ndarray:
-        """:math:`A_{eq}^\\top y` reshaped to (V, d)."""
-        return self.eq_coefficients(np.asarray(y, dtype=np.float64)) @ self.instance.embeddings
+        """:math:`A_{eq}^\\top y` reshaped to (V, d): :math:`\\sum_i y_i (e_{z_i} - e_{a_i}) h_{j_i}^\\top`, row by
+        row (:math:`O(rd)` in blocks of :data:`APPLY_BLOCK` rows; no (V, m) coefficients)."""
+        import scipy.sparse as sparse
+
+        y = np.asarray(y, dtype=np.float64)
+        inst = self.instance
+        H = inst.embeddings
+        out = np.zeros((inst.V, inst.d))
+        for s in range(0, self.n_eq, APPLY_BLOCK):
+            e = min(s + APPLY_BLOCK, self.n_eq)
+            n = e - s
+            S = sparse.csr_matrix((np.r_[np.ones(n), -np.ones(n)],
+                                   (np.r_[self.eq_token[s:e], self.eq_anchor[s:e]], np.r_[np.arange(n), np.arange(n)])),
+                                  shape=(inst.V, n))
+            out += S @ (y[s:e, None] * H[self.eq_context[s:e]])
+        return out
 
     def apply_margin_T(self, lam: np.ndarray) -> np.ndarray:
         """:math:`A_{mar}^\\top \\lambda` reshaped to (V, d)."""
