@@ -20,10 +20,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from bench_lm_scale import setup  # noqa: E402
+from bench_lm_scale import setup, write_results  # noqa: E402
 
-from ntpcert.util.files import atomic_write_text  # noqa: E402
-from ntpcert.util.versions import stamp_versions  # noqa: E402
 
 
 def main() -> None:
@@ -70,10 +68,7 @@ def main() -> None:
     lines += ["", f"Median wall: every batch {med['every batch']:.1f} s, sampled {med['sampled']:.1f} s: "
                   f"**{med['every batch'] / med['sampled']:.1f}x**. The captured h are "
                   f"{'identical (bit for bit)' if same else 'NOT identical'} in both."]
-    text = stamp_versions("\n".join(lines) + "\n")
-    if args.out:
-        atomic_write_text(args.out, text)
-    print(text)
+    write_results(lines, args.out)
 
 
 if __name__ == "__main__":

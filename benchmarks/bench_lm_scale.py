@@ -149,9 +149,14 @@ def main() -> None:
         st = ", ".join(f"{k} {v}" for k, v in (r.get("stages") or {}).items())
         lines.append(f"| {r['chars']:,} | {r['command']} | {m or ''} | {vr or ''} | {mv} | {r.get('compatible')} | "
                      f"{r.get('separable')} | {r['wall_s']} | {r['peak_gb']} | {r['rc']} | {st} | {r.get('note', '')} |")
+    write_results(lines, args.out)
+
+
+def write_results(lines: list[str], out: str | None) -> None:
+    """The results text (with the versions line) to ``out`` when given, and to stdout."""
     text = stamp_versions("\n".join(lines) + "\n")
-    if args.out:
-        atomic_write_text(args.out, text)
+    if out:
+        atomic_write_text(out, text)
     print(text)
 
 

@@ -31,10 +31,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from bench_lm_scale import setup, timed  # noqa: E402
+from bench_lm_scale import setup, timed, write_results  # noqa: E402
 
-from ntpcert.util.files import atomic_write_text  # noqa: E402
-from ntpcert.util.versions import stamp_versions  # noqa: E402
 
 GB = 2 ** 30
 
@@ -91,10 +89,7 @@ def main() -> None:
                   "No m above the largest measured fits the limit.",
                   "", "The counts and probabilities are dense (m, V') arrays, so memory follows m·V', not nnz: "
                       "the sparse instance of issue 34 would make the per-cell term a per-nnz one."]
-    text = stamp_versions("\n".join(lines) + "\n")
-    if args.out:
-        atomic_write_text(args.out, text)
-    print(text)
+    write_results(lines, args.out)
 
 
 if __name__ == "__main__":

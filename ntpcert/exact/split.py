@@ -198,6 +198,15 @@ def _exact_dual(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, a: n
     return (None, why) if why else (dual, "")
 
 
+def _pivots(R, rank: int, n: int) -> list[int]:
+    """The pivot columns of a reduced row echelon form ``R`` of rank ``rank`` with ``n`` columns."""
+    out: list[int] = []
+    for c in range(n):
+        if len(out) < rank and int(R[len(out), c]) != 0:
+            out.append(c)
+    return out
+
+
 def _kernel_point(M, n: int, guess: list[Fraction]) -> dict[int, Fraction] | None:
     r"""A rational x with :math:`Mx = 0` that equals ``guess`` on the free columns: pivot columns and rows
     are read off the reduced row echelon forms of M and of :math:`M^\top` modulo a word-size prime
@@ -211,20 +220,8 @@ def _kernel_point(M, n: int, guess: list[Fraction]) -> dict[int, Fraction] | Non
     p = PRIMES[0]
     rows_m = M.nrows()
     Mp = flint.nmod_mat(M, p)
-    Rc, rank = Mp.rref()
-    cols: list[int] = []
-    r = 0
-    for cc in range(n):
-        if r < rank and int(Rc[r, cc]) != 0:
-            cols.append(cc)
-            r += 1
-    Rr, rank_t = Mp.transpose().rref()
-    rows: list[int] = []
-    r = 0
-    for rr in range(rows_m):
-        if r < rank_t and int(Rr[r, rr]) != 0:
-            rows.append(rr)
-            r += 1
+    cols = _pivots(*Mp.rref(), n)
+    rows = _pivots(*Mp.transpose().rref(), rows_m)
     if len(cols) != len(rows):
         return None
     piv = set(cols)
