@@ -83,7 +83,9 @@ def main() -> None:
         largest = int(fits.max()) if fits.size else None
         lines += ["", f"Fit of the peak RSS (bytes) = base + a·m + b·m·V' on the {len(ok)} sizes: base "
                       f"{base / GB:.2f} GB, a = {per_ctx:,.0f} B per context, b = {per_cell:.1f} B per cell of (m, V'); "
-                      f"largest residual {np.abs(fit - peak).max() / GB:.2f} GB.",
+                      f"largest residual {np.abs(fit - peak).max() / GB:.2f} GB"
+                      + (" (as many sizes as terms: the fit interpolates them, so it is not checked here; a fourth "
+                         "size would check it)." if len(ok) == A.shape[1] else "."),
                   f"V' grows as {np.exp(c):.2f}·m^{k:.2f} on these sizes. Predicted largest m under "
                   f"{args.limit_gb:g} GB: **{largest:,}** (2-token contexts of this model's BPE)." if largest else
                   "No m above the largest measured fits the limit.",
