@@ -263,7 +263,12 @@ def excess_lines(key: dict, inst: Any) -> list[str]:
     if key.get("face"):  # the split's P, or the tolerance and why (ntpcert.solve.excess.float_bracket)
         lines.append(f"  face of the bracket: {key['face']}")
     per = key.get("per_context_excess")
-    if per:
+    if per and not key["excess_lower"] > 0:
+        # L* - H may be 0 (the entropy bound may be reached): what the approximate optimum leaves per context is
+        # the optimiser's residue, not excess that any context carries
+        lines.append("  per context: not listed, since L* - H can be 0 (the bracket's lower end); the excess left "
+                     "at the approximate optimum is the optimiser's residue")
+    elif per:
         tot = sum(per) or 1.0
         order = sorted(range(len(per)), key=lambda j: -per[j])[:EXCESS_SHOWN]
         lines.append("  contexts carrying the most excess loss at the optimum (pi_j KL(p_j || softmax(W h_j))):")
