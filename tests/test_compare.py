@@ -154,3 +154,19 @@ def test_bin_distances_share_the_whole_one_and_a_bin_where_w_star_is_about_0_has
     for b in out.bins:  # the other bins keep their ratio wherever W* has rows there
         if b["label"] != "1" and np.linalg.norm(tiny[rows[b["label"]]]) > 0:
             assert np.isfinite(b["rel_dist_F"])
+
+
+def test_the_snapshot_figure_has_a_log_t_axis_with_w0_and_says_whose_limits(case, monkeypatch, tmp_path):
+    from ntpcert.report import compare_figure as cf
+
+    inst, limits, W = case
+    series = [(t, cmp_mod.compare(W * (1 + t), limits)) for t in (0, 1, 10, 100)]
+    seen = {}
+    monkeypatch.setattr(cf, "save_figure", lambda fig, path: seen.setdefault("fig", fig) and path)
+    cf.plot_series(series, str(tmp_path / "s.png"), title="run")
+    fig = seen["fig"]
+    assert all(ax.get_xscale() == "symlog" for ax in fig.axes)
+    assert "the same h for every W_t" in fig._suptitle.get_text()
+    seen.clear()
+    cf.plot_series(series[1:], str(tmp_path / "s.png"))
+    assert all(ax.get_xscale() == "log" for ax in seen["fig"].axes)

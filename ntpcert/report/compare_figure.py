@@ -48,7 +48,8 @@ def plot_comparison(cmp: Any, path: str, *, title: str = "") -> str:
 
 
 def plot_series(series: Sequence[tuple[int, Any]], path: str, *, title: str = "") -> str:
-    """Metrics of snapshots W_t against t (log axis where t > 0)."""
+    """Metrics of snapshots W_t against t: a log axis, symmetric-log when W_0 is among them (log-spaced
+    snapshots on a linear axis crowd into its left end); the title says the limits are one instance's."""
     t = np.array([s for s, _ in series], dtype=np.float64)
     fig, axes = subplots(1, 3, figsize=(15, 4.5))
     val = lambda k: np.array([c.values[k] for _, c in series], dtype=np.float64)  # noqa: E731
@@ -61,8 +62,11 @@ def plot_series(series: Sequence[tuple[int, Any]], path: str, *, title: str = ""
     for ax in axes:
         if np.all(t > 0):
             ax.set_xscale("log")
-        ax.set_xlabel("t")
+        elif np.all(t >= 0) and np.any(t > 0):  # W_0 too: logarithmic past the first positive t
+            ax.set_xscale("symlog", linthresh=float(t[t > 0].min()))
+            ax.set_xlim(left=0.0, right=float(t.max()) * 1.3)
+        ax.set_xlabel("t (step of the snapshot)")
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
+    whose = "the limits (W*, F, W^mm) of one instance: the same h for every W_t"
+    fig.suptitle(f"{title}: {whose}" if title else whose)
     return save_figure(fig, path)
