@@ -99,7 +99,8 @@ def timed(cmd: list[str], timeout: float) -> dict:
             notes.append(rep["notes"]["F"][:240])
         if "cos_perp_mm" in rep:
             mm = rep.get("cos_perp_mm")
-            notes.append("W^mm: " + ("not computed (merged vocabulary)" if mm is None or mm != mm else "computed"))
+            why = str((rep.get("notes") or {}).get("W_mm", ""))[:140]
+            notes.append("W^mm: " + (f"null ({why})" if mm is None or mm != mm else "computed"))
         if notes:
             out["note"] = "; ".join(notes)
     except (ValueError, IndexError):
