@@ -35,6 +35,7 @@ def test_the_tutorials_trained_model_is_partly_separable_and_merging_keeps_its_l
     from ntpcert.pipeline.nonseparable import nonseparable_limits
 
     _train(tmp_path)
+    capsys.readouterr()  # the training's own lines on stdout are not the commands' JSON
     corpus, model = str(tmp_path / "first800.txt"), str(tmp_path / "model")
     md = load_model_data(corpus, model, context="tokens:1", merge_unseen=True)
     assert md.merge.merged > 0 and md.instance.d == 8

@@ -4,7 +4,6 @@ read through the model (:func:`ntpcert.instance.lm.load_model_data`)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 #: The corpus options of text DATA that do not apply when the model tokenises and embeds.
@@ -54,20 +53,16 @@ def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
         return load_model_data(args.data, args.model, **read)
     from ntpcert.experiments.distributed import DaskChunks, check_scheduler
     from ntpcert.experiments.sweep import dask_client
+    from ntpcert.util.progress import wanted
 
     if workers is not None and scheduler is not None:
         raise InputError(f"--workers: value {workers} applies to a LocalCluster, not to --scheduler {scheduler!r}")
     if args.static:
         raise InputError("--workers/--scheduler: apply to the model's forward passes, which --static does not run")
     kw_client = {"workers": workers} if workers is not None else {}
+    bars = wanted(getattr(args, "progress", False), getattr(args, "json", False))
     with dask_client(None if scheduler is None else check_scheduler(scheduler), **kw_client) as client:
-        return load_model_data(args.data, args.model, map_chunks=DaskChunks(client, progress=_progress(args)),
-                               **read)
-
-
-def _progress(args: argparse.Namespace) -> bool:
-    """As :func:`ntpcert.cli.options.progress_enabled` (which imports this module)."""
-    return bool(getattr(args, "progress", False)) or (sys.stderr.isatty() and not getattr(args, "json", False))
+        return load_model_data(args.data, args.model, map_chunks=DaskChunks(client, progress=bars), **read)
 
 
 def check_model_flags(args: argparse.Namespace) -> None:

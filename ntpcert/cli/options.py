@@ -239,7 +239,9 @@ def load_merged(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def progress_enabled(args: argparse.Namespace) -> bool:
     """Bars on stderr: with ``--progress``, or when stderr is a terminal and ``--json`` is off."""
-    return bool(getattr(args, "progress", False)) or (sys.stderr.isatty() and not getattr(args, "json", False))
+    from ntpcert.util.progress import wanted
+
+    return wanted(getattr(args, "progress", False), getattr(args, "json", False))
 
 
 def emit_json(obj: Any) -> None:

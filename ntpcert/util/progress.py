@@ -37,6 +37,12 @@ class _NoBar:
         pass
 
 
+def wanted(asked: bool, json: bool) -> bool:
+    """Bars on stderr for a command: when asked (``--progress``), or when stderr is a terminal and the
+    command prints JSON on stdout (``--json``) off."""
+    return bool(asked) or (bool(getattr(sys.stderr, "isatty", lambda: False)()) and not json)
+
+
 def enabled_default(enabled: bool | None) -> bool:
     """``enabled``, or, when None, whether stderr is a terminal."""
     if enabled is None:
