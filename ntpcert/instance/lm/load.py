@@ -27,7 +27,7 @@ from ntpcert.instance.model import NTPInstance
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line, read_input_bytes
 
-__all__ = ["ModelData", "load_model_data", "read_corpus", "tokenize_documents"]
+__all__ = ["ModelData", "counts_instance", "load_model_data", "read_corpus", "tokenize_documents"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,6 +193,33 @@ def _model_vocab(files: ModelFiles, static: bool, bos: bool = False) -> int:
     return int(read_static(files).embedding.shape[0])
 
 
+def counts_instance(H: np.ndarray, counts: ContextCounts, names: list[str], merge: TokenMerge | None,
+                    name: str) -> NTPInstance:
+    """The instance of the h of ``counts``'s contexts and their exact next-token counts.
+
+    Parameters
+    ----------
+    H : ndarray of shape (m, d)
+        Row j is the h of ``counts.contexts[j]``.
+    counts : ContextCounts
+        Distinct contexts and their next-token counts over the model's vocabulary of V tokens.
+    names : list of str
+        The V token names; a context's name joins its tokens' (with a space unless all are characters).
+    merge : TokenMerge or None
+        Keep the observed next tokens and one representative of the unseen ones; None: all V tokens
+        (dense (m, V) counts).
+    name : str
+    """
+    sep = "" if all(len(n) == 1 for n in names) else " "
+    cnames = [sep.join(names[t] for t in c) for c in counts.contexts]
+    if merge is None:
+        C, tnames = counts.dense(), names
+    else:
+        C = reduced_counts(counts, merge)
+        tnames = [names[t] for t in merge.observed] + ([f"<{merge.merged} unseen>"] if merge.merged else [])
+    return NTPInstance.from_counts(H, C, token_names=tnames, context_names=cnames, name=name)
+
+
 def load_model_data(
     corpus: str | os.PathLike,
     model: str | os.PathLike,
@@ -289,16 +316,8 @@ def load_model_data(
         tied, bias, residual, arch, kind = cap.tied, cap.bias, cap.residual, cap.architecture, "model"
         checked = cap.residual_contexts
     names = _token_names(tok, V)
-    sep = "" if all(len(n) == 1 for n in names) else " "
-    cnames = [sep.join(names[t] for t in c) for c in counts.contexts]
     name = os.path.basename(os.path.normpath(files.root)) or "model"
-    if merge is None:
-        C, tnames = counts.dense(), names
-    else:
-        C = reduced_counts(counts, merge)
-        tnames = [names[t] for t in merge.observed] + ([f"<{merge.merged} unseen>"] if merge.merged else [])
-    inst = NTPInstance.from_counts(H, C, token_names=tnames, context_names=cnames, name=name)
-    del C
+    inst = counts_instance(H, counts, names, merge, name)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return ModelData(inst, decoder, note, files.digests(), digest, spec, bos, kind, tied, bias, residual, arch,
                      counts.token_frequency, merge, counts, tuple(names), checked)
