@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ntpcert.dynamics import compare as cmp_mod
+from ntpcert.dynamics import logits as logits_mod
 from ntpcert.dynamics.trajectory import Limits
 
 from tests.conftest import TOL, random_instance
@@ -23,7 +24,7 @@ def case():
 def test_blocked_numbers_equal_the_direct_ones(case, monkeypatch):
     inst, limits, W = case
     whole = cmp_mod.compare(W, limits)
-    monkeypatch.setattr(cmp_mod, "BLOCK_ROWS", 5)
+    monkeypatch.setattr(logits_mod, "BLOCK_ROWS", 5)
     blocked = cmp_mod.compare(W, limits, bracket=whole.bracket)
     for key in cmp_mod.COMPARE_METRICS:
         assert blocked.values[key] == pytest.approx(whole.values[key], rel=TOL["linalg"], abs=TOL["linalg"])
@@ -77,14 +78,14 @@ def test_the_invariant_numbers_are_unchanged_and_the_others_are_of_W_modulo_N(m,
     limits = Limits.compute(inst)
     W = rng.standard_normal((inst.V, inst.d)) + 3.0  # not centred: P moves it
     got = cmp_mod.compare(W, limits)
-    raw = {**metrics(W, limits), **cmp_mod._logit_numbers(limits, W)}
+    raw = {**metrics(W, limits), **logits_mod.logit_numbers(limits.instance, W)}
     raw["excess_over_bracket"] = raw["excess_loss"] - got.bracket["excess_upper"]
     for key in INVARIANT:
         assert got.values[key] == pytest.approx(raw[key], rel=TOL["linalg"], abs=TOL["linalg"]), key
     P = SoftmaxQuotient.of(inst.embeddings).project(W)
     assert np.allclose(P.sum(axis=0), 0.0) and float(np.linalg.norm(P)) < float(np.linalg.norm(W))
     at_P = metrics(P, limits)
-    for key in ("norm", "cos_mm", "cos_mm_centered", "perp_fraction", "min_margin", "margin_ratio", "eq_violation"):
+    for key in ("norm", "cos_mm", "cos_mm_centered", "perp_fraction", "normalized_margin", "margin_ratio", "eq_violation"):
         assert got.values[key] == pytest.approx(at_P[key], rel=TOL["linalg"], abs=TOL["linalg"], nan_ok=True), key
         if not np.isnan(at_P[key]) and key != "cos_mm_centered":
             assert at_P[key] != pytest.approx(metrics(W, limits)[key], rel=1e-6), key  # the old value moved

@@ -294,6 +294,7 @@ def test_sampled_residual_check_keeps_h_and_still_refuses_a_post_head_change(wid
 # ----------------------------------------------------------------------------------- compare over the full V
 def test_merged_compare_equals_the_dense_full_vocabulary_one(wide, monkeypatch):
     from ntpcert.dynamics import compare as cm
+    from ntpcert.dynamics import logits as logits_mod
     from ntpcert.dynamics.trajectory import Limits
     from ntpcert.instance.lm import load_model_data
 
@@ -306,12 +307,12 @@ def test_merged_compare_equals_the_dense_full_vocabulary_one(wide, monkeypatch):
     full_mm = Limits.compute(full).svm
     assert limits_w.svm.norm == pytest.approx(full_mm.norm, rel=1e-6)
     assert np.linalg.norm(md.merge.expand_rows(limits_w.W_mm) - full_mm.W) <= 1e-6 * full_mm.norm
-    monkeypatch.setattr(cm, "BLOCK_ROWS", 7)  # several blocks
+    monkeypatch.setattr(logits_mod, "BLOCK_ROWS", 7)  # several blocks
     rng = np.random.default_rng(3)
     for W in (md.decoder, md.decoder + rng.standard_normal(md.decoder.shape)):
         want = dense if W is md.decoder else cm.compare(W, Limits.compute(full), frequency=md.token_frequency)
         got = cm.compare_merged(W, limits, md.merge, frequency=md.token_frequency, separable=separable)
-        for key in ("loss", "excess_loss", "margin", "min_margin", "support_spread", "log_odds_error", "rel_dist_F",
+        for key in ("loss", "excess_loss", "margin", "normalized_margin", "support_spread", "log_odds_error", "rel_dist_F",
                     "norm", "perp_fraction", "excess_over_bracket"):
             assert got.values[key] == pytest.approx(want.values[key], rel=1e-8, abs=1e-9), key
         for key in ("cos_mm", "cos_perp_mm", "norm_matched_distance"):

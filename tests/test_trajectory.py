@@ -72,6 +72,35 @@ def loop_min_margin(inst: NTPInstance, W: np.ndarray) -> float:
     return float(best)
 
 
+def loop_ntp_margin(inst: NTPInstance, W: np.ndarray) -> float:
+    """The NTP margin min_j (min_{z in S_j} - max_{v not in S_j}) of the logits, by explicit loops."""
+    best = np.inf
+    for j in range(inst.m):
+        logits = W @ inst.embeddings[j]
+        S = set(int(z) for z in inst.support(j))
+        for z in S:
+            for v in range(inst.V):
+                if v not in S:
+                    best = min(best, logits[z] - logits[v])
+    return float(best)
+
+
+def test_normalized_margin_takes_every_support_token_not_an_anchor():
+    """Off (6a) the in-support logits differ: the anchor's (6b) rows overstate the margin, the NTP margin
+    does not."""
+    h = np.eye(2)
+    C = np.array([[1, 1, 0], [0, 1, 1]])  # S_0 = {0, 1}, S_1 = {1, 2}
+    inst = NTPInstance.from_counts(h, C)
+    lim = Limits.compute(inst)
+    W = np.array([[5.0, 0.0], [2.0, 4.0], [0.0, 3.0]])  # context 0: logits 5, 2, 0; context 1: 0, 4, 3
+    f = metrics(W, lim)
+    nW = np.linalg.norm(W)
+    assert f["normalized_margin"] == pytest.approx(min(2.0 - 0.0, 3.0 - 0.0) / nW, rel=1e-12)
+    assert loop_ntp_margin(inst, W) == pytest.approx(2.0)
+    assert loop_min_margin(inst, W) == pytest.approx(4.0)  # the anchor (token 0, token 1) reads 5 - 0 and 4 - 0
+    assert "min_margin" not in f
+
+
 # ---------------------------------------------------------------------------- grid
 def test_geometric_grid():
     g = geometric_grid(10_000, 20)
@@ -115,9 +144,10 @@ def test_metrics_on_the_limit_ray(rng, t):
     assert f["perp_fraction"] == pytest.approx(perp, abs=tol)
     assert f["cos_mm"] == pytest.approx(perp, abs=tol)  # W* ⟂ W^mm
     assert f["margin_ratio"] == pytest.approx(1.0, abs=tol)
-    anchors = inst.anchors()
-    expect_margin = (min(Ws[anchors[j], j] for j in range(inst.m)) + t) / nW
-    assert f["min_margin"] == pytest.approx(expect_margin, abs=tol)
+    expect_margin = loop_ntp_margin(inst, W) / nW
+    assert f["normalized_margin"] == pytest.approx(expect_margin, abs=tol)
+    assert expect_margin == pytest.approx(
+        (min(Ws[z, j] for j in range(inst.m) for z in inst.support(j)) + t) / nW, abs=tol)
     b = KeslerSystem.build(inst).log_odds()
     assert f["eq_violation"] == pytest.approx(np.abs(b).max() / nW, abs=tol)
     assert f["norm"] == pytest.approx(nW)
@@ -137,7 +167,7 @@ def test_metrics_match_direct_definitions_at_random_points(rng):
         assert f["cos_mm"] == pytest.approx(cos(W, lim.W_mm), abs=1e-12)
         assert f["cos_mm_centered"] == pytest.approx(cos(W - lim.W_star, lim.W_mm), abs=1e-12)
         assert f["dist_F"] == pytest.approx(np.linalg.norm(PF - lim.W_star), rel=1e-9)
-        assert f["min_margin"] == pytest.approx(loop_min_margin(inst, W) / np.linalg.norm(W), rel=1e-9)
+        assert f["normalized_margin"] == pytest.approx(loop_ntp_margin(inst, W) / np.linalg.norm(W), rel=1e-9)
         assert f["margin_ratio"] == pytest.approx(
             loop_min_margin(inst, Wp) * np.linalg.norm(lim.W_mm) / np.linalg.norm(Wp), rel=1e-9)
         sol = lim.norm_svms["max"]
@@ -152,7 +182,7 @@ def test_metrics_match_direct_definitions_at_random_points(rng):
 def test_metrics_at_zero_are_nan_not_errors(rng):
     inst = random_instance(rng, m=4, d=6, V=4, kmin=1, kmax=3)
     f = metrics(np.zeros((inst.V, inst.d)), Limits.compute(inst))
-    assert f["norm"] == 0.0 and np.isnan(f["cos_mm"]) and np.isnan(f["min_margin"])
+    assert f["norm"] == 0.0 and np.isnan(f["cos_mm"]) and np.isnan(f["normalized_margin"])
     assert f["excess_loss"] > 0
 
 

@@ -8,8 +8,10 @@ For a decoder :math:`W` (V, d) on an instance with limits (:class:`~ntpcert.dyna
   :math:`L^*-\mathcal H` (:func:`ntpcert.pipeline.excess_certificate.excess_key`, float; it is
   ``[0, 0]`` when the data are compatible and separable): ``excess_over_bracket`` is
   :math:`\mathrm{CE}(W)-\mathcal H-\text{excess\_upper}`, what training could still gain at least;
-* ``margin`` :math:`\min_j\min_{z\in S_j, v\notin S_j}(w_z-w_v)^\top h_j` (raw; ``min_margin`` is the
-  same divided by :math:`\|W\|`) and ``support_spread``
+* ``margin`` :math:`\min_j\min_{z\in S_j, v\notin S_j}(w_z-w_v)^\top h_j`, the NTP margin
+  (:mod:`ntpcert.dynamics.logits`: every in-support token, no anchor; raw), and ``normalized_margin`` the
+  same divided by :math:`\|W\|` (it was ``min_margin``, a name that ``certify`` and ``svm`` give the raw
+  smallest (6b) margin of their witness or solution) and ``support_spread``
   :math:`\max_j(\max_{z\in S_j} w_z^\top h_j - \min_{z\in S_j} w_z^\top h_j)`, the in-support logit
   spread; ``log_odds_error`` :math:`\max_j\max_{z\in S_j}|(w_z-w_{z_j})^\top h_j-\log(p_{j,z}/p_{j,z_j})|`
   (0 at every point of :math:`W^*+F^\perp`);
@@ -36,7 +38,7 @@ orthogonal to N, so every number above is computed on :math:`P(W)`, the orthogon
 :math:`\mathbb R^d`): ``compare(W)`` and ``compare(W + D)`` agree for every D in N. The logit numbers
 (``loss``, ``margin``, ``log_odds_error``, ...) and ``rel_dist_F`` are the same as on W itself; the norms
 and the cosines (``norm``, ``cos_mm``, ``cos_perp_mm``, ``norm_matched_distance``, ``perp_fraction``,
-``min_margin``, ``eq_violation``, ``margin_ratio``) are those of :math:`P(W)`, which they were not before
+``normalized_margin``, ``eq_violation``, ``margin_ratio``) are those of :math:`P(W)`, which they were not before
 (the part of W in N lies in :math:`F^\perp` and is orthogonal to W^mm: a W exported without centring had
 a larger ``norm`` and ``perp_fraction``, and a ``cos_perp_mm`` nearer 0). The numbers of W as exported,
 which do depend on the convention, carry ``raw`` in their names (:data:`RAW_METRICS`): ``raw_norm``
@@ -59,7 +61,7 @@ A decoder with a non-finite entry, or one so large that a metric would overflow
 through a model with its unseen tokens merged into one representative
 (:mod:`ntpcert.instance.lm.merge`), the decoder keeps all V rows and every number above that involves
 only W is computed over the full vocabulary, block by block of contexts (a block's logits are
-(``BLOCK_ROWS``, V); the supports come from the reduced instance, mapped back to token ids): ``loss``,
+(:data:`ntpcert.dynamics.logits.BLOCK_ROWS`, V); the supports come from the reduced instance, mapped back to token ids): ``loss``,
 ``excess_loss``, ``margin`` (the out-of-support maximum over all V tokens), ``support_spread``,
 ``log_odds_error`` and each bin's ``excess_share``. W* and F need only the observed tokens: no unseen
 token is in an equation of (4), so F is zero on their rows and W* is 0 there; :math:`P_F W` is the
@@ -80,6 +82,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ntpcert.dynamics.invariance import SoftmaxQuotient
+from ntpcert.dynamics.logits import blocks, logit_numbers
 from ntpcert.dynamics.trajectory import Limits, metrics
 from ntpcert.errors import InputError
 from ntpcert.util.numbers import cosine
@@ -89,7 +92,7 @@ __all__ = ["COMPARE_METRICS", "BIN_METRICS", "MAX_DECODER_SCALE", "RAW_METRICS",
            "compare_series", "excess_bracket", "finite_json", "frequency_bins", "merged_limits", "model_instance"]
 
 #: The headline numbers of one comparison, in report order.
-COMPARE_METRICS = ("loss", "excess_loss", "excess_over_bracket", "margin", "min_margin", "support_spread",
+COMPARE_METRICS = ("loss", "excess_loss", "excess_over_bracket", "margin", "normalized_margin", "support_spread",
                    "log_odds_error", "rel_dist_F", "cos_perp_mm", "norm_matched_distance", "cos_mm", "norm",
                    "perp_fraction", "raw_norm")
 
@@ -227,7 +230,7 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
                 why = zero
             elif k in MM_METRICS or k.startswith(("cos_", "margin_ratio_")):
                 why = mm_reason
-            elif k in ("margin", "min_margin"):
+            elif k in ("margin", "normalized_margin"):
                 why = "every context's support is the whole vocabulary: no margin"
             elif k == "rel_dist_F":
                 why = "W* = 0"
@@ -250,45 +253,13 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
     return {"null": "not finite, so null in JSON: " + "; ".join(parts)} if parts else {}
 
 
-#: Contexts per block of logits (a block holds a few (rows, V) float64 arrays).
-BLOCK_ROWS = 512
-
-
-def _blocks(m: int) -> list[slice]:
-    return [slice(s, min(s + BLOCK_ROWS, m)) for s in range(0, m, BLOCK_ROWS)]
-
-
-def _logit_numbers(limits: Limits, W: np.ndarray) -> dict[str, float]:
-    """``margin``, ``support_spread``, ``log_odds_error`` over blocks of contexts (never all m·V logits)."""
-    inst = limits.instance
-    margin, spread, err = np.inf, 0.0, 0.0
-    for blk in _blocks(inst.m):
-        Z = inst.embeddings[blk] @ W.T  # (rows, V)
-        P = inst.probs[blk]
-        mask = P > 0
-        zin = np.where(mask, Z, np.inf).min(axis=1)
-        zmax = np.where(mask, Z, -np.inf).max(axis=1)
-        out_max = np.where(mask, -np.inf, Z).max(axis=1)
-        proper = ~mask.all(axis=1)
-        if proper.any():
-            margin = min(margin, float(np.min((zin - out_max)[proper])))
-        spread = max(spread, float(np.max(zmax - zin)))
-        rows, cols = np.nonzero(mask)
-        anchor = np.argmax(mask, axis=1)  # the smallest token of each support, z_j
-        with np.errstate(divide="ignore"):
-            lo = np.log(P[rows, cols]) - np.log(P[rows, anchor[rows]])
-        d = (Z[rows, cols] - Z[rows, anchor[rows]]) - lo
-        err = max(err, float(np.max(np.abs(d))) if d.size else 0.0)
-    return {"margin": margin if np.isfinite(margin) else float("nan"), "support_spread": spread,
-            "log_odds_error": err}
-
 
 def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) -> list[dict[str, Any]]:
     inst = limits.instance
     Wp = W - PF
     Wmm = limits.W_mm
     per_token = np.zeros(inst.V)
-    for blk in _blocks(inst.m):
+    for blk in blocks(inst.m):
         Z = inst.embeddings[blk] @ W.T
         logS = Z - np.logaddexp.reduce(Z, axis=1, keepdims=True)
         P = inst.probs[blk]
@@ -370,7 +341,7 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     values["entropy"] = limits.entropy
     upper = bracket.get("excess_upper")
     values["excess_over_bracket"] = values["excess_loss"] - upper if isinstance(upper, float) else float("nan")
-    values.update(_logit_numbers(limits, W))
+    values.update(logit_numbers(limits.instance, W))
     PF = limits.subspace.project(W)
     Wp = W - PF
     Wmm = limits.W_mm
@@ -562,7 +533,7 @@ def _merged_pass(limits: Limits, W: np.ndarray, kept: np.ndarray) -> tuple[dict[
     per_token = np.zeros(V)
     loss = excess = 0.0
     margin, spread, err = np.inf, 0.0, 0.0
-    for blk in _blocks(inst.m):
+    for blk in blocks(inst.m):
         Z = inst.embeddings[blk] @ W.T  # (rows, V) over the full vocabulary
         top = Z.max(axis=1)
         lse = top + np.log(np.exp(Z - top[:, None]).sum(axis=1))
@@ -628,7 +599,7 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
     values["norm"] = nrm
     values["raw_norm"] = float(np.linalg.norm(raw))
     values["raw_invariant_norm"] = _diff_norm(raw, W)
-    values["min_margin"] = values["margin"] / nrm if nrm > 0 else nan
+    values["normalized_margin"] = values["margin"] / nrm if nrm > 0 else nan
     Wr = merge.reduce_rows(W)
     PFr, f_note = _project(limits.subspace, Wr, limits.W_star)
     nobs = merge.observed.size

@@ -21,8 +21,10 @@ when the instance is not separable so that :math:`W^{mm}` does not exist):
 * ``perp_fraction`` :math:`\|P_{F^\perp}(W)\|/\|W\|`. Since :math:`W^{mm}\in F^\perp`,
   :math:`\cos(W, W^{mm}) = \texttt{perp\_fraction}\cdot\cos(P_{F^\perp}W, W^{mm})`: it is a ceiling on
   ``cos_mm`` set by the size of the F-part (about :math:`\|W^*\|`) against the norm reached;
-* ``min_margin`` :math:`\min A_{mar}\mathrm{vec}(W)/\|W\|`, the smallest (6b) margin of the
-  normalised iterate (tends to :math:`1/\|W^{mm}\|` under Theorem 2);
+* ``normalized_margin`` :math:`\min_j(\min_{z\in S_j}w_z^\top h_j-\max_{v\notin S_j}w_v^\top h_j)/\|W\|`,
+  the NTP margin of the normalised iterate (:mod:`ntpcert.dynamics.logits`; every in-support token, no
+  anchor: where (6a) holds it is :math:`\min A_{mar}\mathrm{vec}(W)/\|W\|`; it tends to
+  :math:`1/\|W^{mm}\|` under Theorem 2);
 * ``margin_ratio`` :math:`\gamma(P_{F^\perp}W)\,\|W^{mm}\|` with
   :math:`\gamma(X) = \min A_{mar}\mathrm{vec}(X)/\|X\|`: the normalised margin of the part of W that
   satisfies (6a), relative to the largest possible. It is at most 1, with equality exactly when
@@ -51,6 +53,7 @@ from ntpcert.util.summary import short_str
 from ntpcert.errors import InfeasibleError, InputError, SolverError
 from ntpcert.instance import NTPInstance, ce
 from ntpcert.rows.kesler import KeslerSystem
+from ntpcert.dynamics.logits import ntp_margin
 from ntpcert.dynamics.optimizers import MAX_STEPS, CEKernel, Optimizer
 from ntpcert.pipeline.float_witness import float_compatibility
 from ntpcert.rows.subspace import Subspace, least_squares_fit
@@ -78,7 +81,7 @@ BASE_METRICS = (
     "dist_F",
     "rel_dist_F",
     "perp_fraction",
-    "min_margin",
+    "normalized_margin",
     "margin_ratio",
     "eq_violation",
     "log_excess_loss",
@@ -318,9 +321,8 @@ def metrics(W: np.ndarray, limits: Limits, *, grad: np.ndarray | None = None) ->
     out["dist_F"] = dist
     out["rel_dist_F"] = dist / ws_norm if ws_norm > 0 else nan
     out["perp_fraction"] = pnorm / nrm if nrm > 0 else nan
-    mar = limits.system.apply_margin(W)
     eq = limits.system.apply_eq(W)
-    out["min_margin"] = float(mar.min()) / nrm if (mar.size and nrm > 0) else nan
+    out["normalized_margin"] = ntp_margin(inst, W) / nrm if nrm > 0 else nan
     pmar = limits.system.apply_margin(Wp)
     pmin = float(pmar.min()) if pmar.size else nan
     out["margin_ratio"] = nan if (Wmm is None or pnorm == 0) else pmin * limits.svm.norm / pnorm
