@@ -28,7 +28,7 @@ def test_blocked_numbers_equal_the_direct_ones(case, monkeypatch):
     blocked = cmp_mod.compare(W, limits, bracket=whole.bracket)
     for key in cmp_mod.COMPARE_METRICS:
         assert blocked.values[key] == pytest.approx(whole.values[key], rel=TOL["linalg"], abs=TOL["linalg"])
-    assert [b["excess_share"] for b in blocked.bins] == pytest.approx([b["excess_share"] for b in whole.bins],
+    assert [b["excess_nats"] for b in blocked.bins] == pytest.approx([b["excess_nats"] for b in whole.bins],
                                                                       rel=TOL["linalg"], abs=TOL["linalg"])
     # brute force: margins, spread and log-odds error over every (j, z in S_j, v not in S_j)
     Z = inst.embeddings @ W.T
@@ -44,7 +44,10 @@ def test_blocked_numbers_equal_the_direct_ones(case, monkeypatch):
     assert whole.values["margin"] == pytest.approx(margin, rel=TOL["linalg"])
     assert whole.values["support_spread"] == pytest.approx(spread, rel=TOL["linalg"])
     assert whole.values["log_odds_error"] == pytest.approx(err, rel=TOL["linalg"], abs=TOL["linalg"])
-    assert sum(b["excess_share"] for b in whole.bins) == pytest.approx(whole.values["excess_loss"], rel=TOL["linalg"])
+    assert sum(b["excess_nats"] for b in whole.bins) == pytest.approx(whole.values["excess_loss"], rel=TOL["linalg"])
+    assert sum(b["excess_fraction"] for b in whole.bins) == pytest.approx(1.0, rel=TOL["linalg"])
+    for b in whole.bins:
+        assert b["excess_fraction"] == pytest.approx(b["excess_nats"] / whole.values["excess_loss"], rel=1e-12)
 
 
 def test_at_the_limits_the_F_part_and_the_direction_match(case):

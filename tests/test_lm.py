@@ -269,7 +269,7 @@ def test_compare_reports_every_metric_for_the_models_decoder(lm_dir, tmp_path, c
                 "norm_matched_distance", "excess_over_bracket"):
         assert key in out
     assert out["loss"] - out["entropy"] == pytest.approx(out["excess_loss"], rel=TOL["linalg"], abs=TOL["linalg"])
-    assert sum(b["excess_share"] for b in out["bins"]) == pytest.approx(out["excess_loss"], rel=1e-9)
+    assert sum(b["excess_nats"] for b in out["bins"]) == pytest.approx(out["excess_loss"], rel=1e-9)
     assert sum(b["tokens"] for b in out["bins"]) == out["V"] and fig.stat().st_size > 0
     assert out["source"]["capture_residual"] <= TOL["capture"] and out["separable"] is True
     assert out["bracket"]["excess_upper"] == 0.0 and 0.0 <= out["cos_perp_mm"] ** 2 <= 1.0

@@ -327,7 +327,7 @@ def test_merged_compare_equals_the_dense_full_vocabulary_one(wide, monkeypatch):
         assert [(b["label"], b["tokens"], b["frequency"]) for b in got.bins] == \
             [(b["label"], b["tokens"], b["frequency"]) for b in want.bins]
         for g, w in zip(got.bins, want.bins):
-            assert g["excess_share"] == pytest.approx(w["excess_share"], rel=1e-8, abs=1e-12)
+            assert g["excess_nats"] == pytest.approx(w["excess_nats"], rel=1e-8, abs=1e-12)
             assert g["rel_dist_F"] == pytest.approx(w["rel_dist_F"], rel=1e-8, nan_ok=True)
     # brute force over every (j, z in S_j, v in [V] \\ S_j) of the full vocabulary
     W = md.decoder

@@ -25,8 +25,9 @@ Per frequency bin (:func:`frequency_bins`: tokens grouped by :math:`\lfloor\log_
 corpus frequency f, a Zipf axis), on the rows of the bin's tokens: ``rel_dist_F`` (null where W* is about
 0 on the bin, :data:`BIN_W_STAR_FLOOR`), ``dist_F_share`` (the bin's :math:`\|P_FW - W^*\|` over the whole
 :math:`\|W^*\|`; the squares of the bins' shares sum to the square of ``rel_dist_F``), ``cos_perp_mm``
-and ``excess_share`` :math:`\sum_j\pi_j\sum_{z\in S_j\cap B}p_{j,z}(\log p_{j,z}-\log\mathbb S_z(Wh_j))`,
-the bin's share of the excess loss (the shares sum to ``excess_loss``; one share can be negative).
+``excess_nats`` :math:`\sum_j\pi_j\sum_{z\in S_j\cap B}p_{j,z}(\log p_{j,z}-\log\mathbb S_z(Wh_j))`,
+the bin's part of the excess loss in nats (the parts sum to ``excess_loss``; one can be negative), and
+``excess_fraction``, the same over ``excess_loss`` (the fractions sum to 1; null where the excess is 0).
 Every number is float64 and carries no tolerance: these are measurements, not verdicts.
 
 **Modulo the softmax's invariances.** Adding :math:`\mathbf 1c^\top` to W (the same c on every token's
@@ -63,7 +64,7 @@ through a model with its unseen tokens merged into one representative
 only W is computed over the full vocabulary, block by block of contexts (a block's logits are
 (:data:`ntpcert.dynamics.logits.BLOCK_ROWS`, V); the supports come from the reduced instance, mapped back to token ids): ``loss``,
 ``excess_loss``, ``margin`` (the out-of-support maximum over all V tokens), ``support_spread``,
-``log_odds_error`` and each bin's ``excess_share``. W* and F need only the observed tokens: no unseen
+``log_odds_error`` and each bin's ``excess_nats`` and ``excess_fraction``. W* and F need only the observed tokens: no unseen
 token is in an equation of (4), so F is zero on their rows and W* is 0 there; :math:`P_F W` is the
 reduced instance's projection of the observed rows, placed back, and 0 on the unseen rows. The NTP-SVM
 of the full vocabulary weighs the representative's row by the number of tokens it stands for, so the
@@ -108,7 +109,7 @@ MM_METRICS = ("cos_mm", "cos_mm_centered", "cos_perp_mm", "norm_matched_distance
 MAX_DECODER_SCALE = 1e150
 
 #: The numbers of each frequency bin.
-BIN_METRICS = ("rel_dist_F", "dist_F_share", "cos_perp_mm", "excess_share")
+BIN_METRICS = ("rel_dist_F", "dist_F_share", "cos_perp_mm", "excess_nats", "excess_fraction")
 #: A bin's ``rel_dist_F`` divides by the norm of W*'s rows there; where that norm is at most this fraction of
 #: ``||W*||`` (W* is about 0 on the bin: tokens seen only in one-token supports) the ratio is noise (it read
 #: 4.8e30 on a trained model's bin) and is null, saying so; ``dist_F_share`` divides by ``||W*||`` instead.
@@ -241,10 +242,10 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
             else:
                 why = f"{v!r} at this W"
             parts.append(f"{k} ({why})")
-    for k in ("rel_dist_F", "dist_F_share", "cos_perp_mm"):
+    for k in ("rel_dist_F", "dist_F_share", "cos_perp_mm", "excess_fraction"):
         labels = [b["label"] for b in bins if isinstance(b.get(k), float) and not math.isfinite(b[k])]
         if labels:
-            why = (f"W* is 0 on the bin's rows, or within BIN_W_STAR_FLOOR = {BIN_W_STAR_FLOOR:g} of ||W*|| of 0 "
+            why = "CE(W) - H is 0: there is no excess to take a fraction of" if k == "excess_fraction" else (f"W* is 0 on the bin's rows, or within BIN_W_STAR_FLOOR = {BIN_W_STAR_FLOOR:g} of ||W*|| of 0 "
                    "(dist_F_share divides by ||W*|| instead)") if k == "rel_dist_F" else "W* = 0" \
                 if k == "dist_F_share" else mm_reason if limits.W_mm is None else (
                 "W modulo the invariant directions, off F, is 0 on the bin's rows, or W^mm is within its "
@@ -274,9 +275,15 @@ def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) 
             "label": label, "tokens": int(idx.size), "frequency": int(np.asarray(frequency)[idx].sum()),
             "rel_dist_F": rel, "dist_F_share": share,
             "cos_perp_mm": float("nan") if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
-            "excess_share": float(per_token[idx].sum()),
+            **_bin_excess(per_token, idx),
         })
     return out
+
+
+def _bin_excess(per_token: np.ndarray, idx: np.ndarray) -> dict[str, float]:
+    """A bin's ``excess_nats`` (its tokens' part of CE(W) - H) and ``excess_fraction`` (over the whole)."""
+    nats, total = float(per_token[idx].sum()), float(per_token.sum())
+    return {"excess_nats": nats, "excess_fraction": nats / total if total != 0 else float("nan")}
 
 
 def _bin_cosine(Wp: np.ndarray, Wmm: np.ndarray, svm: Any) -> float:
@@ -627,7 +634,7 @@ def compare_merged(W: np.ndarray, limits: Limits, merge: Any, *, frequency: np.n
         bins.append({"label": label, "tokens": int(idx.size), "frequency": int(frequency[idx].sum()),
                      "rel_dist_F": rel, "dist_F_share": share,
                      "cos_perp_mm": nan if Wmm is None else _bin_cosine(Wp[idx], Wmm[idx], limits.svm),
-                     "excess_share": float(per_token[idx].sum())})
+                     **_bin_excess(per_token, idx)})
     notes = {"F": f_note} if f_note else {}
     notes.update(_null_notes(values, bins, limits, nrm, mm_reason=None if Wmm is not None else "see notes.W_mm"))
     if Wmm is None:

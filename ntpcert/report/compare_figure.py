@@ -36,10 +36,10 @@ def plot_comparison(cmp: Any, path: str, *, title: str = "") -> str:
     excess loss CE(W) − H."""
     fig, (ax1, ax2) = subplots(1, 2, figsize=(12, 4.8))
     _zipf_panel(ax1, cmp.bins)
-    ax2.bar(np.arange(len(cmp.bins)), [b["excess_share"] for b in cmp.bins], color="tab:purple")
+    ax2.bar(np.arange(len(cmp.bins)), [b["excess_nats"] for b in cmp.bins], color="tab:purple")
     ax2.set_xticks(np.arange(len(cmp.bins)))
     ax2.set_xticklabels([b["label"] for b in cmp.bins], rotation=45, fontsize=7)
-    ax2.set_ylabel("share of CE(W) − H (nats)")
+    ax2.set_ylabel("part of CE(W) − H (nats)")
     v = cmp.values
     ax2.set_title(f"CE − H = {v['excess_loss']:.4g}, bracket on L* − H ≤ {cmp.bracket.get('excess_upper', float('nan')):.3g}")
     if title:
