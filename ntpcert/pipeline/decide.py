@@ -72,6 +72,7 @@ from ntpcert.pipeline import parts
 from ntpcert.pipeline.lemma1 import lemma1, lemma1_text
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.split import SCREEN_MAX_CELLS
+from ntpcert.util.progress import progress_note
 from ntpcert.util.validate import check_int
 from ntpcert.verdict import (EmbeddingsFullRank, FarkasRay, FeasiblePoint, FullRowRank, NoEquations, NullSpaceBasis,
                              ParticularSolutions, Verdict, ViolatingNullVector)
@@ -175,12 +176,15 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
             return dec
     from ntpcert.pipeline import pair_screen  # every token pair, streamed, within a budget of work
 
+    _step(progress, "screening token pairs for a Farkas ray")
     screened = pair_screen.separability_verdict(inst)
     if screened is not None:
         return screened, SeparabilitySolve()
+    _step(progress, "Farkas rays on the token pairs shared by more than d contexts")
     pair = pair_separability(inst)
     if pair is not None:
         return pair, SeparabilitySolve()
+    _step(progress, "Farkas rays on parts of the instance")
     ray, log = parts.separability_on_parts(inst, progress=progress, deadline=deadline)
     if ray is not None:
         last = log[-1]
@@ -193,9 +197,11 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
         full = separability_epochs(system) if max_epochs is None else int(max_epochs)
         first = min(full, epochs_within_work(system, SPLIT_FIRST_WORK, full))
         failed: list[SolverError] = []
+        _step(progress, f"the structured solver, a first try of at most {first:,} epochs")
         tried = _structured(system, svm_solver, deadline, log, progress, svm_options or {}, first, failed=failed)
         if tried[0].holds is not None or deadline.passed() or not failed:
             return tried
+        _step(progress, "the screened split into separable and non-separable pairs (LPs of m rows in d unknowns)")
         screened = split_separability(system)
         if screened is not None:
             return screened, SeparabilitySolve(parts=tuple(log))
@@ -203,7 +209,16 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
             return _no_answer(system, deadline, log, failed[0])
     if deadline.passed():
         return _undetermined(f"{deadline.text()} before the structured solver's feasibility solve", log)
+    _step(progress, f"the structured solver, at most {separability_epochs(system) if max_epochs is None else max_epochs:,} "
+          "epochs")
     return _structured(system, svm_solver, deadline, log, progress, svm_options or {}, max_epochs)
+
+
+def _step(progress: bool | None, text: str) -> None:
+    """One line on stderr naming the engine that runs next, when progress is asked for: a decision can
+    take minutes, and each engine's own bar (if it has one) says nothing of what comes after it."""
+    if progress:
+        progress_note(f"separability: {text}", enabled=True)
 
 
 def pair_separability(inst: NTPInstance) -> Verdict | None:

@@ -139,10 +139,19 @@ class _Bar:
 
     def __init__(self, enabled: bool) -> None:
         self.bar = progress_bar(enabled, desc="structured", unit="epoch")
+        self.epochs = 0
 
-    def update(self, pr: Progress) -> None:
-        self.bar.update(1)
-        self.bar.set_postfix_str(f"gap~{pr.relative_gap_estimate:.1e} active {pr.active}")
+    def update(self, pr: Progress, ep: int) -> None:
+        """At epoch ``ep`` (the compiled path reads its measures only every few epochs: the bar still
+        counts every epoch)."""
+        self.bar.update(ep - self.epochs)
+        self.epochs = ep
+        self.bar.set_postfix_str(f"gap~{pr.relative_gap_estimate:.1e} active {pr.active}", refresh=False)
+
+    def step(self, what: str) -> None:
+        """Say which long step runs between epochs (a ray search, a polish), so that a bar never sits
+        silent for minutes."""
+        self.bar.set_postfix_str(what)
 
     def close(self) -> None:
         self.bar.close()
@@ -401,7 +410,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
                 continue  # compiled epochs cost about as much as the progress measures: read them every few
             pr = gap_progress(A, state.logits(), state.sq_norms(A), cls)
             history.append((time.perf_counter() - t_start, ep, pr.relative_gap_estimate))
-            bar.update(pr)
+            bar.update(pr, ep)
             if not np.isfinite(pr.dual):
                 raise SolverError("structured: the dual iterates overflowed")
             # ---- non-separable data: the dual grows along a ray
@@ -414,6 +423,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
                 elif ep >= next_ray and \
                         pr.dual >= RAY_GROWTH ** (2 ** min(ray_misses, RAY_BACKOFF_MAX)) * max(ref_dual, 1e-300):
                     left = None if time_limit is None else time_limit - (time.perf_counter() - t_start)
+                    bar.step(f"epoch {ep}: searching a Farkas ray (the dual grows)")
                     X = find_ray(cls, H, A - ref_A, time_limit=left)
                     ray = certify_ray(cls, H, X, inst) if X is not None else None
                     if ray is not None:
@@ -429,6 +439,7 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
             early = pr.relative_gap_estimate < POLISH_BELOW or (inst.d < m and not compiled_path)
             if polish and settled and early and ep >= next_polish \
                     and S.can_polish(active):
+                bar.step(f"epoch {ep}: active-set polish ({pr.active} active)")
                 cand = S.polish(A, state)
                 polished += 1
                 next_polish = ep + POLISH_WAIT * 2 ** min(polished, 6)
