@@ -27,13 +27,11 @@ def onehot_columns(H: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``(columns, scales)`` of shape (m,) when every row of H (m, d) has exactly one non-zero and the
     columns are distinct; else None."""
     H = np.asarray(H)
-    nz_r, nz_c = np.nonzero(H)
     m = H.shape[0]
-    if nz_r.size != m or np.any(np.bincount(nz_r, minlength=m) != 1):
+    if H.ndim != 2 or m == 0 or H.shape[1] == 0 or np.count_nonzero(H) != m:
         return None
-    cols = np.empty(m, dtype=np.int64)
-    cols[nz_r] = nz_c
-    if np.unique(cols).size != m:
+    cols = np.argmax(H != 0, axis=1)  # m non-zeros in all: one in each row iff each row's first is one
+    if not np.all(H[np.arange(m), cols] != 0) or np.unique(cols).size != m:
         return None
     return cols, H[np.arange(m), cols].astype(np.float64)
 

@@ -355,6 +355,12 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
     check_int("max_epochs", max_epochs, minimum=1)
     check_number("time_limit", time_limit, minimum=0, exclusive_minimum=True, optional=True)
     t_start = time.perf_counter()
+    if warm_start is None:
+        from ntpcert.solve.structured.onehot import onehot_svm
+
+        closed = onehot_svm(system, certificate=certificate)  # one-hot H: the solution in closed form
+        if closed is not None:
+            return closed
     S = _Solver(system, tol=float(tol), path=path, batch=int(batch), certificate=certificate, seed=seed)
     inst, cls, H = S.inst, S.classes, S.H
     m, C = cls.mask.shape
