@@ -42,17 +42,33 @@ def check_embedding_range(instance: NTPInstance) -> None:
     magnitude lies outside :data:`EMBEDDING_RANGE`."""
     from ntpcert.errors import InputError
 
-    A = np.abs(instance.embeddings)
-    nz = A[A > 0]
-    if nz.size == 0:
+    H = instance.embeddings
+    if H.size == 0:
         return
-    lo, hi = float(nz.min()), float(nz.max())
-    if hi > EMBEDDING_RANGE[1] or lo < EMBEDDING_RANGE[0]:
+    hi = max(float(H.max()), -float(H.min()))
+    if hi == 0:
+        return
+    small_lo = hi < EMBEDDING_RANGE[0]
+    if not small_lo:  # a non-zero entry below the range? block by block, without copies of H
+        flat = H.reshape(-1)
+        lo_bound = EMBEDDING_RANGE[0]
+        for s in range(0, flat.size, RANGE_BLOCK):
+            b = flat[s:s + RANGE_BLOCK]
+            if np.any((b > -lo_bound) & (b < lo_bound) & (b != 0)):
+                small_lo = True
+                break
+    if hi > EMBEDDING_RANGE[1] or small_lo:
+        A = np.abs(H)
+        lo = float(A[A > 0].min())
         bad = hi if hi > EMBEDDING_RANGE[1] else lo
         raise InputError(f"embeddings: an entry of magnitude {bad:.3g} is outside the supported range "
                          f"[{EMBEDDING_RANGE[0]:.3g}, {EMBEDDING_RANGE[1]:.3g}] (entries span {lo:.3g} to {hi:.3g}); "
                          "the verdicts do not change when every embedding is scaled by one positive number, so "
                          "rescale them")
+
+
+#: Entries per block of the range check's scan for tiny non-zeros (in cache).
+RANGE_BLOCK = 1 << 16
 
 
 #: Rows per block of :meth:`KeslerSystem.apply_eq` and :meth:`KeslerSystem.apply_eq_T` (a block holds two

@@ -27,11 +27,14 @@ def onehot_columns(H: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """``(columns, scales)`` of shape (m,) when every row of H (m, d) has exactly one non-zero and the
     columns are distinct; else None."""
     H = np.asarray(H)
-    m = H.shape[0]
-    if H.ndim != 2 or m == 0 or H.shape[1] == 0 or np.count_nonzero(H) != m:
+    if H.ndim != 2 or H.shape[0] == 0 or H.shape[1] == 0:
         return None
-    cols = np.argmax(H != 0, axis=1)  # m non-zeros in all: one in each row iff each row's first is one
-    if not np.all(H[np.arange(m), cols] != 0) or np.unique(cols).size != m:
+    m, d = H.shape
+    idx = np.flatnonzero(H)  # row-major: one non-zero in each row iff their rows are 0, 1, ..., m - 1
+    if idx.size != m or not np.array_equal(idx // d, np.arange(m)):
+        return None
+    cols = idx % d
+    if np.unique(cols).size != m:
         return None
     return cols, H[np.arange(m), cols].astype(np.float64)
 
