@@ -117,7 +117,7 @@ def test_certify_and_compare_read_the_ids_as_the_text(lm, capsys, text, ids):
     assert a["m"] == b["m"] and a["n"] == b["n"]
     a = _run(capsys, ["compare", lm[text], "--model", lm["model"], "--json"])
     b = _run(capsys, ["compare", path, "--model", lm["model"], "--token-ids", "--json"])
-    na, nb = _numbers({k: v for k, v in a.items() if k != "source"}), _numbers({k: v for k, v in b.items() if k != "source"})
+    na, nb = (_numbers({k: v for k, v in x.items() if k != "source"}) for x in (a, b))
     assert na.keys() == nb.keys() and len(na) > 40
     for key, value in na.items():
         if isinstance(value, float):
