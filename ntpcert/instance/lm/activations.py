@@ -10,8 +10,8 @@ The file is a ``.safetensors`` or an ``.npz`` (read without pickle) holding thes
 * ``h`` (n, d) float: the decoder's input at each position;
 * ``next_token`` (n,) int: the token that follows;
 * ``context`` (n, K) int (or (n,) for K = 1): the context's token ids, shorter contexts left-padded
-  with -1. Positions with the same context are one context of the instance, and must carry the same h,
-  bit for bit (a row that differs is refused, naming both positions and the largest difference: an
+  with -1. Positions with the same context are one context of the instance, and must carry exactly the
+  same h (equal values; a row that differs is refused, naming both positions and the largest difference: an
   average would be another instance).
 
 **One row per distinct context**:
@@ -279,8 +279,8 @@ def _per_position(a: dict[str, np.ndarray], V: int) -> tuple[np.ndarray, ...]:
         diff = float(np.abs(h[inv == j] - H[j]).max())
         same_ctx = list(_context_tuples(uniq[j:j + 1])[0])
         raise InputError(f"h: positions {int(first[j])} and {i} have the same context {same_ctx} "
-                         f"but h differing by up to {diff:.3g}: positions with the same context must carry the same h "
-                         "bit for bit (write one row per distinct context, with context_index, instead)")
+                         f"but h differing by up to {diff:.3g}: positions with the same context must carry exactly the "
+                         "same h (write one row per distinct context, with context_index, instead)")
     rows, tokens, values = _triples(inv.astype(np.int64), nxt, np.ones(n, dtype=np.int64), V)
     return H, uniq, rows, tokens, values
 
