@@ -282,6 +282,19 @@ def test_every_layout_of_the_models_h_is_the_models_instance(lm, tmp_path, layou
     assert written.source_record()["context"] == "tokens:2" and written.bias
 
 
+def test_prefix_contexts_left_padded_are_the_models_prefix_instance(lm, tmp_path):
+    md = load_model_data(lm["corpus"], lm["model"], context="prefix:4")
+    c = md.counts
+    ctx = np.full((c.m, 4), -1)
+    for j, t in enumerate(c.contexts):
+        ctx[j, 4 - len(t):] = t
+    perm = np.random.default_rng(2).permutation(c.m)
+    got = write_activations(str(tmp_path / "p.npz"), h=md.instance.embeddings[perm, :-1], context=ctx[perm],
+                            counts=c.dense()[perm], W=md.decoder[:, :-1], b=md.decoder[:, -1])
+    assert got.instance.fingerprint() == md.instance.fingerprint() and np.array_equal(got.decoder, md.decoder)
+    assert got.source_record()["context"] == "tokens:1..4" and min(len(t) for t in c.contexts) == 1
+
+
 def test_a_forward_hook_of_ones_own_gives_the_models_instance(lm, tmp_path):
     """h captured here, not by ntpcert: the decoder's input at the last of each context's two tokens."""
     import transformers
@@ -334,7 +347,7 @@ def test_certify_and_compare_read_the_file_as_the_model(lm, tmp_path, capsys):
             assert nb[key] == value, key
     src = b["source"]
     assert src["embeddings"] == "activations" and src["corpus"] == "counts" and src["bias"] is True
-    assert src["capture_residual"] is None and src["decoder"] == "the model's decoder"
+    assert src["capture_residual"] is None and src["decoder"] == "the activations file's W"
 
 
 def test_compare_without_W_in_the_file_says_to_give_one(lm, tmp_path, capsys):

@@ -78,7 +78,7 @@ class ModelData:
     decoder_note: str
     files: tuple[tuple[str, str], ...]
     corpus_sha256: str
-    context: ContextSpec
+    context: ContextSpec | str
     bos: bool
     embeddings: str
     tied: bool
@@ -120,7 +120,9 @@ class ModelData:
         """What was read, for reports."""
         return {**self.source_record(), "architecture": self.architecture, "tied": self.tied, "bias": self.bias,
                 "capture_residual": self.residual, "capture_residual_contexts": self.residual_contexts,
-                "m": self.instance.m, "d": self.instance.d, "V": self.V, "V_instance": self.instance.V, "decoder": self.decoder_note or "the model's decoder"}
+                "m": self.instance.m, "d": self.instance.d, "V": self.V, "V_instance": self.instance.V,
+                "decoder": self.decoder_note or ("the activations file's W" if self.embeddings == "activations"
+                                                 else "the model's decoder")}
 
 
 def read_corpus(corpus: str | os.PathLike, max_chars: int | None = None) -> str:
