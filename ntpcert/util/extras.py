@@ -13,7 +13,6 @@ EXTRAS = {
     "bench": "qpsolvers and its QP solvers (OSQP, SCS, PIQP, ProxQP, HiGHS), scikit-learn, qpbenchmark",
     "dist": "dask.distributed (ntpcert sweep)",
     "lm": "torch, transformers, safetensors, tokenizers (--model DIR: reading language models)",
-    "datasets": "datasets (--token-ids: token ids from a folder saved by datasets)",
     "docs": "mkdocs-material and pymdown-extensions (the documentation site)",
     "test": "pytest and import-linter, with every extra above but docs (the test suite)",
 }
