@@ -15,8 +15,7 @@ _TEXT_ONLY = {"tokenizer": "--tokenizer", "context_length": "--context-length", 
 
 def model_options(p: argparse.ArgumentParser) -> None:
     """The model group: ``--model``, ``--context``, ``--bos``, ``--static``, ``--model-tokenizer``."""
-    g = p.add_argument_group("model options (DATA is then a text corpus, or pydoc, or with --token-ids its token ids; "
-                             "needs ntpcert[lm]); or --activations (DATA is an activations file)")
+    g = p.add_argument_group("model options (DATA is then a text corpus, or pydoc; needs ntpcert[lm])")
     g.add_argument("--model", metavar="DIR", default=None,
                    help="a Hugging Face model directory (config.json, *.safetensors, tokenizer.json), or a "
                         ".safetensors file with --static; read offline, never from a hub")
