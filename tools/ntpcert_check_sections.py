@@ -320,9 +320,10 @@ def check_source(cert, inst, notes):
     if "source" not in cert:
         return
     sec, sha = cert["source"], re.compile(r"[0-9a-f]{64}\Z")
-    keys(sec, "source", ("kind", "files", "corpus_sha256", "context", "bos", "embeddings"), ("vocabulary",))
-    refuse(sec["kind"] != "model" or sec["embeddings"] not in ("model", "static"),
-           "source: kind is not 'model', or embeddings not 'model' or 'static'")
+    keys(sec, "source", ("kind", "files", "corpus_sha256", "context", "bos", "embeddings"), ("vocabulary", "corpus"))
+    refuse(sec["kind"] != "model" or sec["embeddings"] not in ("model", "static", "activations"),
+           "source: kind is not 'model', or embeddings not 'model', 'static' or 'activations'")
+    refuse(sec.get("corpus", "token_ids") not in ("token_ids", "counts"), "source.corpus: not 'token_ids' or 'counts'")
     refuse(type(sec["context"]) is not str or type(sec["bos"]) is not bool, "source: context or bos of the wrong kind")
     refuse(type(sec["corpus_sha256"]) is not str or not sha.match(sec["corpus_sha256"]), "source.corpus_sha256: bad")
     refuse(type(sec["files"]) is not list or not sec["files"], "source.files: expected the model's files")

@@ -3,8 +3,14 @@
 An instance read from a model (:mod:`ntpcert.instance.lm`) carries::
 
     "source": {"kind": "model", "files": [[NAME, SHA256], ...], "corpus_sha256": SHA256,
-               "context": "tokens:K" | "prefix:T", "bos": bool, "embeddings": "model" | "static",
+               "context": "tokens:K" | "prefix:T", "bos": bool, "embeddings": "model" | "static" | "activations",
+               "corpus": "token_ids" | "counts",
                "vocabulary": {"V": V, "V_reduced": V', "observed": ..., "merged": ..., "representative": id}}
+
+``corpus`` (optional) says what ``corpus_sha256`` hashes: absent, the corpus text's UTF-8 bytes;
+``"token_ids"``, token ids in the canonical form of :mod:`ntpcert.instance.lm.token_ids`; ``"counts"``,
+the contexts and next-token counts of an activations file (``embeddings`` ``"activations"``, ``files``
+the activations file; :mod:`ntpcert.instance.lm.activations`).
 
 ``vocabulary`` (optional) says that the embedded instance keeps only the observed next tokens and one
 representative of the ``merged`` unseen ones (:mod:`ntpcert.instance.lm.merge`: compatibility and
@@ -26,7 +32,15 @@ __all__ = ["SOURCE_SCHEMA", "check_source"]
 
 #: The keys of the section, with the kinds of :data:`ntpcert.certificate.schema.SCHEMA`.
 SOURCE_SCHEMA = {"kind": "str", "files": "list", "corpus_sha256": "sha256", "context": "str", "bos": "bool",
-                 "embeddings": "str", "vocabulary?": "object"}
+                 "embeddings": "str", "corpus?": "str", "vocabulary?": "object"}
+
+#: ``embeddings``: captured by the model, the static input embeddings, or read from an activations file.
+EMBEDDINGS = ("model", "static", "activations")
+
+#: ``corpus`` (absent: a UTF-8 text, hashed as its bytes): token ids (``--token-ids``, hashed in the canonical
+#: form of :mod:`ntpcert.instance.lm.token_ids`) or an activations file's counts
+#: (:mod:`ntpcert.instance.lm.activations`).
+CORPUS_FORMS = ("token_ids", "counts")
 
 #: The keys of ``source.vocabulary`` and their kinds.
 VOCABULARY_SCHEMA = {"V": "size", "V_reduced": "size", "observed": "size", "merged": "int",
@@ -46,8 +60,12 @@ def check_source(sec: Any) -> None:
     known words, each ``files`` entry a pair of a non-empty name and a SHA-256."""
     if sec["kind"] != "model":
         raise CertificateError(f"source.kind: {show(sec['kind'])}, expected 'model'")
-    if sec["embeddings"] not in ("model", "static"):
-        raise CertificateError(f"source.embeddings: {show(sec['embeddings'])}, expected 'model' or 'static'")
+    if sec["embeddings"] not in EMBEDDINGS:
+        raise CertificateError(f"source.embeddings: {show(sec['embeddings'])}, expected one of "
+                               f"{', '.join(map(repr, EMBEDDINGS))}")
+    if "corpus" in sec and sec["corpus"] not in CORPUS_FORMS:
+        raise CertificateError(f"source.corpus: {show(sec['corpus'])}, expected one of "
+                               f"{', '.join(map(repr, CORPUS_FORMS))} (absent: a text)")
     if not sec["files"]:
         raise CertificateError("source.files: empty, expected the model's files")
     for i, item in enumerate(sec["files"]):

@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     for out, flag in ((args.figure, "--figure"), (args.table, "--table")):
         if out is not None:
             check_output_file(out, flag, overwrite=args.force)
-    if args.W is None and getattr(args, "model", None) is None:
+    from ntpcert.cli.model_options import uses_model
+
+    if args.W is None and not uses_model(args):
         raise InputError("--W: give the decoder to compare (or --model DIR for the model's own)")
     series = args.W is not None and os.path.isdir(args.W)
     if args.table is not None and not series:
@@ -67,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     snaps = [(t, read_decoder(p)) for t, p in files] if series else None
     W = None if series else (read_decoder(args.W) if args.W is not None else W)
     checks = ([(f"--W {p!r}", Wt) for (_, p), (_, Wt) in zip(files, snaps)] if series
-              else [("--W" if args.W is not None else "--model (its decoder)", W)])
+              else [("--W" if args.W is not None else
+                     "--activations (its W)" if args.activations else "--model (its decoder)", W)])
     for where, Wt in checks:  # before any solve: a refusal costs nothing
         check_decoder_values(Wt, inst.embeddings, where)
     if merge is not None:

@@ -1,5 +1,7 @@
 """``--model DIR`` and its options, shared by every command that reads DATA: DATA is then a text corpus
-read through the model (:func:`ntpcert.instance.lm.load_model_data`)."""
+read through the model (:func:`ntpcert.instance.lm.load_model_data`), or with ``--token-ids`` the token
+ids of one (:mod:`ntpcert.instance.lm.token_ids`). ``--activations``: DATA is an activations file instead
+(:mod:`ntpcert.instance.lm.activations`), the h and next tokens without the model."""
 
 from __future__ import annotations
 
@@ -25,6 +27,12 @@ def model_options(p: argparse.ArgumentParser) -> None:
                    help="torch-free: h = the concatenated input embeddings of the context's tokens (safetensors only)")
     g.add_argument("--model-tokenizer", metavar="FILE", default=None,
                    help="tokenizer.json to use (default: the one beside the weights)")
+    g.add_argument("--token-ids", action="store_true",
+                   help="DATA holds token ids, not text: a .npy of one document (1-D) or one per row (2-D), or a "
+                        "saved datasets folder (column input_ids or tokens; needs ntpcert[datasets])")
+    g.add_argument("--activations", action="store_true",
+                   help="instead of --model: DATA is an activations file (.safetensors or .npz: h, next tokens, "
+                        "contexts, optionally the decoder W and bias b; see docs/formats.md)")
     g.add_argument("--workers", type=int, default=None, metavar="N",
                    help="run the model's forward passes on a dask LocalCluster of N processes (needs ntpcert[dist]); "
                         "the result is the single process's, bit for bit")
@@ -33,7 +41,27 @@ def model_options(p: argparse.ArgumentParser) -> None:
 
 
 def uses_model(args: argparse.Namespace) -> bool:
-    return getattr(args, "model", None) is not None
+    """Whether DATA is read as a model's data: through ``--model`` or as an ``--activations`` file."""
+    return getattr(args, "model", None) is not None or bool(getattr(args, "activations", False))
+
+
+def _load_activations(args: argparse.Namespace, merge_unseen: bool) -> Any:
+    """:func:`~ntpcert.instance.lm.activations.read_activations` of DATA, every model and corpus option refused."""
+    from ntpcert.errors import InputError
+    from ntpcert.instance.lm.activations import read_activations
+
+    refused = {"--model": args.model is not None, "--token-ids": args.token_ids, "--bos": args.bos,
+               "--static": args.static, "--model-tokenizer": args.model_tokenizer is not None,
+               "--context": args.context != "tokens:2", "--workers": getattr(args, "workers", None) is not None,
+               "--scheduler": getattr(args, "scheduler", None) is not None,
+               "--max-chars": getattr(args, "max_chars", None) is not None}
+    refused.update({flag: getattr(args, key, None) not in (None, False) for key, flag in _TEXT_ONLY.items()})
+    for flag, given in refused.items():
+        if given:
+            raise InputError(f"{flag}: does not apply with --activations (DATA is the activations file: its h, "
+                             "contexts and next tokens)")
+    kw = {} if getattr(args, "max_entries", None) is None else {"max_entries": args.max_entries}
+    return read_activations(args.data, merge_unseen=merge_unseen, **kw)
 
 
 def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
@@ -42,12 +70,15 @@ def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
     from ntpcert.errors import InputError
     from ntpcert.instance.lm import load_model_data
 
+    if getattr(args, "activations", False):
+        return _load_activations(args, merge_unseen)
     for key, flag in _TEXT_ONLY.items():
         if getattr(args, key, None) not in (None, False):
             raise InputError(f"{flag}: does not apply with --model (the model tokenises and embeds; see --context)")
     kw = {} if getattr(args, "max_entries", None) is None else {"max_entries": args.max_entries}
     read = dict(context=args.context, bos=args.bos, static=args.static, tokenizer=args.model_tokenizer,
-                max_chars=getattr(args, "max_chars", None), merge_unseen=merge_unseen, **kw)
+                max_chars=getattr(args, "max_chars", None), merge_unseen=merge_unseen,
+                token_ids=getattr(args, "token_ids", False), **kw)
     workers, scheduler = getattr(args, "workers", None), getattr(args, "scheduler", None)
     if workers is None and scheduler is None:
         return load_model_data(args.data, args.model, **read)
@@ -66,13 +97,14 @@ def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
 
 
 def check_model_flags(args: argparse.Namespace) -> None:
-    """``--workers``, ``--scheduler``, ``--bos``, ``--static``, ``--model-tokenizer`` and a non-default
-    ``--context`` need ``--model``."""
+    """``--workers``, ``--scheduler``, ``--bos``, ``--static``, ``--model-tokenizer``, ``--token-ids`` and a
+    non-default ``--context`` need ``--model`` (``--activations`` refuses them when it reads DATA)."""
     from ntpcert.errors import InputError
 
     if uses_model(args):
         return
-    for flag, given in (("--workers", getattr(args, "workers", None) is not None),
+    for flag, given in (("--token-ids", getattr(args, "token_ids", False)),
+                        ("--workers", getattr(args, "workers", None) is not None),
                         ("--scheduler", getattr(args, "scheduler", None) is not None),
                         ("--bos", args.bos), ("--static", args.static),
                         ("--model-tokenizer", args.model_tokenizer is not None),

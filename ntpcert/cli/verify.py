@@ -67,7 +67,9 @@ def _instance(args: argparse.Namespace) -> Any:
 
     if args.data is None:
         if uses_model(args):
-            raise InputError("--model: applies with --data CORPUS (the corpus to read through the model)")
+            flag = "--activations" if args.activations else "--model"
+            raise InputError(f"{flag}: applies with --data (the corpus to read through the model, or the "
+                             "activations file)")
         return None
     if not uses_model(args):
         return load_data(args)

@@ -4,12 +4,16 @@
 * :mod:`~ntpcert.instance.lm.contexts`: distinct contexts and exact next-token counts;
 * :mod:`~ntpcert.instance.lm.capture`: the decoder's input by a forward hook (``ntpcert[lm]``);
 * :mod:`~ntpcert.instance.lm.static`: the torch-free path from the safetensors alone;
-* :mod:`~ntpcert.instance.lm.load`: :func:`load_model_data`, all of it together.
+* :mod:`~ntpcert.instance.lm.load`: :func:`load_model_data`, all of it together;
+* :mod:`~ntpcert.instance.lm.token_ids`: a corpus given as token ids (``--token-ids``);
+* :mod:`~ntpcert.instance.lm.activations`: an activations file, the h without the model
+  (:func:`read_activations`, :func:`write_activations`).
 
 Importing this package imports neither torch nor transformers; they load when a model is read.
 """
 
 from ntpcert.instance.lm.contexts import ContextSpec
+from ntpcert.instance.lm.activations import read_activations, write_activations
 from ntpcert.instance.lm.load import ModelData, load_model_data
 
-__all__ = ["ContextSpec", "ModelData", "load_model_data"]
+__all__ = ["ContextSpec", "ModelData", "load_model_data", "read_activations", "write_activations"]

@@ -27,7 +27,8 @@ from ntpcert.instance.model import NTPInstance
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line, read_input_bytes
 
-__all__ = ["ModelData", "counts_instance", "load_model_data", "read_corpus", "tokenize_documents"]
+__all__ = ["ModelData", "counts_instance", "load_model_data", "open_tokenizer", "read_corpus", "token_names",
+           "tokenize_documents"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,8 +45,11 @@ class ModelData:
     files : tuple of (str, str)
         ``(name, sha256)`` of every model file read.
     corpus_sha256 : str
-        SHA-256 of the corpus text (UTF-8).
-    context : ContextSpec
+        SHA-256 of the corpus: of its text (UTF-8), of its token ids in the canonical form of
+        :mod:`ntpcert.instance.lm.token_ids`, or of the counts of an activations file
+        (:mod:`ntpcert.instance.lm.activations`), as ``corpus`` says.
+    context : ContextSpec or str
+        The context spec; an activations file's own description of its contexts.
     bos : bool
     embeddings : {"model", "static"}
         Captured by the model (forward hook) or static (concatenated input embeddings).
@@ -54,6 +58,9 @@ class ModelData:
         Relative residual of the recomputed logits (model path only).
     residual_contexts : int or None
         How many contexts it was checked on (:mod:`ntpcert.instance.lm.capture`; model path only).
+    corpus : {"text", "token_ids", "counts"}
+        What the corpus was: a text, token ids (``--token-ids``), or the contexts and next tokens of an
+        activations file. The source record names it (key ``corpus``) unless it is text.
     token_frequency : ndarray of shape (V,)
         Occurrences of each token in the tokenised corpus.
     merge : TokenMerge or None
@@ -71,7 +78,7 @@ class ModelData:
     decoder_note: str
     files: tuple[tuple[str, str], ...]
     corpus_sha256: str
-    context: ContextSpec
+    context: ContextSpec | str
     bos: bool
     embeddings: str
     tied: bool
@@ -83,6 +90,7 @@ class ModelData:
     counts: ContextCounts | None = None
     vocab_names: tuple[str, ...] | None = None
     residual_contexts: int | None = None
+    corpus: str = "text"
 
     @property
     def V(self) -> int:
@@ -102,6 +110,8 @@ class ModelData:
         """The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`)."""
         out = {"kind": "model", "files": [[n, h] for n, h in self.files], "corpus_sha256": self.corpus_sha256,
                "context": str(self.context), "bos": self.bos, "embeddings": self.embeddings}
+        if self.corpus != "text":  # absent: a text, as in every certificate before token ids
+            out["corpus"] = self.corpus
         if self.merge is not None:
             out["vocabulary"] = self.merge.to_json()
         return out
@@ -110,7 +120,9 @@ class ModelData:
         """What was read, for reports."""
         return {**self.source_record(), "architecture": self.architecture, "tied": self.tied, "bias": self.bias,
                 "capture_residual": self.residual, "capture_residual_contexts": self.residual_contexts,
-                "m": self.instance.m, "d": self.instance.d, "V": self.V, "V_instance": self.instance.V, "decoder": self.decoder_note or "the model's decoder"}
+                "m": self.instance.m, "d": self.instance.d, "V": self.V, "V_instance": self.instance.V,
+                "decoder": self.decoder_note or ("the activations file's W" if self.embeddings == "activations"
+                                                 else "the model's decoder")}
 
 
 def read_corpus(corpus: str | os.PathLike, max_chars: int | None = None) -> str:
@@ -136,11 +148,9 @@ def _tokenizer_failure(err: BaseException) -> bool:
     return not isinstance(err, (KeyboardInterrupt, SystemExit, MemoryError))
 
 
-def tokenize_documents(tokenizer_path: str, docs: list[str], V: int | None = None) -> tuple[list[list[int]], Any]:
-    """Token ids of each document (no special tokens added), and the tokenizer.
-
-    The tokenizer needs a non-empty vocabulary and, given the decoder's V, ids below V only: a tokenizer
-    with more tokens than the decoder has rows is refused before the corpus is encoded."""
+def open_tokenizer(tokenizer_path: str, V: int | None = None) -> Any:
+    """The tokenizer of ``tokenizer_path``: a non-empty vocabulary and, given the decoder's V, ids below V
+    only (a tokenizer with more tokens than the decoder has rows is refused)."""
     tokenizers = require("tokenizers", "lm", "tokenising a corpus with a model's tokenizer")
     try:
         tok = tokenizers.Tokenizer.from_file(tokenizer_path)
@@ -156,6 +166,13 @@ def tokenize_documents(tokenizer_path: str, docs: list[str], V: int | None = Non
         name = max(vocab, key=vocab.get)
         raise InputError(f"tokenizer: {tokenizer_path!r} has token id {top} ({name!r}; {len(vocab)} tokens), but the "
                          f"model's vocab_size is {V}: the decoder has no row for it")
+    return tok
+
+
+def tokenize_documents(tokenizer_path: str, docs: list[str], V: int | None = None) -> tuple[list[list[int]], Any]:
+    """Token ids of each document (no special tokens added), and the tokenizer (:func:`open_tokenizer`,
+    checked before the corpus is encoded)."""
+    tok = open_tokenizer(tokenizer_path, V)
     try:
         ids = [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
     except BaseException as err:  # noqa: BLE001 - e.g. an unknown-token id missing from the vocabulary
@@ -165,7 +182,8 @@ def tokenize_documents(tokenizer_path: str, docs: list[str], V: int | None = Non
     return ids, tok
 
 
-def _token_names(tok: Any, V: int) -> list[str]:
+def token_names(tok: Any, V: int) -> list[str]:
+    """The names of the V tokens (``<z>`` where the tokenizer has none)."""
     names = []
     for z in range(V):
         t = tok.id_to_token(z)
@@ -194,7 +212,7 @@ def _model_vocab(files: ModelFiles, static: bool, bos: bool = False) -> int:
 
 
 def counts_instance(H: np.ndarray, counts: ContextCounts, names: list[str], merge: TokenMerge | None,
-                    name: str) -> NTPInstance:
+                    name: str, context_names: list[str] | None = None) -> NTPInstance:
     """The instance of the h of ``counts``'s contexts and their exact next-token counts.
 
     Parameters
@@ -209,9 +227,11 @@ def counts_instance(H: np.ndarray, counts: ContextCounts, names: list[str], merg
         Keep the observed next tokens and one representative of the unseen ones; None: all V tokens
         (dense (m, V) counts).
     name : str
+    context_names : list of str, optional
+        The m context names (default: from their tokens' names).
     """
     sep = "" if all(len(n) == 1 for n in names) else " "
-    cnames = [sep.join(names[t] for t in c) for c in counts.contexts]
+    cnames = context_names if context_names is not None else [sep.join(names[t] for t in c) for c in counts.contexts]
     if merge is None:
         C, tnames = counts.dense(), names
     else:
@@ -233,13 +253,15 @@ def load_model_data(
     merge_unseen: bool = False,
     map_chunks: Any = None,
     batch_size: int | None = None,
+    token_ids: bool = False,
 ) -> ModelData:
     """Read a corpus through a model.
 
     Parameters
     ----------
     corpus : path
-        A UTF-8 text file (documents separated by blank lines) or ``pydoc``.
+        A UTF-8 text file (documents separated by blank lines) or ``pydoc``; with ``token_ids``, the
+        token ids of the documents (:func:`ntpcert.instance.lm.token_ids.read_token_ids`).
     model : path
         A Hugging Face model directory, or a ``.safetensors`` file (then ``static`` and ``tokenizer``).
     context : str or ContextSpec
@@ -263,6 +285,11 @@ def load_model_data(
         result is the single process's.
     batch_size : int, optional
         Contexts per forward pass (default :data:`ntpcert.instance.lm.capture.BATCH_SIZE`).
+    token_ids : bool
+        ``corpus`` holds token ids, not text: a ``.npy`` of one document (1-D) or one per row (2-D), or a
+        saved ``datasets`` folder (:mod:`ntpcert.instance.lm.token_ids`). The ids of a text tokenised
+        as here (:func:`~ntpcert.instance.lm.contexts.split_documents`, each document encoded without
+        special tokens) give the instance of the text; ``corpus_sha256`` is then the ids'.
 
     Raises
     ------
@@ -276,6 +303,8 @@ def load_model_data(
     files = locate_model(model, tokenizer)
     if static and bos:
         raise InputError("--bos: applies to the model's own h, not to --static embeddings")
+    if token_ids and max_chars is not None:
+        raise InputError(f"--max-chars: value {max_chars} applies to a text corpus, not to --token-ids")
     if not static and not files.is_directory:
         raise InputError(f"--model: {os.fspath(model)!r} is a bare .safetensors file: give its model directory "
                          "(with config.json) for the model's own h, or --static for the torch-free path")
@@ -284,8 +313,15 @@ def load_model_data(
 
         require_lm()  # before any work: one line naming ntpcert[lm]
     V = _model_vocab(files, static, bos)
-    text = read_corpus(corpus, max_chars)
-    ids, tok = tokenize_documents(files.tokenizer, split_documents(text), V)
+    if token_ids:
+        from ntpcert.instance.lm.token_ids import read_token_ids
+
+        tok = open_tokenizer(files.tokenizer, V)
+        ids, digest = read_token_ids(corpus, V)
+    else:
+        text = read_corpus(corpus, max_chars)
+        ids, tok = tokenize_documents(files.tokenizer, split_documents(text), V)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     counts = count_contexts(ids, spec, V)
     merge = token_merge(counts) if merge_unseen else None
     Vi = V if merge is None else merge.V_reduced
@@ -315,9 +351,9 @@ def load_model_data(
         H, decoder, note = cap.embeddings, cap.decoder, ""
         tied, bias, residual, arch, kind = cap.tied, cap.bias, cap.residual, cap.architecture, "model"
         checked = cap.residual_contexts
-    names = _token_names(tok, V)
+    names = token_names(tok, V)
     name = os.path.basename(os.path.normpath(files.root)) or "model"
     inst = counts_instance(H, counts, names, merge, name)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return ModelData(inst, decoder, note, files.digests(), digest, spec, bos, kind, tied, bias, residual, arch,
-                     counts.token_frequency, merge, counts, tuple(names), checked)
+                     counts.token_frequency, merge, counts, tuple(names), checked,
+                     "token_ids" if token_ids else "text")
