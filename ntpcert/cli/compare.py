@@ -4,6 +4,7 @@ a snapshot of a training run, or the model's own head) against W*, F, W^mm and t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from typing import Any
 
@@ -79,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         rep = compare_decoder(inst, Limits.compute(inst, solver=args.solver), W, snapshots=snaps, frequency=freq,
                               source=source)
+    if not series:
+        from ntpcert.geometry.collapse import collapse
+
+        rep = dataclasses.replace(rep, nc=collapse(inst, W, rep.limits, merge=merge))
     if args.table is not None:
         atomic_write_text(args.table, series_csv(rep.series))
     if args.figure is not None:

@@ -404,6 +404,9 @@ class DecoderReport:
         When the instance merges the model's unseen tokens (:func:`compare_merged`); then ``separable`` is
         the float verdict on (6), since the merged limits have no NTP-SVM.
     separable : bool or None
+    nc : object or None
+        The neural-collapse numbers of the decoder (a :class:`ntpcert.geometry.collapse.CollapseReport`, set by
+        the caller: ``ntpcert compare`` sets it for one decoder), under ``nc`` in :meth:`to_json`.
     """
 
     instance: Any
@@ -413,6 +416,7 @@ class DecoderReport:
     source: dict[str, Any] | None = None
     merge: Any = None
     separable: bool | None = None
+    nc: Any = None
 
     def to_json(self, *, figure: str | None = None, table: str | None = None) -> dict[str, Any]:
         """The comparison (or ``snapshots``), the instance's sizes and verdicts, and the files written."""
@@ -426,6 +430,8 @@ class DecoderReport:
             out.update({"V_instance": inst.V, "vocabulary": self.merge.to_json()})
         if self.source is not None:
             out["source"] = self.source
+        if self.nc is not None:
+            out["nc"] = self.nc.to_json()
         return finite_json(out)
 
 
