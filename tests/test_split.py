@@ -408,3 +408,21 @@ def test_one_perturbed_entry_both_checkers_agree(inst, data):
         res, (ok, line) = verify_certificate(sealed), standalone(jsonio.dumps(sealed))
         event(f"valid: {expect}")
         assert res.valid == ok == expect, (delta, res.reason, line)
+
+
+def test_every_token_in_every_support_has_an_empty_split_and_compare_runs(tmp_path, capsys):
+    """One token class only (every support is the whole vocabulary): no out-of-support pair, so P and N are
+    empty; it had failed building a class instance of V = 1, and `compare` with it."""
+    import json
+
+    from ntpcert.cli import main
+
+    inst = NTPInstance.from_counts(np.array([[1.0, 0.5], [0.3, -1.0]]), np.array([[1, 2, 3], [2, 4, 6]]))
+    split = nonseparable_split(inst)
+    assert split.ok and split.nonseparable.shape == (0, 2) and split.n_separable == 0
+    path = tmp_path / "full.npz"
+    np.savez(path, embeddings=inst.embeddings, counts=np.array([[1, 2, 3], [2, 4, 6]]))
+    np.save(tmp_path / "W.npy", np.zeros((3, 2)))
+    assert main(["compare", str(path), "--W", str(tmp_path / "W.npy"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["margin"] is None and out["loss"] > out["entropy"]

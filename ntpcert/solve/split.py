@@ -174,6 +174,10 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     from ntpcert.solve.separability_lp import LP_MAX_NONZEROS
     from ntpcert.util.interrupt import interruptible
 
+    if np.all(instance.support_sizes == instance.V):  # every token in every support: one class, no pair
+        V = instance.V
+        return Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, np.zeros(V, dtype=np.int64),
+                     np.array([V], dtype=np.int64), np.zeros((1, instance.d)), np.zeros((1, instance.m)), 0)
     classes, red = class_instance(instance)
     sysr = KeslerSystem.build(red)
     C, d, m = red.V, red.d, red.m
