@@ -412,6 +412,14 @@ class NTPInstance:
         return self._fingerprint
 
     @cached_property
+    def onehot_columns(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(columns, scales)`` of shape (m,) when every row of H has exactly one non-zero, in distinct
+        columns (one-hot contexts; :func:`ntpcert.instance.onehot.onehot_columns`), else None. Computed once."""
+        from ntpcert.instance.onehot import onehot_columns
+
+        return onehot_columns(self.embeddings)
+
+    @cached_property
     def _fingerprint(self) -> str:
         h = hashlib.sha256()
         h.update(f"{self.m},{self.d},{self.V};".encode())

@@ -45,6 +45,9 @@ def check_embedding_range(instance: NTPInstance) -> None:
     H = instance.embeddings
     if H.size == 0:
         return
+    found = instance.onehot_columns  # one-hot contexts: the non-zeros are the m scales
+    if found is not None:
+        H = np.abs(found[1])
     hi = max(float(H.max()), -float(H.min()))
     if hi == 0:
         return

@@ -20,23 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ntpcert.instance.onehot import onehot_columns
 from ntpcert.rows.kesler import KeslerSystem
-
-
-def onehot_columns(H: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(columns, scales)`` of shape (m,) when every row of H (m, d) has exactly one non-zero and the
-    columns are distinct; else None."""
-    H = np.asarray(H)
-    if H.ndim != 2 or H.shape[0] == 0 or H.shape[1] == 0:
-        return None
-    m, d = H.shape
-    idx = np.flatnonzero(H)  # row-major: one non-zero in each row iff their rows are 0, 1, ..., m - 1
-    if idx.size != m or not np.array_equal(idx // d, np.arange(m)):
-        return None
-    cols = idx % d
-    if np.unique(cols).size != m:
-        return None
-    return cols, H[np.arange(m), cols].astype(np.float64)
 
 
 def onehot_w_star(system: KeslerSystem, columns: np.ndarray, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +64,7 @@ def onehot_fit(system: KeslerSystem):
     inst = system.instance
     if inst.V * inst.d < CLOSED_FORM_MIN_VARS:
         return None
-    found = onehot_columns(inst.embeddings)
+    found = inst.onehot_columns
     if found is None:
         return None
     W, res = onehot_w_star(system, *found)
