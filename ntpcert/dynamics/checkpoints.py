@@ -264,7 +264,8 @@ def checkpoint_series(checkpoints: Sequence[Any], load: Callable[[Any], Any], *,
             rep = compare_model(data, max_entries=max_entries, solver=solver,
                                 separability_solver=separability_solver)
             W = np.asarray(data.decoder, dtype=np.float64)
-            rows.append(CheckpointRow(int(ck.step), ck.path, rep.to_json(), _limit_sizes(rep), _motion(H, W, prev),
+            one = {k: v for k, v in rep.to_json().items() if k not in ("figure", "table")}  # the series' own
+            rows.append(CheckpointRow(int(ck.step), ck.path, one, _limit_sizes(rep), _motion(H, W, prev),
                                       _margins(data)))
             prev, V = (H, W), data.V
             del rep, data
