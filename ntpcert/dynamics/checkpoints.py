@@ -210,9 +210,11 @@ def _margins(data: Any) -> dict[str, Any]:
     c = data.counts
     mu = context_margins(data.instance.embeddings, data.decoder, c.rows, c.tokens)
     ok = mu[np.isfinite(mu)]
-    nan = float("nan")
-    return {"margin_min": float(ok.min()) if ok.size else nan, "margin_median": float(np.median(ok)) if ok.size else nan,
-            "margin_positive": float(np.mean(ok > 0)) if ok.size else nan, "contexts": int(ok.size)}
+    if not ok.size:
+        nan = float("nan")
+        return {"margin_min": nan, "margin_median": nan, "margin_positive": nan, "contexts": 0}
+    return {"margin_min": float(ok.min()), "margin_median": float(np.median(ok)),
+            "margin_positive": float(np.mean(ok > 0)), "contexts": int(ok.size)}
 
 
 def checkpoint_series(checkpoints: Sequence[Any], load: Callable[[Any], Any], *, steps_from: str,
@@ -273,11 +275,12 @@ def checkpoint_series(checkpoints: Sequence[Any], load: Callable[[Any], Any], *,
     finally:
         bar.close()
     m, d = len(first[1]), first[2]
-    notes = {"steps": ("each step is the trailing integer of its checkpoint folder's name" if steps_from == "folder names"
+    by_name = steps_from == "folder names"
+    notes = {"steps": ("each step is the trailing integer of its checkpoint folder's name" if by_name
                        else "each step is the checkpoint's position in the series (not every folder name ends in a "
                             "distinct integer)"),
-             "motion": "h_change: ||H_t - H_{t-1}||_F over the same m contexts; raw_W_change: ||W_t - W_{t-1}||_F of the "
-                       "decoders as exported (with the directions no prediction sees); null in the first row",
+             "motion": "h_change: ||H_t - H_{t-1}||_F over the same m contexts; raw_W_change: ||W_t - W_{t-1}||_F of "
+                       "the decoders as exported (with the directions no prediction sees); null in the first row",
              "margins": "mu_j = min_{z in S_j} (W h_j)_z - max_{v not in S_j} (W h_j)_v over the whole vocabulary; "
                         "margin_positive: the fraction of contexts with mu_j > 0"}
     return CheckpointSeries(tuple(rows), steps_from, m, d, V, notes)

@@ -35,9 +35,10 @@ def _shade_nonseparable(ax: Any, t: np.ndarray, separable: list) -> None:
     """A grey band over each checkpoint whose data are not separable (verdict False), hatched where undetermined."""
     half = 0.5 * float(np.min(np.diff(np.sort(t)))) if t.size > 1 else 0.5
     for x, s in zip(t, separable):
-        if s is not True:
-            ax.axvspan(x - half, x + half, color="0.85" if s is False else "0.93", zorder=0, lw=0,
-                       hatch=None if s is False else "//")
+        if s is False:
+            ax.axvspan(x - half, x + half, facecolor="0.85", edgecolor="none", zorder=0)
+        elif s is None:
+            ax.axvspan(x - half, x + half, facecolor="none", edgecolor="0.75", hatch="//", lw=0, zorder=0)
 
 
 def plot_checkpoints(series: Any, path: str, *, title: str = "") -> str:
@@ -58,7 +59,7 @@ def plot_checkpoints(series: Any, path: str, *, title: str = "") -> str:
     a.set_ylabel("nats")
     n = len(series.rows)
     a.set_title(f"loss above its limit; compatible {sum(x is True for x in comp)}/{n}, separable "
-                f"{sum(x is True for x in sep)}/{n} (grey: not separable)", fontsize=9)
+                f"{sum(x is True for x in sep)}/{n} (grey: not separable; hatched: undetermined)", fontsize=9)
     b.plot(t, _column(series, "rel_dist_F"), "o-", color="tab:blue", label=r"$\|P_F W_t - W^*_t\|/\|W^*_t\|$")
     b.set_ylabel("relative distance in F")
     b2 = b.twinx()
