@@ -71,6 +71,9 @@ def test_one_row_per_checkpoint_each_the_single_compare_of_its_checkpoint(run, c
         for k in ("figure", "table"):
             one.pop(k)
         assert {k: v for k, v in r.items() if k not in ROW_KEYS} == one  # verdicts, limits, distances, source
+        sizes = r["limits_sizes"]  # the limits' sizes: dist_F / rel_dist_F is ||W*||
+        assert sizes["W_star_norm"] == pytest.approx(one["dist_F"] / one["rel_dist_F"], rel=1e-9)
+        assert sizes["W_mm_norm"] > 0 and sizes["nonseparable_pairs"] is None and sizes["limits"] == "W*, F, W^mm"
     # the checkpoints differ: each row is its own checkpoint's, not the first's
     assert len({r["loss"] for r in rows}) == len(STEPS)
 

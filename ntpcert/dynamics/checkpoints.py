@@ -115,8 +115,12 @@ def _limit_sizes(rep: DecoderReport) -> dict[str, Any]:
     if split is not None and split.nonseparable is not None:
         N = split.nonseparable
         pairs = int(len(N) if merge is None else len(merge.expand_pairs(N)))
-    kind = ("W_fin, F_N, W^mm_P (not separable)" if split is not None and split.limit is not None
-            else "W*, F, W^mm")
+    if split is None:
+        kind = "W*, F, W^mm" if lim.svm is not None else "W*, F (no W^mm)"
+    elif split.limit is not None:
+        kind = "W_fin, F_N, W^mm_P (not separable)"
+    else:
+        kind = "W*, F of (4) (not separable; W_fin and W^mm_P not computed: see notes.null)"
     return {"W_star_norm": float(np.linalg.norm(Ws)), "W_mm_norm": None if lim.svm is None else float(lim.svm.norm),
             "nonseparable_pairs": pairs, "limits": kind}
 
