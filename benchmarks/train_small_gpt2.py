@@ -14,8 +14,13 @@ Recipes (``--recipe``; the flags ``--d-model``, ``--heads``, ``--vocab``, ``--co
   but partly so: 2,447 non-separable pairs and 3,981 separable ones on the merged instance (the LM
   tutorial's trained model; 1,500 steps took 170 s on a loaded 2-core machine).
 
-Usage: ``python benchmarks/train_small_gpt2.py OUT_DIR [--recipe NAME] [--steps 1500]``; prints the final
-training loss.
+With ``--save-every N`` the run also keeps checkpoints as the Hugging Face Trainer does:
+``OUT_DIR/checkpoints/checkpoint-<step>`` after every N steps (and ``checkpoint-0``, the initial model), the
+tokenizer once beside them (``OUT_DIR/checkpoints/tokenizer.json``): the folder ``compare CORPUS --model
+OUT_DIR/checkpoints`` reads as a checkpoint series.
+
+Usage: ``python benchmarks/train_small_gpt2.py OUT_DIR [--recipe NAME] [--steps 1500] [--save-every N]``;
+prints the final training loss.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ RECIPES = {
 
 
 def train(out: str, steps: int, seed: int = 0, *, d_model: int = D_MODEL, layers: int = 2, heads: int = 4,
-          corpus_chars: int = 2000, vocab: int = V_BPE) -> float:
+          corpus_chars: int = 2000, vocab: int = V_BPE, save_every: int | None = None) -> float:
+    import shutil
+
     import numpy as np
     import torch
     import transformers as tf
@@ -63,6 +70,12 @@ def train(out: str, steps: int, seed: int = 0, *, d_model: int = D_MODEL, layers
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     data = torch.from_numpy(ids)
     loss = float("nan")
+    tf.utils.logging.disable_progress_bar()
+    ckpts = os.path.join(out, "checkpoints")
+    if save_every:
+        os.makedirs(ckpts, exist_ok=True)
+        shutil.copy(os.path.join(model_dir, "tokenizer.json"), os.path.join(ckpts, "tokenizer.json"))
+        model.save_pretrained(os.path.join(ckpts, "checkpoint-0"))
     for step in range(steps):
         starts = rng.integers(0, ids.size - BLOCK - 1, size=32)
         batch = torch.stack([data[s:s + BLOCK] for s in starts])
@@ -73,7 +86,8 @@ def train(out: str, steps: int, seed: int = 0, *, d_model: int = D_MODEL, layers
         loss = float(out_.loss)
         if step % 100 == 0:
             print(f"step {step} loss {loss:.3f}", flush=True)
-    tf.utils.logging.disable_progress_bar()
+        if save_every and (step + 1) % save_every == 0:
+            model.save_pretrained(os.path.join(ckpts, f"checkpoint-{step + 1}"))
     model.save_pretrained(model_dir)
     return loss
 
@@ -87,9 +101,10 @@ def main() -> None:
                       ("--corpus-chars", "corpus_chars")):
         p.add_argument(flag, dest=key, type=int, default=None, help="overrides the recipe's value")
     p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--save-every", type=int, default=None, help="keep a checkpoint every N steps (module doc)")
     a = p.parse_args()
-    kw = dict(RECIPES[a.recipe])
-    kw.update({k: getattr(a, k) for k in kw if getattr(a, k) is not None})
+    kw = dict(RECIPES[a.recipe], save_every=a.save_every)
+    kw.update({k: getattr(a, k) for k in kw if k != "save_every" and getattr(a, k) is not None})
     print(f"final training loss {train(a.out, a.steps, layers=a.layers, **kw):.3f}")
 
 

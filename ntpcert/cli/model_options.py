@@ -13,12 +13,15 @@ _TEXT_ONLY = {"tokenizer": "--tokenizer", "context_length": "--context-length", 
               "embedding": "--embedding"}
 
 
-def model_options(p: argparse.ArgumentParser) -> None:
-    """The model group: ``--model``, ``--context``, ``--bos``, ``--static``, ``--model-tokenizer``."""
+def model_options(p: argparse.ArgumentParser, *, series: bool = False) -> None:
+    """The model group: ``--model``, ``--context``, ``--bos``, ``--static``, ``--model-tokenizer``; with
+    ``series`` (compare), ``--model`` takes several directories, or a folder of checkpoints."""
     g = p.add_argument_group("model options (DATA is then a text corpus, or pydoc; needs ntpcert[lm])")
-    g.add_argument("--model", metavar="DIR", default=None,
+    g.add_argument("--model", metavar="DIR", default=None, nargs="+" if series else None,
                    help="a Hugging Face model directory (config.json, *.safetensors, tokenizer.json), or a "
-                        ".safetensors file with --static; read offline, never from a hub")
+                        ".safetensors file with --static; read offline, never from a hub"
+                        + ("; several directories, or a folder of checkpoint folders, make a checkpoint series "
+                           "(give DATA before --model)" if series else ""))
     g.add_argument("--context", metavar="SPEC", default="tokens:2",
                    help="tokens:K (the K previous tokens, default tokens:2) or prefix:T (document prefixes of "
                         "length 1..T; documents are separated by blank lines)")
@@ -64,6 +67,20 @@ def _load_activations(args: argparse.Namespace, merge_unseen: bool) -> Any:
     return read_activations(args.data, merge_unseen=merge_unseen, **kw)
 
 
+def model_path(args: argparse.Namespace) -> str:
+    """The one ``--model`` of ``args`` (compare's ``--model`` is a list: several make a checkpoint series,
+    which :mod:`ntpcert.cli.compare` reads one checkpoint at a time)."""
+    from ntpcert.errors import InputError
+
+    model = args.model
+    if isinstance(model, (list, tuple)):
+        if len(model) != 1:
+            raise InputError(f"--model: {len(model)} directories given; several (a checkpoint series) apply only "
+                             "to compare")
+        model = model[0]
+    return model
+
+
 def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
     """The :class:`~ntpcert.instance.lm.ModelData` of ``args`` (DATA through ``--model``); ``merge_unseen``:
     the observed next tokens and one representative of the rest (:mod:`ntpcert.instance.lm.merge`)."""
@@ -81,7 +98,7 @@ def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
                 token_ids=getattr(args, "token_ids", False), **kw)
     workers, scheduler = getattr(args, "workers", None), getattr(args, "scheduler", None)
     if workers is None and scheduler is None:
-        return load_model_data(args.data, args.model, **read)
+        return load_model_data(args.data, model_path(args), **read)
     from ntpcert.experiments.distributed import DaskChunks, check_scheduler
     from ntpcert.experiments.sweep import dask_client
     from ntpcert.util.progress import wanted
@@ -93,7 +110,7 @@ def load_model(args: argparse.Namespace, *, merge_unseen: bool = False) -> Any:
     kw_client = {"workers": workers} if workers is not None else {}
     bars = wanted(getattr(args, "progress", False), getattr(args, "json", False))
     with dask_client(None if scheduler is None else check_scheduler(scheduler), **kw_client) as client:
-        return load_model_data(args.data, args.model, map_chunks=DaskChunks(client, progress=bars), **read)
+        return load_model_data(args.data, model_path(args), map_chunks=DaskChunks(client, progress=bars), **read)
 
 
 def check_model_flags(args: argparse.Namespace) -> None:

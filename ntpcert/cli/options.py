@@ -143,8 +143,9 @@ def check_solver(name: str, field: str = "--solver") -> None:
                              f"(installed: {', '.join(cp.installed_solvers())})")
 
 
-def data_options(p: argparse.ArgumentParser, *, positional: bool = True) -> None:
-    """DATA (positional, or ``--data`` when ``positional`` is false) and the corpus options."""
+def data_options(p: argparse.ArgumentParser, *, positional: bool = True, model_series: bool = False) -> None:
+    """DATA (positional, or ``--data`` when ``positional`` is false) and the corpus options; ``model_series``:
+    ``--model`` takes several directories (:func:`ntpcert.cli.model_options.model_options`)."""
     if positional:
         p.add_argument("data", metavar="DATA",
                        help="a .npz/.json file, a text corpus, or a built-in name (paper, dyck, pydoc)")
@@ -167,7 +168,7 @@ def data_options(p: argparse.ArgumentParser, *, positional: bool = True) -> None
     p.add_argument("--seed", type=int_in(0), default=0, help="seed of generated data and random embeddings (default 0)")
     from ntpcert.cli.model_options import model_options
 
-    model_options(p)
+    model_options(p, series=model_series)
 
 
 def solver_options(p: argparse.ArgumentParser) -> None:
