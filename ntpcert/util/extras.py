@@ -13,6 +13,9 @@ EXTRAS = {
     "bench": "qpsolvers and its QP solvers (OSQP, SCS, PIQP, ProxQP, HiGHS), scikit-learn, qpbenchmark",
     "dist": "dask.distributed (ntpcert sweep)",
     "lm": "torch, transformers, safetensors, tokenizers (--model DIR: reading language models)",
+    "tl": "transformer-lens, with lm (ntpcert.instance.lm.hooked: TransformerBridge, HookedTransformer)",
+    "nnsight": "nnsight, with lm (ntpcert.instance.lm.hooked: nnsight models)",
+    "datasets": "datasets (saved datasets folders of token ids)",
     "docs": "mkdocs-material and pymdown-extensions (the documentation site)",
     "test": "pytest and import-linter, with every extra above but docs (the test suite)",
 }

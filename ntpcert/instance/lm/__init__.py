@@ -4,12 +4,18 @@
 * :mod:`~ntpcert.instance.lm.contexts`: distinct contexts and exact next-token counts;
 * :mod:`~ntpcert.instance.lm.capture`: the decoder's input by a forward hook (``ntpcert[lm]``);
 * :mod:`~ntpcert.instance.lm.static`: the torch-free path from the safetensors alone;
-* :mod:`~ntpcert.instance.lm.load`: :func:`load_model_data`, all of it together.
+* :mod:`~ntpcert.instance.lm.load`: :func:`load_model_data`, all of it together;
+* :mod:`~ntpcert.instance.lm.hooked`: the same from a model held in memory by TransformerLens
+  (:func:`from_transformer_bridge`, :func:`from_hooked_transformer`, ``ntpcert[tl]``) or nnsight
+  (:func:`from_nnsight`, ``ntpcert[nnsight]``).
 
-Importing this package imports neither torch nor transformers; they load when a model is read.
+Importing this package imports neither torch nor transformers (nor transformer_lens, nor nnsight); they
+load when a model is read.
 """
 
 from ntpcert.instance.lm.contexts import ContextSpec
+from ntpcert.instance.lm.hooked import HookedModelData, from_hooked_transformer, from_nnsight, from_transformer_bridge
 from ntpcert.instance.lm.load import ModelData, load_model_data
 
-__all__ = ["ContextSpec", "ModelData", "load_model_data"]
+__all__ = ["ContextSpec", "HookedModelData", "ModelData", "from_hooked_transformer", "from_nnsight",
+           "from_transformer_bridge", "load_model_data"]
