@@ -41,7 +41,7 @@ the Hugging Face forward). TransformerBridge does not: it switches the model to 
 for GPT-2, splits the joint QKV projection into three matrix products and recomputes the attention
 itself (``JointQKVAttentionBridge._reconstruct_attention``), so its h differ from the Hugging Face
 model's (whose default attention is ``sdpa``) in the last float32 bits: a relative
-:math:`\max_j\|h^{TL}_j - h^{HF}_j\| / \|h^{HF}_j\|` of about 1e-7 on the test models
+:math:`\max_j\|h^{TL}_j - h^{HF}_j\| / \|h^{HF}_j\|` of about 2e-7 on the test models
 (:data:`FLOAT32_PATH_TOL` bounds it). The counts, names, V and d are the same; the verdicts and the
 comparison numbers agree to the tolerances of tests/test_hooked.py.
 
@@ -76,7 +76,7 @@ __all__ = ["FLOAT32_PATH_TOL", "HookedModelData", "from_hooked_transformer", "fr
 
 #: Largest relative difference :math:`\max_j\|h_j - h'_j\|/\|h'_j\|` expected between two float32 forward
 #: passes of the same model that order their operations differently (TransformerBridge's reconstructed
-#: attention against the Hugging Face forward: about 1e-7 measured; float32's unit roundoff is 6e-8).
+#: attention against the Hugging Face forward: about 2e-7 measured; float32's unit roundoff is 6e-8).
 FLOAT32_PATH_TOL = 1e-5
 
 
