@@ -320,7 +320,7 @@ def check_source(cert, inst, notes):
     if "source" not in cert:
         return
     sec, sha = cert["source"], re.compile(r"[0-9a-f]{64}\Z")
-    keys(sec, "source", ("kind", "files", "corpus_sha256", "context", "bos", "embeddings"), ("vocabulary", "corpus"))
+    keys(sec, "source", ("kind", "files", "corpus_sha256", "context", "bos", "embeddings"), ("vocabulary", "corpus", "reader"))
     refuse(sec["kind"] != "model" or sec["embeddings"] not in ("model", "static", "activations"),
            "source: kind is not 'model', or embeddings not 'model', 'static' or 'activations'")
     refuse(sec.get("corpus", "token_ids") not in ("token_ids", "counts"), "source.corpus: not 'token_ids' or 'counts'")
@@ -331,6 +331,16 @@ def check_source(cert, inst, notes):
         refuse(type(x) is not list or len(x) != 2 or type(x[0]) is not str or not x[0] or type(x[1]) is not str
                or not sha.match(x[1]), f"source.files[{i}]: expected [name, 64 lowercase hex digits]")
     text = f"source: a model's {len(sec['files'])} files by SHA-256"
+    if "reader" in sec:
+        rd, f = sec["reader"], "source.reader"
+        keys(rd, f, ("library", "version", "class", "hook", "processing"), ("attention",))
+        refuse(any(type(rd[k]) is not str for k in ("library", "version", "class", "hook"))
+               or ("attention" in rd and type(rd["attention"]) is not str),
+               f"{f}: library, version, class, hook (and attention) are not strings")
+        refuse(type(rd["processing"]) is not dict
+               or any(type(v) is not bool and v is not None for v in rd["processing"].values()),
+               f"{f}.processing: expected an object of true, false or null")
+        text += f", read through {rd['library']} at {rd['hook']}"
     if "vocabulary" in sec:
         voc, f = sec["vocabulary"], "source.vocabulary"
         keys(voc, f, ("V", "V_reduced", "observed", "merged", "representative"))

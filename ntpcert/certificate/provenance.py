@@ -5,7 +5,9 @@ An instance read from a model (:mod:`ntpcert.instance.lm`) carries::
     "source": {"kind": "model", "files": [[NAME, SHA256], ...], "corpus_sha256": SHA256,
                "context": "tokens:K" | "prefix:T", "bos": bool, "embeddings": "model" | "static" | "activations",
                "corpus": "token_ids" | "counts",
-               "vocabulary": {"V": V, "V_reduced": V', "observed": ..., "merged": ..., "representative": id}}
+               "vocabulary": {"V": V, "V_reduced": V', "observed": ..., "merged": ..., "representative": id},
+               "reader": {"library": ..., "version": ..., "class": ..., "hook": ..., "processing": {FLAG: bool | null},
+                          "attention": ...}}
 
 ``corpus`` (optional) says what ``corpus_sha256`` hashes: absent, the corpus text's UTF-8 bytes;
 ``"token_ids"``, token ids in the canonical form of :mod:`ntpcert.instance.lm.token_ids`; ``"counts"``,
@@ -15,6 +17,11 @@ the activations file; :mod:`ntpcert.instance.lm.activations`).
 ``vocabulary`` (optional) says that the embedded instance keeps only the observed next tokens and one
 representative of the ``merged`` unseen ones (:mod:`ntpcert.instance.lm.merge`: compatibility and
 separability of the embedded instance are those of the model's full vocabulary of V tokens).
+``reader`` (optional) says that the model was read through a library's Python API
+(:mod:`ntpcert.instance.lm.hooked`): which library and version, the model's class, the hook point h was
+read at, the weight processing in force (each flag true, false, or null where the library keeps no
+record of it) and, optionally, the attention implementation; ``files`` then names ``state_dict`` and
+``tokenizer.json`` by the SHA-256 of the tensors and of the tokenizer's serialisation.
 
 The section is covered by the checksum and checked for its shape here; it is provenance, not a
 claim: the verdicts are re-derived from the embedded instance alone, and anyone holding the model
@@ -28,11 +35,12 @@ from typing import Any
 
 from ntpcert.errors import CertificateError
 
-__all__ = ["SOURCE_SCHEMA", "check_source"]
+__all__ = ["READER_SCHEMA", "SOURCE_SCHEMA", "check_source"]
 
 #: The keys of the section, with the kinds of :data:`ntpcert.certificate.schema.SCHEMA`.
 SOURCE_SCHEMA = {"kind": "str", "files": "list", "corpus_sha256": "sha256", "context": "str", "bos": "bool",
-                 "embeddings": "str", "corpus?": "str", "vocabulary?": "object"}
+                 "embeddings": "str", "corpus?": "str", "vocabulary?": "object",
+                 "reader?": "object"}
 
 #: ``embeddings``: captured by the model, the static input embeddings, or read from an activations file.
 EMBEDDINGS = ("model", "static", "activations")
@@ -45,6 +53,10 @@ CORPUS_FORMS = ("token_ids", "counts")
 #: The keys of ``source.vocabulary`` and their kinds.
 VOCABULARY_SCHEMA = {"V": "size", "V_reduced": "size", "observed": "size", "merged": "int",
                      "representative": "int|null"}
+
+#: The keys of ``source.reader`` and their kinds.
+READER_SCHEMA = {"library": "str", "version": "str", "class": "str", "hook": "str", "processing": "object",
+                 "attention?": "str"}
 
 _SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 
@@ -75,6 +87,10 @@ def check_source(sec: Any) -> None:
             raise CertificateError(f"source.files[{i}]: expected [name, 64 lowercase hex digits], got {show(item)}")
     if "vocabulary" in sec:
         _check_vocabulary(sec["vocabulary"])
+    if "reader" in sec:
+        for flag, value in sec["reader"]["processing"].items():
+            if value is not None and type(value) is not bool:
+                raise CertificateError(f"source.reader.processing.{flag}: {show(value)}, expected true, false or null")
 
 
 def _check_vocabulary(voc: dict) -> None:

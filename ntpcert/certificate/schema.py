@@ -20,7 +20,7 @@ import flint
 
 from ntpcert.errors import CertificateError
 from ntpcert.certificate.format import LIMITS
-from ntpcert.certificate.provenance import SOURCE_SCHEMA, VOCABULARY_SCHEMA
+from ntpcert.certificate.provenance import READER_SCHEMA, SOURCE_SCHEMA, VOCABULARY_SCHEMA
 from ntpcert.exact.modular import MODULUS_BOUND
 
 #: The most digits a JSON *integer literal* may have (Python's default int-string limit). Integers
@@ -111,6 +111,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "split": {"nonseparable": "list", "token_class": "list", "D_P": "list", "dual": "list"},
     "source": SOURCE_SCHEMA,  # where the instance was read from (ntpcert.certificate.provenance)
     "source.vocabulary": VOCABULARY_SCHEMA,  # a model's unseen tokens merged into one (ntpcert.instance.lm.merge)
+    "source.reader": READER_SCHEMA,  # a model read through a library's API (ntpcert.instance.lm.hooked)
     "svm": {"W?": "list", "W_factored?": "object", "a?": "list", "a_sparse?": "list", "gap": "rational",
             "distance_bound": "float",
             "norm_lower": "float", "norm_upper": "float"},

@@ -27,6 +27,8 @@ def check_source_section(sec: Any) -> None:
     check_section(sec, "source", "source")
     if "vocabulary" in sec:
         check_section(sec["vocabulary"], "source.vocabulary", "source.vocabulary")
+    if "reader" in sec:
+        check_section(sec["reader"], "source.reader", "source.reader")
     check_source(sec)
 
 

@@ -8,12 +8,18 @@
 * :mod:`~ntpcert.instance.lm.token_ids`: a corpus given as token ids (``--token-ids``);
 * :mod:`~ntpcert.instance.lm.activations`: an activations file, the h without the model
   (:func:`read_activations`, :func:`write_activations`).
+* :mod:`~ntpcert.instance.lm.hooked`: the same from a model held in memory by TransformerLens
+  (:func:`from_transformer_bridge`, :func:`from_hooked_transformer`, ``ntpcert[tl]``) or nnsight
+  (:func:`from_nnsight`, ``ntpcert[nnsight]``).
 
-Importing this package imports neither torch nor transformers; they load when a model is read.
+Importing this package imports neither torch nor transformers (nor transformer_lens, nor nnsight); they
+load when a model is read.
 """
 
 from ntpcert.instance.lm.contexts import ContextSpec
 from ntpcert.instance.lm.activations import read_activations, write_activations
+from ntpcert.instance.lm.hooked import HookedModelData, from_hooked_transformer, from_nnsight, from_transformer_bridge
 from ntpcert.instance.lm.load import ModelData, load_model_data
 
-__all__ = ["ContextSpec", "ModelData", "load_model_data", "read_activations", "write_activations"]
+__all__ = ["ContextSpec", "HookedModelData", "ModelData", "from_hooked_transformer", "from_nnsight",
+           "from_transformer_bridge", "load_model_data", "read_activations", "write_activations"]
