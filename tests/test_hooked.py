@@ -341,6 +341,15 @@ def test_a_certificate_of_a_bridge_instance_records_the_reader_and_verifies(mode
 
     with pytest.raises(CertificateError, match="source.reader.processing.fold_ln"):
         check_source_section(bad["source"])
+    from ntpcert.certificate import jsonio
+    from ntpcert.certificate.checker import verify_text
+    from tests.standalone import standalone
+
+    for forged in ({**data["source"]["reader"], "processing": {"fold_ln": "yes"}},
+                   {**data["source"]["reader"], "hook": 3}, {k: v for k, v in data["source"]["reader"].items()
+                                                             if k != "library"}):
+        text = jsonio.dumps({**data, "source": {**data["source"], "reader": forged}}, reseal=True)
+        assert not verify_text(text).valid and not standalone(text)[0], forged
 
 
 @pytest.mark.parametrize("module, extra, call", [("transformer_lens", "tl", from_transformer_bridge),

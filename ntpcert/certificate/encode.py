@@ -404,7 +404,11 @@ def _svm_matrices(svm: SVMBound) -> dict[str, Any]:
         out["W_factored"] = factored_record(svm.W_base, svm.scale, svm.W_delta)
     else:
         out["W"] = scaled_dyadic_strings(svm.W_base, svm.scale, svm.W_delta)
-    if svm.a.size >= FACTORED_MIN_ENTRIES and np.count_nonzero(svm.a) <= SPARSE_DUAL_MAX_FILL * svm.a.size:
+    if getattr(svm, "a_exact", None) is not None:  # a rational dual (the exact KKT pair): its non-zeros
+        from ntpcert.exact.rational import fraction_str
+
+        out["a_sparse"] = [[v, j, fraction_str(x)] for (v, j), x in sorted(svm.a_exact.items()) if x != 0]
+    elif svm.a.size >= FACTORED_MIN_ENTRIES and np.count_nonzero(svm.a) <= SPARSE_DUAL_MAX_FILL * svm.a.size:
         out["a_sparse"] = sparse_record(svm.a)
     else:
         out["a"] = to_strings_dyadic(svm.a)

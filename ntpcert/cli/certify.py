@@ -21,6 +21,9 @@ def register(subparsers: Any, name: str) -> None:
     json_option(p)
     p.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
     out_file_option(p, "with --exact: write the certificate here", flag="--certificate-out")
+    p.add_argument("--zero-gap", action="store_true",
+                   help="with --exact: W^mm itself, a rational KKT pair of gap exactly 0, where the active set's "
+                        "system is small enough (its rationals are far longer than the positive gap's)")
     p.add_argument("--no-svm", action="store_true", help="skip the NTP-SVM")
     p.add_argument("--excess", action="store_true",
                    help="also bracket the best loss L* = inf CE and L* - H (certified and written into the "
@@ -37,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.certificate_out is not None and not args.exact:
         raise InputError("--certificate-out: a certificate is written only with --exact")
+    if args.zero_gap and not args.exact:
+        raise InputError("--zero-gap: applies to the exact NTP-SVM bound of --exact")
     check_solver(args.solver)
     if args.exact:
         return _run_exact(args)
@@ -81,6 +86,7 @@ def _run_exact(args: argparse.Namespace) -> int:
         # the model files, by SHA-256, when DATA was read through --model
         source=None if data is None else data.source_record(),
         split=True,  # non-separable data: the split P / N, exact, in the certificate
+        zero_gap=args.zero_gap,
     )
     if args.json:
         emit_json(_json(rep, args, merge))

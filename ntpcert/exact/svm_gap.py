@@ -142,6 +142,9 @@ class SVMBound:
         Why the primal is not certified, or ``""``.
     bits : int
     seconds : float
+    a_exact : dict or None
+        ``{(v, j): Fraction}``, the non-zeros of a rational dual that is not dyadic (the exact KKT pair of
+        :mod:`ntpcert.exact.svm_kkt`); ``a`` is then its rounding. None: ``a`` is exact.
     """
 
     primal_feasible: bool
@@ -162,6 +165,7 @@ class SVMBound:
     bits: int = DEFAULT_BITS
     seconds: float = 0.0
     timings: dict = field(default_factory=dict)
+    a_exact: dict | None = None
 
     def W(self) -> np.ndarray:
         """:math:`W_c` rounded to float64, shape (V, d)."""

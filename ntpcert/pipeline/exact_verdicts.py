@@ -105,6 +105,9 @@ class ExactReport:
     why_not: dict | None = None
     #: The ``split`` key (:func:`ntpcert.pipeline.split_section.exact_split_section`), or None.
     split: dict | None = None
+    #: How the NTP-SVM's gap was closed to 0 (:mod:`ntpcert.exact.svm_kkt`), or why it was not; "" when the
+    #: bound came with gap 0 or there is no NTP-SVM.
+    svm_zero_gap: str = ""
 
     def _checked(self, verdict: Verdict) -> Verdict:
         if self.check.valid:
@@ -154,6 +157,8 @@ class ExactReport:
         if out.get("svm"):
             svm = dict(out["svm"])
             svm["exact"] = self.svm.to_json() if (self.svm is not None and self.check.valid) else None
+            if svm["exact"] is not None:
+                svm["exact"]["zero_gap"] = self.svm_zero_gap or None
             out["svm"] = svm
         out["exact"] = True
         out["certificate"] = self.path
@@ -230,6 +235,7 @@ def exact_certify(
     why_not: Callable[..., tuple[dict, dict]] | None = None,
     source: dict | None = None,
     split: bool = False,
+    zero_gap: bool = False,
 ) -> ExactReport:
     """Run the float pipeline, make every answer exact, check the certificate, optionally write it.
 
@@ -264,6 +270,11 @@ def exact_certify(
     split : bool
         When the data are not separable, also make the split of the out-of-support pairs exact and write it
         as the optional section ``split`` (:mod:`ntpcert.pipeline.split_section`; ``certify --exact`` does).
+    zero_gap : bool
+        Close the NTP-SVM's gap to exactly 0 with a rational KKT pair where the active set's system is small
+        enough (:mod:`ntpcert.exact.svm_kkt`; ``certify --exact --zero-gap``): W^mm itself, its rationals
+        often far longer than the positive gap's dyadics; where that fails, the positive gap stands and
+        ``svm_zero_gap`` says why.
     source : dict, optional
         The certificate's ``source`` section (:mod:`ntpcert.certificate.provenance`): the model files the
         instance was read from, by SHA-256.
@@ -286,6 +297,7 @@ def exact_certify(
             compat = _compatibility(instance, rep)
             wstar, note = _w_star(instance, compat, primes, E, w_star)
         bounder = None
+        zero_gap_note = ""
         with stages.stage("exact separability", key="exact_separability"):
             sep, bounder = _separability(instance, rep)
         with stages.stage("exact NTP-SVM gap", key="exact_svm_gap"):
@@ -295,6 +307,14 @@ def exact_certify(
                 if bound is None or not bound.primal_feasible:
                     bounder = bounder if bounder is not None else ExactSVMBounder(instance)
                     bound = exact_svm_bound(instance, rep.svm.W, rep.svm.dual, bounder=bounder)
+                if zero_gap and bound is not None and bound.primal_feasible and bound.gap != 0:
+                    from ntpcert.exact.svm_kkt import zero_gap_bound
+
+                    exact_pair, zero_gap_note = zero_gap_bound(instance, rep.svm.dual)
+                    if exact_pair is not None:
+                        bound = exact_pair
+                    else:
+                        zero_gap_note = f"no exact KKT pair ({zero_gap_note}): the positive gap stands"
         ex_key, ex_obj = None, None
         if excess:  # the excess-loss bracket, certified (ntpcert.pipeline.excess_certificate)
             from ntpcert.pipeline.excess_certificate import excess_key
@@ -343,7 +363,7 @@ def exact_certify(
     finally:
         stages.close()
     return ExactReport(rep, compat, sep, primes, E, wstar, note, bound, cert, check, written,
-                       time.perf_counter() - t0, dict(stages.seconds), ex_key, why_keys, split_key)
+                       time.perf_counter() - t0, dict(stages.seconds), ex_key, why_keys, split_key, zero_gap_note)
 
 
 def _check_writable_sizes(instance: NTPInstance, path: str) -> None:

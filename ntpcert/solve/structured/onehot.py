@@ -163,7 +163,7 @@ def _residuals(W, a, cols, s, mask, anchors):
     eq = float(np.abs(np.where(mask, Z - za, 0.0)).max()) if Z.size else 0.0
     marg = np.where(mask, np.inf, za - Z)
     min_margin = float(marg.min()) if marg.size else np.inf
-    comp = float(np.where(mask, 0.0, np.abs(a) * np.abs(marg - 1.0)).max()) if marg.size else 0.0
+    comp = float((np.abs(np.where(mask, 0.0, a)) * np.abs(np.where(mask, 1.0, marg) - 1.0)).max()) if marg.size else 0.0
     off = np.where(mask, 0.0, a)
     off_max = float(np.where(mask, -np.inf, a).max()) if a.size else 0.0
     return (eq, min_margin, comp, float(off.sum()), off_max, dres, float(np.abs(a.sum(axis=0)).max()),
