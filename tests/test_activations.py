@@ -226,6 +226,7 @@ from ntpcert.instance.datasets.pydoc_corpus import pydoc_text  # noqa: E402
 from ntpcert.instance.lm import load_model_data  # noqa: E402
 from ntpcert.instance.lm.contexts import split_documents  # noqa: E402
 from ntpcert.instance.lm.load import read_corpus, tokenize_documents  # noqa: E402
+from tests.cli_json import json_numbers, run_json  # noqa: E402
 from tests.lm_models import small_corpus, tiny_model  # noqa: E402
 
 
@@ -313,19 +314,7 @@ def test_a_forward_hook_of_ones_own_gives_the_models_instance(lm, tmp_path):
     assert got.instance.fingerprint() == lm["md"].instance.fingerprint()
 
 
-def _run(capsys, argv):
-    rc = main(argv)
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
-
-
-def _numbers(obj, path=""):
-    if isinstance(obj, dict):
-        return {k: v for key, val in obj.items() for k, v in _numbers(val, f"{path}.{key}").items()}
-    if isinstance(obj, list):
-        return {k: v for i, val in enumerate(obj) for k, v in _numbers(val, f"{path}[{i}]").items()}
-    return {path: obj}
+_run, _numbers = run_json, json_numbers
 
 
 def test_certify_and_compare_read_the_file_as_the_model(lm, tmp_path, capsys):

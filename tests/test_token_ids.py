@@ -19,6 +19,7 @@ from ntpcert.instance.datasets.pydoc_corpus import pydoc_text  # noqa: E402
 from ntpcert.instance.lm import load_model_data  # noqa: E402
 from ntpcert.instance.lm.contexts import split_documents  # noqa: E402
 from ntpcert.instance.lm.load import read_corpus, tokenize_documents  # noqa: E402
+from tests.cli_json import json_numbers, run_json
 from tests.lm_models import small_corpus, tiny_model  # noqa: E402
 
 
@@ -59,20 +60,7 @@ def lm(tmp_path_factory):
             "V": load_model_data(corpus, model, static=True).V}
 
 
-def _run(capsys, argv):
-    rc = main(argv)
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
-
-
-def _numbers(obj, path=""):
-    """Every number of a JSON object by its path."""
-    if isinstance(obj, dict):
-        return {k: v for key, val in obj.items() for k, v in _numbers(val, f"{path}.{key}").items()}
-    if isinstance(obj, list):
-        return {k: v for i, val in enumerate(obj) for k, v in _numbers(val, f"{path}[{i}]").items()}
-    return {path: obj}
+_run, _numbers = run_json, json_numbers
 
 
 CASES = [("one", "one.npy"), ("twice", "twice.npy"), ("ragged", "ds")]
