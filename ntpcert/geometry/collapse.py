@@ -287,6 +287,20 @@ def _var(x: np.ndarray) -> float:
     return float(np.var(x, ddof=1)) if x.size >= 2 and np.all(np.isfinite(x)) else _NAN
 
 
+
+def _near_pairs(d2: np.ndarray, base: np.ndarray, X: np.ndarray, gi: np.ndarray, gj: np.ndarray,
+                size2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Squared distances of the rows (gi, gj) of X from a Gram difference ``d2``, recomputed directly where
+    it lost digits (at most NEAR_RTOL of ``base``), and which pairs coincide (within COINCIDENT_RTOL of the
+    larger of ``size2``, the squared sizes)."""
+    near = np.flatnonzero(d2 <= NEAR_RTOL * base)
+    if near.size:
+        diff = X[gi[near]] - X[gj[near]]
+        d2[near] = np.einsum("ij,ij->i", diff, diff)
+    coincide = np.zeros(d2.size, dtype=bool)
+    coincide[near] = d2[near] <= COINCIDENT_RTOL ** 2 * np.maximum(size2[gi[near]], size2[gj[near]])
+    return d2, coincide
+
 def _pairwise(cm: ClassMeans) -> dict[str, float]:
     """CDNV, the cosines' mean and spread and the log kernel, over the pairs c < c', by blocks of rows of the
     Gram matrix of the centred means (module doc)."""
@@ -314,24 +328,12 @@ def _pairwise(cm: ClassMeans) -> dict[str, float]:
         cos = g / (scale[gi] * scale[gj])
         cos_ss += float(np.sum((cos - cos_mean) ** 2))
         # CDNV: squared distances of the means, recomputed directly where the Gram difference lost digits
-        d2 = n2[gi] + n2[gj] - 2.0 * g
-        near = np.flatnonzero(d2 <= NEAR_RTOL * (n2[gi] + n2[gj]))
-        if near.size:
-            diff = M[gi[near]] - M[gj[near]]
-            d2[near] = np.einsum("ij,ij->i", diff, diff)
-        coincide = np.zeros(d2.size, dtype=bool)
-        coincide[near] = d2[near] <= COINCIDENT_RTOL ** 2 * np.maximum(raw2[gi[near]], raw2[gj[near]])
+        d2, coincide = _near_pairs(n2[gi] + n2[gj] - 2.0 * g, n2[gi] + n2[gj], M, gi, gj, raw2)
         keep = ~coincide
         cdnv_sum += float(np.sum((var[gi[keep]] + var[gj[keep]]) / (2.0 * d2[keep])))
         n_cdnv += int(keep.sum())
         # log kernel of the normalised centred means
-        k2 = q[gi] + q[gj] - 2.0 * cos
-        near = np.flatnonzero(k2 <= NEAR_RTOL * (q[gi] + q[gj]))
-        if near.size:
-            diff = Xh[gi[near]] - Xh[gj[near]]
-            k2[near] = np.einsum("ij,ij->i", diff, diff)
-        coincide = np.zeros(k2.size, dtype=bool)
-        coincide[near] = k2[near] <= COINCIDENT_RTOL ** 2 * np.maximum(q[gi[near]], q[gj[near]])
+        k2, coincide = _near_pairs(q[gi] + q[gj] - 2.0 * cos, q[gi] + q[gj], Xh, gi, gj, q)
         vals = -0.5 * np.log(k2[~coincide])
         if vals.size:
             if shift is None:
