@@ -172,15 +172,15 @@ def test_certificate_round_trip_and_forgeries_refused():
 
     def bump(c):
         item = c["combinations"][0]
-        item["weights"][0] = str(Fraction(item["weights"][0]) * Fraction(1001, 1000))
+        item["numerators"][0] = str(int(item["numerators"][0]) + 1)
 
     valid, why = forged(bump)
     assert not valid and "sum 1" in why[0]
 
     def move_weight(c):  # still positive with sum 1, but not the row
         item = next(x for x in c["combinations"] if len(x["support"]) >= 2)
-        w0, w1 = Fraction(item["weights"][0]), Fraction(item["weights"][1])
-        item["weights"][0], item["weights"][1] = str(w0 + w1 / 2), str(w1 / 2)
+        n0, n1 = int(item["numerators"][0]), int(item["numerators"][1])
+        item["numerators"][0], item["numerators"][1] = str(n0 + n1 - 1), "1"
 
     valid, why = forged(move_weight)
     assert not valid and "coordinate" in why[0]
@@ -241,7 +241,7 @@ def test_cli_json_certificate_and_check(tmp_path, capsys):
     assert main(["bottleneck", str(tmp_path / "W.npy"), "--check", str(cert)]) == 0
     assert capsys.readouterr().out.startswith("VALID")
     c = json.loads(cert.read_text())
-    c["combinations"][0]["weights"][0] = "1"
+    c["combinations"][0]["numerators"][0] = "1"
     cert.write_text(json.dumps(c))
     assert main(["bottleneck", str(tmp_path / "W.npy"), "--check", str(cert)]) == 3
     assert capsys.readouterr().out.startswith("INVALID")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -191,7 +190,7 @@ def _check(cert: dict, W: Any, b: Any) -> BottleneckCheck:
         if not 0 <= v < V:
             raise _Fail("combinations: a token out of range")
         claim(v, "combination")
-        _check_combination(W, b, v, item["support"], item["weights"])
+        _check_combination(W, b, v, item)
         no.append(v)
     und = [int(item["token"]) for item in cert["undetermined"]]
     for v in und:
@@ -203,22 +202,34 @@ def _check(cert: dict, W: Any, b: Any) -> BottleneckCheck:
     return BottleneckCheck(True, (), tuple(sorted(yes)), tuple(sorted(no)), tuple(sorted(und)))
 
 
-def _check_combination(W: np.ndarray, b: np.ndarray | None, v: int, support: Any, weights: Any) -> None:
-    if not isinstance(support, list) or not isinstance(weights, list) or len(support) != len(weights) or not support:
-        raise _Fail(f"token {v}: support and weights must be non-empty lists of one length")
+def _check_combination(W: np.ndarray, b: np.ndarray | None, v: int, item: dict) -> None:
+    from ntpcert.certificate.jsonio import unlimited_int_digits
+
+    support, nums, den = item["support"], item["numerators"], item["denominator"]
+    if not isinstance(support, list) or not isinstance(nums, list) or len(support) != len(nums) or not support:
+        raise _Fail(f"token {v}: support and numerators must be non-empty lists of one length")
     S = [int(u) for u in support]
     if len(set(S)) != len(S) or v in S or any(not 0 <= u < W.shape[0] for u in S):
         raise _Fail(f"token {v}: its support repeats a token, holds the token itself, or is out of range")
-    lam = []
-    for q in weights:
-        if not isinstance(q, str) or len(q) > 100_000:
-            raise _Fail(f"token {v}: a weight is not a rational written as text")
-        lam.append(Fraction(q))
-    if any(x <= 0 for x in lam) or sum(lam) != 1:
+    if not all(isinstance(q, str) and q.isdigit() and len(q) < 1_000_000 for q in nums + [den]):
+        raise _Fail(f"token {v}: numerators and denominator must be non-negative integers written as text")
+    with unlimited_int_digits():
+        lam, D = [int(q) for q in nums], int(den)
+    if any(x <= 0 for x in lam) or D <= 0 or sum(lam) != D:
         raise _Fail(f"token {v}: the weights are not positive with sum 1")
-    for j in range(W.shape[1]):
-        if sum((x * Fraction(float(W[u, j])) for u, x in zip(S, lam)), Fraction(0)) != Fraction(float(W[v, j])):
+    rows = S + [v]
+    cols = [W[rows, j] for j in range(W.shape[1])] + ([b[rows]] if b is not None else [])
+    for j, col in enumerate(cols):
+        N = _dyadic_ints(col)  # exact values of one coordinate, as integers on a common power of two
+        total = sum(x * n for x, n in zip(lam, N[:-1]))
+        if j < W.shape[1] and total != D * N[-1]:
             raise _Fail(f"token {v}: the weighted rows differ from its row in coordinate {j}")
-    if b is not None and sum((x * Fraction(float(b[u])) for u, x in zip(S, lam)), Fraction(0)) < Fraction(float(b[v])):
-        raise _Fail(f"token {v}: the weighted biases are below its bias")
+        if j == W.shape[1] and total < D * N[-1]:
+            raise _Fail(f"token {v}: the weighted biases are below its bias")
 
+
+def _dyadic_ints(x: np.ndarray) -> list[int]:
+    """Integers N with x == N * 2**-K for one K (float64 values are dyadic)."""
+    ratios = [float(t).as_integer_ratio() for t in x]
+    K = max(q.bit_length() - 1 for _, q in ratios)
+    return [p << (K - (q.bit_length() - 1)) for p, q in ratios]

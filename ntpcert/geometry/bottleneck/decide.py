@@ -186,7 +186,10 @@ def _row_pass(screen: ArgmaxScreen, W: np.ndarray, b: np.ndarray | None, center:
         else:
             c = natural_bias_entry(W, center, src, bits)
         G = row_direction(W, center, src, np.full(src.size, bits), c)
-        win = screen.certify(G, dtype=dtype)
+        try:
+            win = screen.certify(G, dtype=dtype)
+        except ValueError:  # d so large that no slice of W fits this float type's exact integers: next pass
+            break
         for j in np.flatnonzero(win >= 0):
             u = int(win[j])
             if verdict[u] == UNDETERMINED:

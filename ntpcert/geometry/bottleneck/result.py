@@ -141,9 +141,21 @@ class BottleneckResult:
                      **({"c": [int(x) for x in w.c[rows]]} if self.bias else {})},
             "points": [{"token": v, "x": [float(t) for t in x]} for v, x in sorted(w.point.items())],
             "alone": bool(w.alone),
-            "combinations": [{"token": v, "support": list(s), "weights": [str(q) for q in lam]}
-                             for v, (s, lam) in sorted(w.farkas.items())],
+            "combinations": [_combination(v, s, lam) for v, (s, lam) in sorted(w.farkas.items())],
             "duplicates": [{"token": int(v), "twin": int(w.twin[v])} for v in np.flatnonzero(w.twin >= 0)],
             "undetermined": [{"token": v, "why": w.why.get(v, "")} for v in self.undetermined],
         }
         return cert
+
+
+def _combination(v: int, support: tuple[int, ...], lam: tuple[Fraction, ...]) -> dict:
+    """A convex combination as the certificate writes it: integer numerators over one common denominator, as
+    decimal text (a combination of about d + 1 rows has weights of thousands of digits)."""
+    from math import lcm
+
+    from ntpcert.certificate.jsonio import unlimited_int_digits
+
+    den = lcm(*(q.denominator for q in lam))
+    with unlimited_int_digits():
+        return {"token": int(v), "support": [int(u) for u in support],
+                "numerators": [str(q.numerator * (den // q.denominator)) for q in lam], "denominator": str(den)}
