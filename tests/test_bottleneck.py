@@ -292,3 +292,21 @@ def test_cli_model_heads_tied_and_with_bias(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["bias"] is True and out["counts"]["undetermined"] == 0
     assert np.sum(reference(head.W, head.b)) == out["counts"]["argmaxable"]
+
+
+def test_cli_safetensors_head_with_bias_and_npy_bias_agree(tmp_path, capsys):
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    rng = np.random.default_rng(9)
+    W, b = random_decoder(rng, 3, 25, True, 3)
+    safetensors_numpy.save_file({"lm_head.weight": W.astype(np.float32), "lm_head.bias": b.astype(np.float32),
+                                 "other.weight": np.ones((2, 2), np.float32)}, str(tmp_path / "head.safetensors"))
+    W32, b32 = W.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
+    np.save(tmp_path / "W.npy", W32)
+    np.save(tmp_path / "b.npy", b32)
+    assert main(["bottleneck", str(tmp_path / "head.safetensors"), "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main(["bottleneck", str(tmp_path / "W.npy"), "--bias", str(tmp_path / "b.npy"), "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert a["bias"] is c["bias"] is True and a["source"]["bias"] == "lm_head.bias"
+    assert a["unargmaxable"] == c["unargmaxable"] == argmaxability(W32, b32).unargmaxable
+    assert len(a["unargmaxable"]) == int(np.sum(~reference(W32, b32)))
