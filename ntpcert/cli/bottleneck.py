@@ -108,8 +108,8 @@ def _ids(xs: list[int], n: int) -> str:
 def _lines(res: Any, source: dict, n: int, cert: str | None) -> list[str]:
     c = res.counts()
     kinds = ", ".join(f"{k} {v:,}" for k, v in sorted(c["by_witness"].items()))
-    lines = [f"decoder: V = {res.V:,}, d = {res.d:,}, {'with' if res.bias else 'no'} bias "
-             f"({os.path.basename(str(source.get('path', '')))}{', ' + source['weight'] if 'weight' in source else ''})",
+    where = os.path.basename(str(source.get("path", ""))) + (f", {source['weight']}" if "weight" in source else "")
+    lines = [f"decoder: V = {res.V:,}, d = {res.d:,}, {'with' if res.bias else 'no'} bias ({where})",
              f"argmaxable {c['argmaxable']:,}, unargmaxable {c['unargmaxable']:,}, undetermined "
              f"{c['undetermined']:,} (witnesses: {kinds})"]
     if res.unargmaxable:
