@@ -156,6 +156,14 @@ CASES = [
     ("compare-decoder-not-an-array", ["compare", "D.json", "--W", "W.npy"], "W"),
     ("compare-decoder-wrong-shape", ["compare", "D.json", "--W", "W22.npy"], "shape (V, d) = (3, 2)"),
     ("compare-figure-over-a-file", ["compare", "D.json", "--W", "W32.npy", "--figure", "fig.png"], "--figure"),
+    ("bottleneck-no-decoder", ["bottleneck"], "W"),
+    ("bottleneck-decoder-not-an-array", ["bottleneck", "W.npy"], "W"),
+    ("bottleneck-missing-decoder", ["bottleneck", "nope.npy"], "nope.npy"),
+    ("bottleneck-bias-wrong-shape", ["bottleneck", "W22.npy", "--bias", "W32.npy"], "--bias"),
+    ("bottleneck-missing-model", ["bottleneck", "--model", "nope"], "--model"),
+    ("bottleneck-certificate-over-input", ["bottleneck", "W22.npy", "--certificate-out", "W22.npy"], "input"),
+    ("bottleneck-certificate-exists", ["bottleneck", "W22.npy", "--certificate-out", "fig.png"], "--force"),
+    ("bottleneck-check-not-json", ["bottleneck", "W22.npy", "--check", "W.npy"], "certificate"),
 ]
 
 #: Data files the strict reader refuses (the certificate's reader: ntpcert.util.strict_json), each with the
@@ -185,7 +193,7 @@ CASES += [(f"{cmd}-strict-{name.split('.')[0]}", [a.replace("{}", name) for a in
           for cmd, argv in DATA_COMMANDS.items() for name, (_, needle) in STRICT_FILES.items()]
 
 COMMANDS = {"info", "certify", "svm", "limits", "verify", "bench", "trajectory", "reproduce", "sweep", "sweep-plot",
-            "explain", "geometry", "compare"}
+            "explain", "geometry", "compare", "bottleneck"}
 
 SPECS = {
     "good.toml": 'name = "good"\n[grid]\nm = 2\nd = 1\nV = 2\nk = 1\n',

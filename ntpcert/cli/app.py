@@ -30,6 +30,7 @@ COMMANDS = {
     "sweep-plot": "ntpcert.cli.sweep_plot",
     "geometry": "ntpcert.cli.geometry",
     "compare": "ntpcert.cli.compare",
+    "bottleneck": "ntpcert.cli.bottleneck",
 }
 
 
