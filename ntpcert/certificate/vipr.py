@@ -84,7 +84,7 @@ def _header(instance: NTPInstance, system, relation: str, source: str) -> list[s
     V, d = instance.V, instance.d
     names = [f"w{v}_{i}" for v in range(V) for i in range(d)]
     lines = [f"% ntpcert: NTP-separability (6) of an instance with m={instance.m}, d={d}, V={V}",
-             f"% variables w<v>_<i> = W[v, i]; e<j>_<z>: (6a) equality rows; g<j>_<v>: (6b) margin rows >= 1",
+             "% variables w<v>_<i> = W[v, i]; e<j>_<z>: (6a) equality rows; g<j>_<v>: (6b) margin rows >= 1",
              f"% verdict: {relation} (from {source})",
              f"VER {VIPR_VERSION}", f"VAR {V * d}"]
     lines += [" ".join(names[s:s + 16]) for s in range(0, len(names), 16)]
