@@ -21,6 +21,8 @@ def register(subparsers: Any, name: str) -> None:
     json_option(p)
     p.add_argument("--exact", action="store_true", help="certificates checked in exact rational arithmetic")
     out_file_option(p, "with --exact: write the certificate here", flag="--certificate-out")
+    out_file_option(p, "with --exact: write the separability verdict as a VIPR certificate here (for viprchk)",
+                    flag="--vipr-out")
     p.add_argument("--zero-gap", action="store_true",
                    help="with --exact: W^mm itself, a rational KKT pair of gap exactly 0, where the active set's "
                         "system is small enough (its rationals are far longer than the positive gap's)")
@@ -40,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.certificate_out is not None and not args.exact:
         raise InputError("--certificate-out: a certificate is written only with --exact")
+    if args.vipr_out is not None and not args.exact:
+        raise InputError("--vipr-out: a VIPR certificate is written only with --exact")
     if args.zero_gap and not args.exact:
         raise InputError("--zero-gap: applies to the exact NTP-SVM bound of --exact")
     check_solver(args.solver)
@@ -70,6 +74,8 @@ def _run_exact(args: argparse.Namespace) -> int:
 
     if args.certificate_out is not None:  # before the work, not after it
         check_output_file(args.certificate_out, "--certificate-out", overwrite=args.force, inputs=data_inputs(args))
+    if args.vipr_out is not None:
+        check_output_file(args.vipr_out, "--vipr-out", overwrite=args.force, inputs=data_inputs(args))
     inst, data = _load(args)
     merge = None if data is None else data.merge
     rep = exact_certify(
@@ -88,11 +94,25 @@ def _run_exact(args: argparse.Namespace) -> int:
         split=True,  # non-separable data: the split P / N, exact, in the certificate
         zero_gap=args.zero_gap,
     )
+    if args.vipr_out is not None:
+        _write_vipr(args.vipr_out, inst, rep.separability)
     if args.json:
         emit_json(_json(rep, args, merge))
     else:
         emit_lines(exact_report_lines(rep) + vocabulary_lines(merge, svm_asked=not args.no_svm))
     return EXIT_OK
+
+
+def _write_vipr(path: str, inst: Any, verdict: Any) -> None:
+    """The separability verdict as VIPR (:mod:`ntpcert.certificate.vipr`); one line on stderr when it has
+    no exact witness to write (the file is then not written)."""
+    import sys
+
+    from ntpcert.certificate.vipr import write_vipr
+
+    export, why = write_vipr(path, inst, verdict)
+    if export is None:
+        print(f"--vipr-out: not written: {why}", file=sys.stderr)
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
