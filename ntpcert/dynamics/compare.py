@@ -442,9 +442,10 @@ def compare_decoder(instance: Any, limits: Limits, W: np.ndarray | None = None, 
     against the instance's shape), as a :class:`DecoderReport`."""
     if snapshots is not None:
         snaps = [(t, instance.check_decoder(Wt)) for t, Wt in snapshots]
-        return DecoderReport(instance, limits, series=compare_series(snaps, limits, frequency=frequency), source=source)
+        return DecoderReport(instance, limits, series=compare_series(snaps, limits, frequency=frequency), source=source,
+                             separable=limits.separable)
     cmp = compare(instance.check_decoder(W), limits, frequency=frequency)
-    return DecoderReport(instance, limits, comparison=cmp, source=source)
+    return DecoderReport(instance, limits, comparison=cmp, source=source, separable=limits.separable)
 
 
 def model_instance(data: Any, *, max_entries: int | None = None) -> tuple[Any, Any]:

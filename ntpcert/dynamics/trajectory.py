@@ -184,6 +184,9 @@ class Limits:
     norm_svms: dict[str, NormSVMSolution] = field(default_factory=dict)
     svm_error: str | None = None
     split: Any = None
+    #: The NTP-SVM's infeasibility was shown by a Farkas ray checked in exact arithmetic (the solver's own),
+    #: so (6) fails even where the split is undetermined.
+    refuted: bool = False
 
     @property
     def W_mm(self) -> np.ndarray | None:
@@ -193,11 +196,14 @@ class Limits:
     @property
     def separable(self) -> bool | None:
         """Whether (6) holds by these limits: the NTP-SVM was solved on the instance itself (True), or the
-        split found non-separable pairs (False); None when the split is undetermined."""
+        split found non-separable pairs, or the solver's Farkas ray was checked exactly (False); None when
+        the split is undetermined and no exact ray was found."""
         if self.split is None:
             return self.svm is not None
         N = self.split.nonseparable
-        return None if N is None else len(N) == 0
+        if N is None:
+            return False if self.refuted else None
+        return len(N) == 0
 
     @classmethod
     def compute(
@@ -237,8 +243,9 @@ class Limits:
                 svm = solve_separable(system, solver=solver) if pre is not None else solve_svm(system, solver=solver)
             except InfeasibleError as e:
                 err = str(e)
+                refuted = bool(getattr(getattr(e, "certificate", None), "exact", False))
                 general = cls._nonseparable(instance, system, sub, fit.W_star, comp.holds, err, solver,
-                                            None if pre is None else pre.nonseparable)
+                                            None if pre is None else pre.nonseparable, refuted=refuted)
                 if general.svm is not None:  # the other norms' SVMs of the separable pairs, on the extended pattern
                     for n in norms:
                         general.norm_svms[n] = solve_norm_svm(general.system, n, solver=norm_solver,
@@ -255,7 +262,8 @@ class Limits:
 
     @classmethod
     def _nonseparable(cls, instance: NTPInstance, system: KeslerSystem, sub: Subspace, W_star: np.ndarray,
-                      compatible: bool | None, err: str, solver: str, nonseparable: Any = None) -> "Limits":
+                      compatible: bool | None, err: str, solver: str, nonseparable: Any = None,
+                      refuted: bool = False) -> "Limits":
         """The general limits (``split``) of an instance whose NTP-SVM is infeasible (N given, or found
         here); with an undetermined split, the old limits (no W^mm) carrying the split's reason."""
         from ntpcert.pipeline.nonseparable import nonseparable_limits
@@ -264,9 +272,9 @@ class Limits:
         lim = gen.limit
         if lim is None:
             why = f"{err}; W_fin, W^mm_P: {gen.error or gen.split_note}"
-            return cls(instance, system, sub, instance.entropy(), W_star, compatible, None, {}, why, gen)
+            return cls(instance, system, sub, instance.entropy(), W_star, compatible, None, {}, why, gen, refuted)
         return cls(instance, lim.system, lim.subspace, instance.entropy(), lim.W_fin, compatible, gen.svm, {},
-                   gen.svm_error, gen)
+                   gen.svm_error, gen, refuted)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
