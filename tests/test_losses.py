@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 from scipy.special import logsumexp
@@ -97,6 +97,7 @@ def test_smoothed_limit_is_the_minimiser_of_the_smoothed_ce(inst, k):
     entropy = float(-(pi @ (P * np.log(P)).sum(axis=1)))
     assert abs(lim.entropy - entropy) <= 1e-12
     assert lim.finite and lim.W_mm is None
+    event(f"smoothed instance compatible: {lim.compatible}")
     if lim.compatible is True:
         assert abs(lim.minimum - entropy) <= VALUE_RTOL
     elif lim.compatible is False:
@@ -171,6 +172,7 @@ def test_adjusted_limit_minimises_the_adjusted_ce(inst, seed):
     c = np.random.default_rng(seed).normal(size=inst.V)
     lim = adjustment_limits(inst, c)
     assume(lim.limits.split is None and lim.W_mm is not None)
+    event(f"adjusted targets compatible: {lim.compatible}")
     H, pi, V = inst.embeddings, inst.weights, inst.V
     mask = inst.support_mask()
 
