@@ -4,6 +4,7 @@ verdicts of the smoothed and adjusted instances with both checkers."""
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
@@ -235,14 +236,8 @@ def test_gd_under_logit_adjustment_meets_the_decade_checks_against_the_new_limit
     assert chk.rel_dist_F[-1] < chk.rel_dist_F[-2] < chk.rel_dist_F[-3]
     assert tr["excess_loss"][-1] < tr["excess_loss"][1]
     # against the unadjusted limits, the F-part misses
-    old = dataclass_replace_W(lim.limits, plain.W_star)
+    old = dataclasses.replace(lim.limits, W_star=plain.W_star)
     assert convergence_checks(tr, old, path=False).verdicts["F_convergence"] is False
-
-
-def dataclass_replace_W(limits, W):
-    import dataclasses
-
-    return dataclasses.replace(limits, W_star=W)
 
 
 @pytest.mark.parametrize("tau", [1, Fraction(1, 2), Fraction(-3, 2)])
@@ -342,3 +337,35 @@ def test_weighted_ce_is_kappa_times_the_weighted_instance_ce():
         assert abs(float(kappa) * J.loss(W) - own) <= 1e-12 * max(1.0, abs(own))
     assert [list(s) for s in J.supports] == [list(s) for s in inst.supports]
     assert weighted_limits(inst, beta, omega).scale == float(kappa)
+
+
+def test_offset_limit_with_zero_offsets_is_w_fin_and_adjusted_w_fin_minimises_its_reduced_loss():
+    """On data that are not separable: with c = 0 the Newton solve gives the split's W_fin; with offsets, W_fin,c
+    minimises the test's own CE_N with offsets (softmax over S_j u N_j), and GD on CE_c approaches it."""
+    H = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])  # tokens 0 and 1 both follow h and -h: not separable
+    inst = NTPInstance.from_counts(H, [[2, 1, 0], [1, 3, 0], [0, 1, 2]])
+    plain = Limits.compute(inst)
+    assert plain.split is not None and plain.split.limit is not None and len(plain.split.nonseparable)
+    zero = adjustment_limits(inst, np.zeros(3))
+    assert _close(zero.W_limit, plain.W_star, 1e-9)
+    c = np.array([0.3, -0.5, 0.9])
+    lim = adjustment_limits(inst, c)
+    mask = lim.limits.system.instance.support_mask()  # S_j u N_j
+    V = inst.V
+
+    def reduced(x):
+        W = x.reshape(V, -1)
+        Z = np.where(mask, H @ W.T + c, -np.inf)
+        lse = logsumexp(Z, axis=1)
+        S = np.exp(Z - lse[:, None])
+        Zs = np.where(inst.probs > 0, Z, 0.0)
+        return (float(inst.weights @ (lse - (inst.probs * Zs).sum(axis=1))),
+                (((S - inst.probs) * inst.weights[:, None]).T @ H).ravel())
+
+    w = _lbfgs(reduced, V * inst.d)
+    assert _close(_centred(H @ lim.W_limit.T, mask), _centred(H @ w.reshape(V, -1).T, mask), ARGMIN_RTOL)
+    steps = 100_000
+    tr = run_adjusted(lim, O.gd(), steps, snapshots=decade_steps(steps))
+    chk = convergence_checks(tr, lim.limits, path=False)
+    assert chk.verdicts["F_convergence"] is True
+    assert abs(tr["loss"][-1] - lim.minimum) <= 1e-3
