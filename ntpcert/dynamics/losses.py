@@ -71,8 +71,9 @@ class LossLimits:
     compatible : bool or None
         Whether the loss's log-odds targets are reachable, by float64 (the exact verdict is separate).
     minimum : float
-        The infimum of the loss (finite part; for logit adjustment on separable data, the reduced loss at
-        :math:`W_c`, which the loss approaches along the limit).
+        The infimum of the loss: :math:`\mathrm{CE}_\varepsilon(W_\varepsilon)`; for logit adjustment the
+        reduced loss at :math:`W_c`, which the loss approaches along the limit; for temperature and weighted CE
+        the entropy of the equivalent instance where it is compatible and separable, else NaN.
     entropy : float
         The entropy of the targets (the infimum exactly when ``compatible`` and (6) hold).
     offsets : ndarray of shape (V,) or None
@@ -189,7 +190,7 @@ def tempered_limits(instance: NTPInstance, temperature: float, **limits_options:
     inst = tempered_instance(instance, temperature)
     lim = Limits.compute(inst, **limits_options)
     return LossLimits("temperature", {"temperature": float(temperature)}, inst, lim, lim.compatible,
-                      inst.loss(lim.W_star) if lim.svm is None else inst.entropy(), inst.entropy())
+                      _entropy_if_reached(inst, lim), inst.entropy())
 
 
 def weighted_limits(instance: NTPInstance, token_weights: Any = None, context_weights: Any = None,
@@ -201,8 +202,14 @@ def weighted_limits(instance: NTPInstance, token_weights: Any = None, context_we
     params = {"token_weights": None if token_weights is None else [str(as_fraction("w", x)) for x in token_weights],
               "context_weights": None if context_weights is None else
               [str(as_fraction("w", x)) for x in context_weights]}
-    return LossLimits("weighted", params, inst, lim, lim.compatible, inst.entropy(), inst.entropy(),
+    return LossLimits("weighted", params, inst, lim, lim.compatible, _entropy_if_reached(inst, lim), inst.entropy(),
                       scale=float(kappa))
+
+
+def _entropy_if_reached(inst: NTPInstance, lim: Limits) -> float:
+    """The infimum of the equivalent instance's CE where the float limits show it is the entropy (compatible
+    and separable); NaN otherwise (its W_fin and L* are :mod:`ntpcert.pipeline.nonseparable`'s)."""
+    return inst.entropy() if (lim.compatible is True and lim.separable is True) else math.nan
 
 
 # ---------------------------------------------------------------------------- exact verdicts
