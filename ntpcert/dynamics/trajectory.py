@@ -554,6 +554,10 @@ class Stepper:
         Resolved here (GD's default step).
     W0 : ndarray of shape (V, d), optional
         Start; default zeros.
+    kernel : optional
+        The loss's gradient kernel, with the ``gradient_into`` and ``direction_into`` of
+        :class:`~ntpcert.instance.ce.CEKernel` (default: the CE of ``instance``); e.g.
+        :class:`ntpcert.instance.losses.AdjustedCE` for the logit-adjusted CE.
 
     Attributes
     ----------
@@ -563,11 +567,12 @@ class Stepper:
         Steps taken.
     """
 
-    def __init__(self, instance: NTPInstance, optimizer: Optimizer, W0: np.ndarray | None = None) -> None:
+    def __init__(self, instance: NTPInstance, optimizer: Optimizer, W0: np.ndarray | None = None,
+                 kernel: Any = None) -> None:
         self.optimizer = optimizer.resolve(instance)
         self.W = np.zeros((instance.V, instance.d)) if W0 is None else np.array(instance.check_decoder(W0), copy=True)
         self._bufs = self.optimizer.init(self.W).buffers
-        self._kernel = CEKernel(instance)
+        self._kernel = CEKernel(instance) if kernel is None else kernel
         self._G = np.empty_like(self.W)
         self._log_scale = -math.inf  # log-scale of the buffers of a scale-free optimiser
         self.t = 0
