@@ -213,3 +213,33 @@ def test_other_norm_svms_of_the_separable_pairs():
         # feasible for the extended pattern: in F_N^perp with margins >= 1 on P
         assert float(lim.system.apply_margin(sol.W).min()) >= 1 - 1e-6
         assert float(np.abs(lim.system.apply_eq(sol.W)).max()) <= 1e-6 * max(1.0, float(np.abs(sol.W).max()))
+
+
+def test_an_exact_ray_says_not_separable_where_the_split_is_undetermined(monkeypatch):
+    """The NTP-SVM's Farkas ray, checked exactly, refutes (6) even when the split of the pairs is not found
+    (HiGHS failing on a model's nearly degenerate h): separable is False, not None, in Limits and compare."""
+    import numpy as np
+
+    import ntpcert.dynamics.trajectory as traj
+    import ntpcert.pipeline.nonseparable as ns
+    from ntpcert import NTPInstance
+    from ntpcert.dynamics.compare import compare_decoder
+
+    inst = NTPInstance.from_counts(np.array([[1.0, 0.5], [-1.0, -0.5], [0.3, 2.0]]), [[2, 0, 0], [3, 0, 0], [0, 1, 1]])
+    real = ns.nonseparable_limits
+
+    def undetermined(*args, **kwargs):  # the split as HiGHS left it on the model: no N
+        out = real(*args, **kwargs)
+        return dataclasses.replace(out, nonseparable=None, limit=None, split_note="undetermined (forced by the test)")
+
+    import dataclasses
+
+    monkeypatch.setattr(traj, "_split_first", lambda system: None)
+    monkeypatch.setattr(ns, "nonseparable_limits", undetermined)
+    lim = traj.Limits.compute(inst)
+    assert lim.svm is None and lim.split is not None and lim.split.nonseparable is None
+    assert lim.refuted and lim.separable is False
+    rep = compare_decoder(inst, lim, np.zeros((inst.V, inst.d)))
+    assert rep.to_json()["separable"] is False
+    lim_unproved = dataclasses.replace(lim, refuted=False)
+    assert lim_unproved.separable is None
