@@ -243,3 +243,42 @@ def test_an_exact_ray_says_not_separable_where_the_split_is_undetermined(monkeyp
     assert rep.to_json()["separable"] is False
     lim_unproved = dataclasses.replace(lim, refuted=False)
     assert lim_unproved.separable is None
+
+
+def test_separable_but_incompatible_data_have_w_fin_as_the_finite_limit_not_the_least_squares_point():
+    """h_2 = 2 h_1 with other odds: (4) has no solution, yet the data are separable. GD's projection on F
+    tends to the minimiser of the in-support loss on F (W_fin with N empty), which Limits now reports; the
+    least-squares point of (4) is another matrix, and GD moves away from it."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    from ntpcert import NTPInstance
+    from ntpcert.dynamics.trajectory import Limits
+    from ntpcert.rows.subspace import least_squares_fit
+
+    inst = NTPInstance.from_counts(np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]]), [[1, 1, 0], [1, 3, 0], [0, 0, 2]])
+    lim = Limits.compute(inst)
+    assert lim.compatible is False and lim.svm is not None and lim.separable is True
+    assert lim.w_star_note.startswith("W_fin") and lim.to_json()["W_star_is"] == lim.w_star_note
+    H, P, pi = inst.embeddings, inst.probs, inst.weights
+
+    def in_support_ce(x):  # the test's own: softmax over each support only
+        Z = H @ x.reshape(inst.V, inst.d).T
+        total = 0.0
+        for j in range(inst.m):
+            S = np.flatnonzero(P[j] > 0)
+            z = Z[j, S]
+            total += pi[j] * float(P[j, S] @ (np.log(np.exp(z - z.max()).sum()) + z.max() - z))
+        return total
+
+    res = minimize(in_support_ce, np.zeros(inst.V * inst.d), method="L-BFGS-B", options={"gtol": 1e-12, "ftol": 1e-15})
+    W_ref = lim.subspace.project(res.x.reshape(inst.V, inst.d))
+    assert np.linalg.norm(lim.W_star - W_ref) <= 1e-6 * np.linalg.norm(W_ref)
+    W_ls = least_squares_fit(lim.subspace).W_star
+    assert np.linalg.norm(W_ls - W_ref) > 1e-2 * np.linalg.norm(W_ref)
+    W = np.zeros((inst.V, inst.d))
+    for _ in range(20_000):  # plain GD on the full CE
+        W -= 0.5 * inst.gradient(W)
+    PF = lim.subspace.project(W)
+    assert np.linalg.norm(PF - lim.W_star) < 0.05 * np.linalg.norm(lim.W_star)
+    assert np.linalg.norm(PF - lim.W_star) < 0.2 * np.linalg.norm(PF - W_ls)

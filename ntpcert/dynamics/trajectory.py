@@ -119,6 +119,23 @@ def geometric_grid(steps: int, per_decade: int = POINTS_PER_DECADE, *, max_steps
     return np.unique(np.concatenate([[0], pts, [steps]])).astype(np.int64)
 
 
+def _separable_incompatible_limit(instance: NTPInstance, W_ls: np.ndarray) -> tuple[np.ndarray, str]:
+    r"""The finite part of GD's limit on data that are separable (or have no margin rows) but not compatible:
+    W_fin of the split with N empty, the minimiser on F of the loss over the supports alone
+    (:func:`ntpcert.solve.finite_limit.finite_limit`; ``docs/math.md``, the split), which the least-squares
+    point of (4) is not: ``(W_fin, note)``, or the least-squares point with the reason where W_fin is not
+    solved."""
+    from ntpcert.solve.finite_limit import finite_limit
+
+    try:
+        lim = finite_limit(instance, np.zeros((0, 2), dtype=np.int64))
+    except SolverError as e:
+        return W_ls, (f"the least-squares point of (4), not the limit: (4) has no solution, and W_fin (the minimiser of "
+                      f"the in-support loss on F) was not solved ({e})")
+    return lim.W_fin, ("W_fin, the minimiser of the in-support loss on F: the data are separable but (4) has no "
+                       "solution, so the limit's finite part is W_fin, not the least-squares point")
+
+
 def _split_first(system: KeslerSystem) -> Any:
     r"""Where d < m (:math:`m \ge` ``SPLIT_SCREEN_MIN_RATIO``·d, within ``SPLIT_SCREEN_MAX_CELLS``, as
     :func:`ntpcert.pipeline.decide.split_separability`), the split decides (6) before the NTP-SVM is solved:
@@ -187,6 +204,9 @@ class Limits:
     #: The NTP-SVM's infeasibility was shown by a Farkas ray checked in exact arithmetic (the solver's own),
     #: so (6) fails even where the split is undetermined.
     refuted: bool = False
+    #: What ``W_star`` is when it is not W* of (4) on separable data: there (4) has no solution, and the
+    #: finite part of the limit is W_fin (the split with N empty), not the least-squares point; "" otherwise.
+    w_star_note: str = ""
 
     @property
     def W_mm(self) -> np.ndarray | None:
@@ -258,7 +278,10 @@ class Limits:
                                                progress=progress)
         else:
             err = "no margin constraints (every k_j = V): W^mm is not defined"
-        return cls(instance, system, sub, instance.entropy(), fit.W_star, comp.holds, svm, others, err)
+        W_star, note = fit.W_star, ""
+        if comp.holds is False and (svm is not None or not system.n_margin):
+            W_star, note = _separable_incompatible_limit(instance, W_star)
+        return cls(instance, system, sub, instance.entropy(), W_star, comp.holds, svm, others, err, w_star_note=note)
 
     @classmethod
     def _nonseparable(cls, instance: NTPInstance, system: KeslerSystem, sub: Subspace, W_star: np.ndarray,
@@ -287,6 +310,8 @@ class Limits:
             "svm_error": self.svm_error,
             "norm_svms": {k: v.to_json() for k, v in self.norm_svms.items()},
         }
+        if self.w_star_note:
+            out["W_star_is"] = self.w_star_note
         if self.split is not None:
             out["limit"] = self.split.to_json()
             out["W_star_is"] = "W_fin" if self.split.limit is not None else "least-squares point of (4)"
