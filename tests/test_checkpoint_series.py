@@ -131,6 +131,11 @@ def test_the_table_the_figure_and_the_text_report(run, capsys):
     assert [int(line.split(",")[0]) for line in lines[1:]] == list(STEPS)
     first = dict(zip(lines[0].split(","), lines[1].split(",")))
     assert first["h_change"] == "" and float(first["excess_loss"]) > 0 and first["separable"] == "true"
+    for k in ("nc1", "nc2", "nc3", "nc4"):  # each the row's compare nc number (a null is an empty cell)
+        cells = [line.split(",")[lines[0].split(",").index(k)] for line in lines[1:]]
+        want = [row["nc"][k] for row in run["json"]["checkpoints"]]
+        assert [None if c == "" else float(c) for c in cells] == want, k
+        assert any(c is not None for c in want), k
     assert run["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["compare", run["corpus"], "--model", run["folder"]]) == 0
     text = capsys.readouterr().out.splitlines()

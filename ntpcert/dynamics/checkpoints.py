@@ -46,7 +46,7 @@ CHECKPOINT_COLUMNS = ("step", "compatible", "separable", "entropy", "loss", "exc
                       "L_star", "loss_over_L_star", "rel_dist_F", "cos_perp_mm", "norm_matched_distance",
                       "W_star_norm", "W_mm_norm", "nonseparable_pairs", "margin_min", "margin_median",
                       "margin_positive", "normalized_margin", "norm", "h_norm", "h_change", "h_change_rel",
-                      "h_change_max_row", "raw_W_change", "raw_W_change_rel")
+                      "h_change_max_row", "raw_W_change", "raw_W_change_rel", "nc1", "nc2", "nc3", "nc4")
 
 #: The columns taken from compare's JSON of the checkpoint.
 _COMPARE_KEYS = ("compatible", "separable", "entropy", "loss", "excess_loss", "excess_over_bracket", "L_star",
@@ -159,6 +159,8 @@ class CheckpointRow:
         out.update({k: self.limits[k] for k in ("W_star_norm", "W_mm_norm", "nonseparable_pairs")})
         out.update({k: self.margins[k] for k in ("margin_min", "margin_median", "margin_positive")})
         out.update(self.motion)
+        nc = self.compare.get("nc") or {}  # the neural-collapse headline numbers, where compare gave them
+        out.update({k: nc.get(k) for k in ("nc1", "nc2", "nc3", "nc4")})
         row = {k: out.get(k) for k in CHECKPOINT_COLUMNS}
         row["path"] = self.path
         return finite_json(row)
