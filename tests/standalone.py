@@ -10,7 +10,7 @@ from pathlib import Path
 PATH = Path(__file__).resolve().parent.parent / "tools" / "ntpcert_check.py"
 #: Every file of the checker: the entry point and the modules beside it that it imports.
 FILES = (PATH, PATH.with_name("ntpcert_check_exact.py"), PATH.with_name("ntpcert_check_sections.py"),
-         PATH.with_name("ntpcert_check_split.py"))
+         PATH.with_name("ntpcert_check_split.py"), PATH.with_name("ntpcert_check_nuclear.py"))
 
 _spec = importlib.util.spec_from_file_location("ntpcert_check", PATH)
 checker = importlib.util.module_from_spec(_spec)

@@ -25,6 +25,7 @@ from ntpcert_check_exact import (DEFAULT_PRIME, FORMAT, LIMITS, Invalid, MAX_BYT
 from ntpcert_check_sections import (check_dim_F_and_W_star, check_excess, check_instance_record, check_source,
     check_svm, check_why_not)
 from ntpcert_check_split import check_split
+from ntpcert_check_nuclear import NUCLEAR_FORMAT, check_nuclear
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -312,7 +313,7 @@ def check_separability(cert, inst, notes):
 def check(cert):
     """The notes of a certificate whose claims all check; raises Invalid otherwise."""
     try:
-        return _check(cert)
+        return check_nuclear(cert) if cert.get("format") == NUCLEAR_FORMAT else _check(cert)
     except (KeyError, TypeError, IndexError, AttributeError, OverflowError, struct.error) as err:
         raise Invalid(f"certificate: malformed ({type(err).__name__}: {err})") from None
 

@@ -105,6 +105,8 @@ from __future__ import annotations
 
 FORMAT = "ntpcert-certificate"
 VERSION = 1
+#: The other file kind: an exact enclosure of the nuclear-norm SVM value L^mm (checker.nuclear).
+NUCLEAR_FORMAT, NUCLEAR_VERSION = "ntpcert-nuclear-enclosure", 1
 
 #: Every size limit of the format, in one place: what a reader refuses as too large to check here, and
 #: what the producer therefore never writes. ``tools/ntpcert_check.py`` holds a copy of this table (it
@@ -139,5 +141,5 @@ MAX_SPARSE_CELLS = LIMITS["sparse_count_cells"]
 #: The largest H (m·d cells) a sparse record may describe (the checker builds it dense, 8 bytes a cell).
 MAX_SPARSE_EMBEDDING_CELLS = LIMITS["sparse_embedding_cells"]
 
-__all__ = ["FORMAT", "LIMITS", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS",
+__all__ = ["FORMAT", "NUCLEAR_FORMAT", "NUCLEAR_VERSION", "LIMITS", "MAX_CERTIFICATE_BYTES", "MAX_SPARSE_CELLS", "MAX_SPARSE_EMBEDDING_CELLS",
            "MAX_WHY_NOT_CELLS", "VERSION"]

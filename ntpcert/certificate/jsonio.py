@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ntpcert.certificate.format import FORMAT, MAX_CERTIFICATE_BYTES, VERSION
+from ntpcert.certificate.format import FORMAT, MAX_CERTIFICATE_BYTES, NUCLEAR_FORMAT, VERSION
 from ntpcert.certificate.schema import MAX_JSON_INTEGER_DIGITS, show
 from ntpcert.errors import CertificateError, CertificateTooLarge, InputError
 
@@ -156,6 +156,8 @@ def loads(text: str) -> dict:
         raise CertificateError("not valid JSON: nested too deeply") from None
     if type(obj) is not dict:
         raise CertificateError("not a certificate: the JSON value is not an object")
+    if obj.get("format") == NUCLEAR_FORMAT:  # an enclosure file: its version is checked by checker.nuclear
+        return obj
     if obj.get("format") != FORMAT or type(obj.get("format")) is not str:
         raise CertificateError(f"not a certificate: format is {show(obj.get('format'))}, expected {FORMAT!r}")
     if type(obj.get("version")) is not int or obj.get("version") != VERSION:

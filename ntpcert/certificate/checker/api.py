@@ -54,6 +54,8 @@ exact integer lower bound or settled in Python integers. What it checks:
 * **excess** (optional): the excess-loss bracket, by :mod:`ntpcert.certificate.checker.excess` (q exactly
   dual feasible, the entropy and CE re-evaluated in ``arb`` balls of the checker's own against the
   claimed ends).
+* **nuclear enclosure** (a file of the other kind, ``format`` ``ntpcert-nuclear-enclosure``): by
+  :mod:`ntpcert.certificate.checker.nuclear`, whose notes become the checks (no claims).
 * **why_not_separable / why_not_compatible** (optional): an irreducible non-separable set of contexts
   and an irreducible cycle of log-odds, by :mod:`ntpcert.certificate.checker.why_not` (the Farkas ray on
   exactly the set and an exact separating W for each one-context deletion; a null vector whose rows
@@ -85,6 +87,7 @@ from ntpcert.certificate.checker.compatibility import check_compatibility
 from ntpcert.certificate.checker.excess import check_excess
 from ntpcert.certificate.checker.exact import ExactInstance
 from ntpcert.certificate.checker.sections import check_claims, check_instance, check_separability, check_svm
+from ntpcert.certificate.checker.nuclear import check_nuclear_enclosure, is_nuclear_enclosure
 from ntpcert.certificate.checker.source import check_source
 from ntpcert.certificate.checker.split import check_split_section
 from ntpcert.certificate.checker.why_not import check_why_not
@@ -171,6 +174,14 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *,
     def invalid(reason: str) -> CheckResult:
         return CheckResult(False, _one_line(reason), tuple(checks), {}, time.perf_counter() - t0, source)
 
+    if is_nuclear_enclosure(cert):  # the other file kind: a nuclear-norm enclosure (checker.nuclear)
+        try:
+            checks.extend(check_nuclear_enclosure(cert, None if instance is None else instance.support_mask().T.tolist()))
+        except Invalid as err:
+            return invalid(str(err))
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+            return invalid(f"malformed enclosure: {type(err).__name__}: {err}")
+        return CheckResult(True, "", tuple(checks), {}, time.perf_counter() - t0, source)
     try:
         need(type(cert) is dict, "not a certificate object")
         check_schema(cert)

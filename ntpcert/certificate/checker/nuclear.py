@@ -26,9 +26,7 @@ from typing import Any
 import flint
 
 from ntpcert.certificate.checker.common import Invalid, need, num_text
-
-#: The ``format`` field of an enclosure file, and its version.
-NUCLEAR_FORMAT, NUCLEAR_VERSION = "ntpcert-nuclear-enclosure", 1
+from ntpcert.certificate.format import NUCLEAR_FORMAT, NUCLEAR_VERSION
 #: Keys of an enclosure file.
 NUCLEAR_KEYS = ("format", "version", "mask", "L", "A", "Lambda", "lower", "upper")
 #: Largest V and m, and the longest rational string, accepted (the check is O(n^3) in exact rationals).
