@@ -104,3 +104,19 @@ def test_the_dual_is_scaled_just_inside_the_unit_ball() -> None:
     assert np.linalg.norm(Lam, 2) < 1.0
     assert 0 < enc.norm_slack <= 1e-13
     assert enc.lower > 0 and enc.upper > enc.lower
+
+
+def test_geometry_writes_the_enclosure_and_verify_reads_it(tmp_path, capsys):
+    import json
+
+    from ntpcert.cli import main
+
+    out = tmp_path / "enc.json"
+    assert main(["geometry", "paper", "--gap-tol", "1e-15", "--enclosure-out", str(out), "--json"]) == 0
+    enc = json.loads(capsys.readouterr().out)["enclosure"]
+    assert enc["lower"] <= enc["upper"] and enc["relative_width"] <= 1e-12 and enc["file"] == str(out)
+    assert main(["verify", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("VALID") and "the support pattern it holds" in text
+    assert main(["geometry", "paper", "--enclosure-out", str(out)]) == 2  # no overwrite without --force
+    assert "--enclosure-out" in capsys.readouterr().err

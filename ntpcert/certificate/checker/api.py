@@ -101,8 +101,11 @@ from ntpcert.instance import NTPInstance
 INSTANCE_EMBEDDED = "embedded"
 #: :attr:`CheckResult.instance_source` when an instance given by the caller (``--data DATA``) was.
 INSTANCE_DATA = "data"
+#: ... and when a nuclear enclosure was checked against the support pattern it holds (no DATA given).
+INSTANCE_PATTERN = "pattern"
 #: How a report names each source.
-INSTANCE_SOURCE_TEXT = {INSTANCE_EMBEDDED: "the embedded data (no DATA given)", INSTANCE_DATA: "the DATA given"}
+INSTANCE_SOURCE_TEXT = {INSTANCE_EMBEDDED: "the embedded data (no DATA given)", INSTANCE_DATA: "the DATA given",
+                        INSTANCE_PATTERN: "the support pattern it holds (no DATA given)"}
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,10 @@ class CheckResult:
         The certificate's claims, all checked, when it is valid; empty when it is not (the claims
         of an invalid certificate mean nothing, and are not handed on).
     seconds : float
-    instance_source : {"embedded", "data"}
+    instance_source : {"embedded", "data", "pattern"}
         Which instance the certificate was checked against: the one embedded in it
-        (:data:`INSTANCE_EMBEDDED`) or the one given by the caller (:data:`INSTANCE_DATA`).
+        (:data:`INSTANCE_EMBEDDED`) or the one given by the caller (:data:`INSTANCE_DATA`); a nuclear
+        enclosure without DATA, the support pattern it holds (:data:`INSTANCE_PATTERN`).
     too_large : bool
         Whether it was refused for a size limit of the format
         (:data:`~ntpcert.certificate.format.LIMITS`) before its claims were checked: ``valid`` is
@@ -175,6 +179,7 @@ def verify_certificate(cert: dict, instance: NTPInstance | None = None, *,
         return CheckResult(False, _one_line(reason), tuple(checks), {}, time.perf_counter() - t0, source)
 
     if is_nuclear_enclosure(cert):  # the other file kind: a nuclear-norm enclosure (checker.nuclear)
+        source = INSTANCE_PATTERN if instance is None else source
         try:
             checks.extend(check_nuclear_enclosure(cert, None if instance is None else instance.support_mask().T.tolist()))
         except Invalid as err:
