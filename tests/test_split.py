@@ -426,3 +426,29 @@ def test_every_token_in_every_support_has_an_empty_split_and_compare_runs(tmp_pa
     assert main(["compare", str(path), "--W", str(tmp_path / "W.npy"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["margin"] is None and out["loss"] > out["entropy"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_whitened_split_is_the_split(seed):
+    """An invertible change of coordinates of H leaves P, N and K alone: the retry in whitened coordinates
+    (used where HiGHS fails on the original LP) gives the same split, and its point, mapped back, is a point of
+    K positive on P for the original h."""
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.split import _whitened_split
+
+    rng = np.random.default_rng(seed)
+    H = rng.standard_normal((14, 3)) * np.array([1.0, 30.0, 1e-3])  # badly scaled columns
+    C = np.zeros((14, 5), dtype=np.int64)
+    for j in range(14):
+        C[j, rng.choice(5, size=int(rng.integers(1, 3)), replace=False)] = rng.integers(1, 4, size=1)
+    inst = NTPInstance.from_counts(H, C)
+    plain, white = nonseparable_split(inst, whiten=False), _whitened_split(inst, max_iterations=10_000,
+                                                                          max_nonzeros=None)
+    assert plain.ok and white is not None and white.ok
+    assert np.array_equal(plain.nonseparable, white.nonseparable) and plain.n_separable == white.n_separable
+    system = KeslerSystem.build(inst)
+    D = white.D_classes[white.of_token]  # one row per token
+    margins = system.apply_margin(D)
+    n_set = {(int(j), int(v)) for j, v in white.nonseparable}
+    on_p = np.array([(int(j), int(v)) not in n_set for j, v in zip(system.mar_context, system.mar_token)])
+    assert np.all(margins[on_p] > 0.5) and np.all(np.abs(system.apply_eq(D)) < 1e-6 * max(1.0, np.abs(D).max()))

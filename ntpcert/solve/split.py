@@ -158,15 +158,54 @@ def _undetermined(classes, why: str, iterations: int = 0) -> Split:
                  classes.sizes.astype(np.int64), None, None, iterations)
 
 
+#: The whitened retry needs H of full column rank: its smallest singular value at least this times its largest.
+WHITEN_MIN_SINGULAR = 1e-12
+
+
+def _whitened_split(instance: NTPInstance, *, max_iterations: int, max_nonzeros: int | None) -> Split | None:
+    r"""The split of ``instance`` solved on :math:`H T` with :math:`T = V\Sigma^{-1}` from the SVD
+    :math:`H = U\Sigma V^	op` (orthonormal columns :math:`U`), mapped back; None where H is not of full
+    column rank (:data:`WHITEN_MIN_SINGULAR`).
+
+    An invertible T changes no logit matrix the data can reach (:math:`\operatorname{col}(HT) =
+    \operatorname{col}(H)`), so P, N and the cone K are the same: a point :math:`D_w` for :math:`HT` is
+    :math:`D = D_wT^	op` for H (:math:`Dh_j = D_w T^	op h_j`), and the N-certificate's multipliers are the same
+    (:math:`\sum_j a_j (T^	op h_j) = T^	op\sum_j a_j h_j`, zero iff the sum is, T invertible). HiGHS
+    solves the whitened LP where the original defeats it (a model's nearly parallel LayerNorm outputs: the
+    split LP reported unbounded, though t <= 1 bounds it). In floats HT is H T rounded: the split is, as
+    always, re-checked (its point and dual, and exactly where a verdict rests on it)."""
+    H = np.asarray(instance.embeddings, dtype=np.float64)
+    if H.shape[0] < H.shape[1]:
+        return None
+    _, S, Vt = np.linalg.svd(H, full_matrices=False)
+    if S.size == 0 or not S[-1] > WHITEN_MIN_SINGULAR * S[0]:
+        return None
+    if instance.counts is None:  # probabilities: the retry rebuilds count instances only
+        return None
+    T = Vt.T / S
+    white = NTPInstance.from_counts(H @ T, instance.counts)
+    if instance.token_multiplicity is not None:
+        white = white.with_token_multiplicity(instance.token_multiplicity)
+    out = nonseparable_split(white, max_iterations=max_iterations, max_nonzeros=max_nonzeros, whiten=False)
+    if not out.ok or out.D_classes is None:
+        return out
+    import dataclasses
+
+    D = out.D_classes @ T.T
+    return dataclasses.replace(out, D_classes=D)
+
+
 def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS,
                        max_nonzeros: int | None = None, method: str = "auto",
-                       max_cells: int | None = SCREEN_MAX_CELLS) -> Split:
+                       max_cells: int | None = SCREEN_MAX_CELLS, whiten: bool = True) -> Split:
     """The split P / N of the out-of-support pairs of ``instance`` by the LP of the module doc, on one
     token per class of interchangeable tokens. A :class:`Split`; never raises for a hard instance
     (the result is then undetermined, naming why). ``max_nonzeros``: the largest LP built (default
     :data:`~ntpcert.solve.separability_lp.LP_MAX_NONZEROS`), decided from the sizes before anything is built.
     ``max_cells``: the small LPs of :mod:`ntpcert.solve.split_screen` (about 2·C LPs of m rows in d unknowns)
-    are tried only where C·m·d is at most this (default :data:`SCREEN_MAX_CELLS`; None: no limit)."""
+    are tried only where C·m·d is at most this (default :data:`SCREEN_MAX_CELLS`; None: no limit).
+    ``whiten``: where HiGHS does not solve the LP, solve it once more in whitened coordinates
+    (:func:`_whitened_split`) before the screens."""
     from scipy.optimize import linprog
     import scipy.sparse as sp
 
@@ -234,6 +273,11 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
 
         stop = highs_stop(res, max_iterations, None, "a larger max_iterations may settle it")
         why = f"HiGHS did not solve the split LP ({stop or res.message})"
+        if whiten:
+            out = _whitened_split(instance, max_iterations=max_iterations, max_nonzeros=max_nonzeros)
+            if out is not None and out.ok:
+                return out
+            why += "; in whitened coordinates too" if out is not None else ""
         if method == "auto" and not tried_screens and (max_cells is None or cells <= max_cells):
             # HiGHS 1.12-1.16 can stop at once with "Not Set" on a degenerate start (a model's h with a
             # direction of size 1e-7, every pair in N): the small LPs of the screens are other LPs
