@@ -446,3 +446,21 @@ def test_a_merged_models_certificate_carries_no_weight_and_both_checkers_accept_
     assert main(["verify", str(cert)]) == 0 and capsys.readouterr().out.startswith("VALID")
     ok, line = standalone(cert.read_text())
     assert ok, line
+
+
+def test_a_tiny_models_nearly_degenerate_h_get_a_definite_separability_verdict(tmp_path):
+    """A d = 8 untied GPT-2 on 250 characters: its LayerNorm outputs leave H a singular value 3e-8 of the
+    largest, and HiGHS stopped at once ("Not Set") on the split LP, so (6) stayed undetermined. The split's LP in
+    whitened coordinates settles it, and its N-certificate is checked exactly."""
+    from ntpcert.instance.lm import load_model_data
+    from ntpcert.pipeline.decide import decide_separability
+    from ntpcert.rows.kesler import KeslerSystem
+
+    corpus = small_corpus(str(tmp_path), pydoc_text(250))
+    model = tiny_model(str(tmp_path), "gpt2-untied", d=8, corpus=pydoc_text(250))
+    inst = load_model_data(corpus, model, merge_unseen=True).instance
+    s = np.linalg.svd(inst.embeddings, compute_uv=False)
+    assert s[-1] < 1e-6 * s[0]  # the nearly degenerate direction
+    verdict, _ = decide_separability(KeslerSystem.build(inst))
+    assert verdict.holds is False and verdict.engine == "split-farkas"
+    assert not verdict.witness.check(inst) and "verified exactly" in verdict.reason  # "": no failure

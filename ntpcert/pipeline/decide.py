@@ -139,8 +139,8 @@ def _undetermined(why: str, log=(), svm_error: str | None = None) -> tuple[Verdi
 def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFAULT_SEPARABILITY_SOLVER,
                         lemma1_rank: RankWitness | None = None, svm_solver: str | None = None,
                         time_limit: float | None = None, progress: bool | None = None,
-                        svm_options: dict | None = None, max_epochs: int | None = None
-                        ) -> tuple[Verdict, SeparabilitySolve]:
+                        svm_options: dict | None = None, max_epochs: int | None = None,
+                        split_lp: bool = True) -> tuple[Verdict, SeparabilitySolve]:
     """Settle (6) (module doc): ``(verdict, solve)``. With ``svm_solver`` a structured backend (``auto``,
     ``structured``, ``structured-float``), the deciding solve is the NTP-SVM itself and its solution is
     returned in ``solve.svm`` (``svm_options`` go to :func:`~ntpcert.solve.svm.solve_svm`).
@@ -148,7 +148,9 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
     Every engine runs within its budget of work (docs/undetermined.md); ``max_epochs`` replaces the
     structured solver's (default :data:`SEPARABILITY_MAX_EPOCHS`, fewer on large instances by
     :data:`SEPARABILITY_MAX_WORK`). ``time_limit`` is a user's cap in seconds on the whole decision, off by
-    default: reaching it leaves the verdict undetermined, saying so."""
+    default: reaching it leaves the verdict undetermined, saying so. ``split_lp``: where the screened split
+    leaves pairs open, try the split's single LP (:func:`split_separability`); the many small decisions of
+    ``explain``'s culprit search leave it out."""
     from ntpcert.util.budget import Deadline
 
     if separability_solver not in SEPARABILITY_SOLVERS:
@@ -202,7 +204,7 @@ def decide_separability(system: KeslerSystem, *, separability_solver: str = DEFA
         if tried[0].holds is not None or deadline.passed() or not failed:
             return tried
         _step(progress, "the screened split into separable and non-separable pairs (LPs of m rows in d unknowns)")
-        screened = split_separability(system)
+        screened = split_separability(system, lp=split_lp)
         if screened is not None:
             return screened, SeparabilitySolve(parts=tuple(log))
         if first >= full:  # the whole budget was spent already: what follows a solve with no answer
@@ -247,12 +249,13 @@ SPLIT_SCREEN_MIN_RATIO = 2
 SPLIT_FIRST_WORK = 30_000_000_000
 
 
-def split_separability(system: KeslerSystem) -> Verdict | None:
+def split_separability(system: KeslerSystem, *, lp: bool = True) -> Verdict | None:
     """(6) from the screened split (:func:`ntpcert.solve.split.nonseparable_split`, ``method="screen"``),
     where the structured solver is slow (d < m): N empty gives its point D_P, re-checked as any float
     point is; N non-empty gives its N-certificate as a Farkas ray, made exact on its support and checked
-    exactly. None when the split is undetermined, too large (:data:`SPLIT_SCREEN_MAX_CELLS`) or its
-    witness fails its check."""
+    exactly; where the screens leave pairs in neither certificate, the split's single LP (solved once more in
+    whitened coordinates where HiGHS fails: a model's nearly degenerate h). None when the split is
+    undetermined, too large (:data:`SPLIT_SCREEN_MAX_CELLS`) or its witness fails its check."""
     from ntpcert.exact.separability import check_ray
     from ntpcert.exact.split import exact_nonseparable_ray
     from ntpcert.solve.point_check import check_point
@@ -264,17 +267,21 @@ def split_separability(system: KeslerSystem) -> Verdict | None:
         return None
     split = nonseparable_split(inst, method="screen")
     if not split.ok:
-        return None
+        if not lp:
+            return None
+        split = nonseparable_split(inst)  # the single LP (retried whitened where HiGHS fails), within its limit
+        if not split.ok:
+            return None
     if split.n_nonseparable == 0:
         chk = check_point(system, split.D)
         if not chk.ok:
             return None
-        return Verdict(True, FeasiblePoint(split.D, "split-point", f"the screened split's point (N is empty): "
+        return Verdict(True, FeasiblePoint(split.D, "split-point", f"the split's point (N is empty): "
                                            f"{chk.text}", min_margin=chk.min_margin, eq_violation=chk.eq_violation))
     ray, _why = exact_nonseparable_ray(inst, split)
     if ray is None or check_ray(inst, ray):
         return None
-    return Verdict(False, FarkasRay(ray, "split-farkas", f"the screened split's N-certificate ({split.n_nonseparable} "
+    return Verdict(False, FarkasRay(ray, "split-farkas", f"the split's N-certificate ({split.n_nonseparable} "
                                     f"non-separable pairs) as a Farkas ray with {len(ray)} non-zero entries, "
                                     "verified exactly"))
 

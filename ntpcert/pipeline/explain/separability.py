@@ -196,7 +196,7 @@ def _decide(instance: NTPInstance, contexts, separability_solver: str, time_limi
     """Separability of ``contexts`` on their own, with an exactly checked witness either way."""
     sub = sub_instance(instance, contexts)
     dec, _ = decide_separability(KeslerSystem.build(sub.instance), separability_solver=separability_solver,
-                                 time_limit=time_limit)
+                                 time_limit=time_limit, split_lp=False)
     w = dec.witness
     if isinstance(w, FarkasRay) and w.ray:
         ray = sub.ray_to_whole(w.ray)
