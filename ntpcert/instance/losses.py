@@ -109,6 +109,16 @@ def tempered_instance(instance: NTPInstance, temperature: float) -> NTPInstance:
     return _rebuild(instance, [list(r) for r in _exact_rows(instance)], _weights(instance), name, embeddings=H)
 
 
+
+def _exact_weights(field: str, values: Any, n: int, size: str) -> list[Fraction]:
+    """``values`` (n entries, numbers or fraction strings) as exact Fractions; all 1 when None."""
+    if values is None:
+        return [Fraction(1)] * n
+    vals = list(np.asarray(values, dtype=object).ravel())
+    if len(vals) != n:
+        raise InputError(f"{field}: has {len(vals)} entries, expected {size} = {n}")
+    return [as_fraction(f"{field}[{i}]", x) for i, x in enumerate(vals)]
+
 def weighted_instance(instance: NTPInstance, token_weights: Any = None,
                       context_weights: Any = None) -> tuple[NTPInstance, Fraction]:
     r"""``(J, κ)`` with the weighted CE of ``instance`` equal to κ times the CE of J (module doc).
@@ -121,18 +131,8 @@ def weighted_instance(instance: NTPInstance, token_weights: Any = None,
         Multipliers :math:`\omega_j > 0` of the context terms (π becomes :math:`\propto\omega_j\pi_j`).
     """
     m, V = instance.m, instance.V
-    beta = [Fraction(1)] * V
-    if token_weights is not None:
-        tw = list(np.asarray(token_weights, dtype=object).ravel())
-        if len(tw) != V:
-            raise InputError(f"token_weights: has {len(tw)} entries, expected V = {V}")
-        beta = [as_fraction(f"token_weights[{v}]", x) for v, x in enumerate(tw)]
-    omega = [Fraction(1)] * m
-    if context_weights is not None:
-        cw = list(np.asarray(context_weights, dtype=object).ravel())
-        if len(cw) != m:
-            raise InputError(f"context_weights: has {len(cw)} entries, expected m = {m}")
-        omega = [as_fraction(f"context_weights[{j}]", x) for j, x in enumerate(cw)]
+    beta = _exact_weights("token_weights", token_weights, V, "V")
+    omega = _exact_weights("context_weights", context_weights, m, "m")
     for name, vals in (("token_weights", beta), ("context_weights", omega)):
         for i, b in enumerate(vals):
             if b <= 0:
