@@ -181,12 +181,18 @@ class LimbMatrix:
         of their largest possible total, so ``hi - lo`` is at most about ``2**-ENCLOSURE_BITS``
         times the largest entry.
         """
+        with np.errstate(over="ignore", invalid="ignore"):  # past float64's range: refused below, by name
+            return self._enclosure()
+
+    def _enclosure(self) -> tuple[np.ndarray, np.ndarray]:
         lo = np.ldexp(self.limbs[0].astype(np.float64), self.unit_exp(0))
         hi = lo.copy()
         top = self.unit_exp(0) + self.b  # every |value| < 2^top
         for i in range(1, self.n):
             u = self.unit_exp(i)
             if u < ENCLOSURE_MIN_EXP or u + self.b < top - ENCLOSURE_BITS:
+                if u + self.b > 1023:  # math.ldexp raises OverflowError past float64's range
+                    raise ExactArithmeticError("values too large for a float enclosure")
                 hi = up(hi + math.ldexp(1.0, u + self.b))  # the rest lies in [0, 2^(u+b))
                 break
             term = np.ldexp(self.limbs[i].astype(np.float64), u)

@@ -477,7 +477,12 @@ class ExactSVMBounder:
                             reason="no primal point given", seconds=time.perf_counter() - t0, **none)
         else:
             t1 = time.perf_counter()
-            Wq, delta, ell, reason = self.primal_point(W, bits)
+            try:
+                Wq, delta, ell, reason = self.primal_point(W, bits)
+            except ExactArithmeticError as err:  # logits past float64's range: no float enclosure of them
+                return SVMBound(False, None, dual, scale=None, margin_lower=None, W_base=None,
+                                reason=f"the primal point is not certified: {err}", seconds=time.perf_counter() - t0,
+                                **none)
             timings["primal"] = time.perf_counter() - t1
             if reason:
                 return SVMBound(False, None, dual, scale=None, margin_lower=ell, W_base=Wq, W_delta=delta,

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ntpcert.errors import SolverError
+from ntpcert.errors import InputError, SolverError
 from ntpcert.instance import NTPInstance
 from ntpcert.rows.kesler import sparse_rows
 from ntpcert.solve.structured.classes import class_instance
@@ -183,10 +183,13 @@ def _whitened_split(instance: NTPInstance, *, max_iterations: int, max_nonzeros:
     if instance.counts is None:  # probabilities: the retry rebuilds count instances only
         return None
     T = Vt.T / S
-    white = NTPInstance.from_counts(H @ T, instance.counts)
-    if instance.token_multiplicity is not None:
-        white = white.with_token_multiplicity(instance.token_multiplicity)
-    out = nonseparable_split(white, max_iterations=max_iterations, max_nonzeros=max_nonzeros, whiten=False)
+    try:
+        white = NTPInstance.from_counts(H @ T, instance.counts)
+        if instance.token_multiplicity is not None:
+            white = white.with_token_multiplicity(instance.token_multiplicity)
+        out = nonseparable_split(white, max_iterations=max_iterations, max_nonzeros=max_nonzeros, whiten=False)
+    except (InputError, SolverError):  # the whitened h out of the pipeline's range, say: no retry
+        return None
     if not out.ok or out.D_classes is None:
         return out
     import dataclasses
