@@ -119,3 +119,20 @@ def test_the_compiled_pass_gives_the_numpy_numbers(monkeypatch):
             assert np.array_equal(small.exact_bound.W_base, big.exact_bound.W_base)
         for key in ("objective", "dual_objective", "primal_residual", "dual_residual", "complementarity", "min_margin"):
             assert getattr(small, key) == pytest.approx(getattr(big, key), rel=1e-12, abs=1e-15), key
+
+
+@pytest.mark.parametrize("scale", [2.0 ** -479, 2.0 ** 479])
+def test_the_exact_bound_at_the_bounds_of_the_format(scale):
+    """The exact dual t (V 1_S - k)/s^2 and W_q = (V 1_S - k)/s stay exact floats at the embeddings' range
+    (2^-480, 2^480) and the largest V the closed form's exact bound takes (2^(53 - T_BITS) - 1): both
+    checkers accept the certificate."""
+    from ntpcert.solve.structured.onehot import T_BITS
+
+    V, m = 2 ** (53 - T_BITS) - 1, 4
+    C = np.zeros((m, V), dtype=np.int64)
+    C[np.arange(m), np.arange(m)] = 1
+    C[0, 7] = 2
+    rep = exact_certify(NTPInstance.from_counts(np.eye(m) * scale, C))
+    assert rep.float_report.svm.info["path"] == "onehot-closed-form" and rep.svm.relative_gap < 1e-20
+    text = jsonio.dumps(rep.certificate, reseal=False)
+    assert verify_text(text).valid and standalone(text)[0]
