@@ -105,11 +105,60 @@ def test_nnsight_gives_the_model_directory_instance_bit_for_bit(models, context,
     assert reader["library"] == "nnsight" and reader["hook"] == "lm_head.input"
 
 
-def test_the_bridge_gives_the_model_directory_instance_to_float32_rounding(models):
+@pytest.mark.parametrize("context, bos", [("tokens:2", False), ("prefix:4", True)])
+def test_the_bridge_gives_the_model_directory_instance_bit_for_bit(models, context, bos):
+    md = load_model_data(models["corpus"], models["gpt2"], context=context, bos=bos)
+    bridge = _bridge(models["gpt2"])
+    before = {k: v.clone() for k, v in bridge.state_dict().items()}
+    bd = from_transformer_bridge(bridge, models["corpus"], context=context, bos=bos)
+    assert bd.instance.fingerprint() == md.instance.fingerprint()
+    assert np.array_equal(bd.decoder, md.decoder) and bd.instance.token_names == md.instance.token_names
+    assert bd.residual <= TOL["capture"] and bd.corpus_sha256 == md.corpus_sha256
+    reader = bd.source_record()["reader"]
+    # the wrapped model, rebuilt with a model directory's attention; the bridge's own logits agree
+    assert reader["forward"] == "transformers" and reader["attention"] == "sdpa" and "forward_note" not in reader
+    assert 0.0 < reader["bridge_gap"] <= FLOAT32_PATH_TOL
+    # the bridge is left as it was: its eager attention, its weights
+    assert bridge.original_model.config._attn_implementation == "eager"
+    after = bridge.state_dict()
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_a_bridge_whose_hooks_change_its_logits_is_read_through_its_own_forward(models):
+    bridge = _bridge(models["gpt2"])
+    bridge.hook_dict["blocks.0.hook_out"].add_hook(lambda t, hook: t * 1.5)  # noqa: ARG005 - TL's signature
+    try:
+        bd = from_transformer_bridge(bridge, models["corpus"])
+        reader = bd.source_record()["reader"]
+        assert reader["forward"] == "bridge" and "hooks or edited weights" in reader["forward_note"]
+        assert "bridge_gap" not in reader
+        md = load_model_data(models["corpus"], models["gpt2"])
+        rel = (np.linalg.norm(bd.instance.embeddings - md.instance.embeddings, axis=1)
+               / np.linalg.norm(md.instance.embeddings, axis=1))
+        assert rel.max() > 1e-3  # the hook's model, not the directory's
+        with pytest.raises(InputError, match=r"forward='transformers': the bridge's logits differ .* by "):
+            from_transformer_bridge(bridge, models["corpus"], forward="transformers")
+    finally:
+        bridge.reset_hooks()
+
+
+def test_a_processed_bridge_and_an_unknown_forward(models):
+    bd = from_transformer_bridge(_bridge(models["gpt2"], compat=True), models["corpus"])
+    reader = bd.source_record()["reader"]
+    assert reader["forward"] == "bridge" and reader["forward_note"] == "the bridge's weights are processed"
+    with pytest.raises(InputError, match="forward='transformers': the bridge's weights are processed"):
+        from_transformer_bridge(_bridge(models["gpt2"], compat=True), models["corpus"], forward="transformers")
+    with pytest.raises(InputError, match=r"forward: 'hf' is not one of auto, transformers, bridge"):
+        from_transformer_bridge(_bridge(models["gpt2"]), models["corpus"], forward="hf")
+
+
+def test_the_bridges_own_forward_gives_the_model_directory_instance_to_float32_rounding(models):
     md = load_model_data(models["corpus"], models["gpt2"])
     bridge = _bridge(models["gpt2"])
-    bd = from_transformer_bridge(bridge, models["corpus"], tokenizer=os.path.join(models["gpt2"], "tokenizer.json"))
+    bd = from_transformer_bridge(bridge, models["corpus"], tokenizer=os.path.join(models["gpt2"], "tokenizer.json"),
+                                 forward="bridge")
     a, b = md.instance, bd.instance
+    assert b.fingerprint() != a.fingerprint()  # another float32 path: the reason for the default above
     # the bridge's zero b_U of a head without bias is no coordinate: the same shapes, counts and decoder
     assert (b.m, b.d, b.V) == (a.m, a.d, a.V) and np.array_equal(b.counts, a.counts)
     assert np.array_equal(bd.decoder, md.decoder) and bd.tied and not bd.bias
@@ -118,10 +167,10 @@ def test_the_bridge_gives_the_model_directory_instance_to_float32_rounding(model
     assert rel.max() <= FLOAT32_PATH_TOL
     assert bd.residual <= TOL["capture"] and bd.residual_contexts == a.m
     reader = bd.source_record()["reader"]
-    assert reader["hook"] == "unembed.hook_in" and reader["attention"] == "eager"
+    assert reader["hook"] == "unembed.hook_in" and reader["attention"] == "eager" and reader["forward"] == "bridge"
     assert not any(reader["processing"].values())  # no weight processing: the Hugging Face weights
     # the default tokenizer (the bridge's own, which TransformerLens gave a padding token) reads the same ids
-    again = from_transformer_bridge(bridge, models["corpus"])
+    again = from_transformer_bridge(bridge, models["corpus"], forward="bridge")
     assert np.array_equal(again.instance.counts, a.counts) and np.array_equal(again.instance.embeddings, b.embeddings)
 
 
@@ -329,6 +378,7 @@ def test_a_certificate_of_a_bridge_instance_records_the_reader_and_verifies(mode
     assert rep.path is not None
     data = json.loads(cert.read_text())
     assert data["source"]["reader"]["processing"]["fold_ln"] is True
+    assert data["source"]["reader"]["forward"] == "bridge"
     assert dict(data["source"]["files"]).keys() == {"state_dict", "tokenizer.json"}
     assert main(["verify", str(cert)]) == 0
     tool = os.path.join(os.path.dirname(__file__), "..", "tools", "ntpcert_check.py")
@@ -347,7 +397,9 @@ def test_a_certificate_of_a_bridge_instance_records_the_reader_and_verifies(mode
 
     for forged in ({**data["source"]["reader"], "processing": {"fold_ln": "yes"}},
                    {**data["source"]["reader"], "hook": 3}, {k: v for k, v in data["source"]["reader"].items()
-                                                             if k != "library"}):
+                                                             if k != "library"},
+                   {**data["source"]["reader"], "forward": 3}, {**data["source"]["reader"], "bridge_gap": "2e-7"},
+                   {**data["source"]["reader"], "bridge_gap": 1}, {**data["source"]["reader"], "forward_note": None}):
         text = jsonio.dumps({**data, "source": {**data["source"], "reader": forged}}, reseal=True)
         assert not verify_text(text).valid and not standalone(text)[0], forged
 
@@ -370,3 +422,24 @@ def test_what_is_not_a_model_of_the_library_is_refused_in_one_line(models):
             call(object(), ["some text"])
     with pytest.raises(InputError, match="neither a path nor a list of documents"):
         from_nnsight(_nnsight(models["gpt2"]), 42)
+
+
+def test_a_certificate_of_the_bridges_wrapped_model_verifies_and_is_the_directorys(models, tmp_path):
+    from ntpcert.certificate.checker import verify_text
+    from ntpcert.pipeline.exact_verdicts import exact_certify
+    from tests.standalone import standalone
+
+    bd = from_transformer_bridge(_bridge(models["gpt2"]), models["corpus"])
+    md = load_model_data(models["corpus"], models["gpt2"])
+    certs = []
+    for data, name in ((bd, "bridge.json"), (md, "dir.json")):
+        rep = exact_certify(data.instance, svm=False, certificate_out=str(tmp_path / name),
+                            source=data.source_record())
+        assert rep.path is not None
+        certs.append(json.loads((tmp_path / name).read_text()))
+    text = (tmp_path / "bridge.json").read_text()
+    assert verify_text(text).valid and standalone(text)[0]
+    reader = certs[0]["source"]["reader"]
+    assert reader["forward"] == "transformers" and type(reader["bridge_gap"]) is float
+    # everything the instance decides is the model directory's: the same fingerprint and claims
+    assert certs[0]["instance"] == certs[1]["instance"] and certs[0]["claims"] == certs[1]["claims"]

@@ -4,6 +4,7 @@ the source record (docs/certificate-format.md, sections 3 and 7-10). Standard li
 
 import base64
 import hashlib
+import math
 import re
 import struct
 
@@ -333,10 +334,13 @@ def check_source(cert, inst, notes):
     text = f"source: a model's {len(sec['files'])} files by SHA-256"
     if "reader" in sec:
         rd, f = sec["reader"], "source.reader"
-        keys(rd, f, ("library", "version", "class", "hook", "processing"), ("attention",))
+        keys(rd, f, ("library", "version", "class", "hook", "processing"),
+             ("attention", "forward", "forward_note", "bridge_gap"))
         refuse(any(type(rd[k]) is not str for k in ("library", "version", "class", "hook"))
-               or ("attention" in rd and type(rd["attention"]) is not str),
-               f"{f}: library, version, class, hook (and attention) are not strings")
+               or any(k in rd and type(rd[k]) is not str for k in ("attention", "forward", "forward_note")),
+               f"{f}: library, version, class, hook (and attention, forward, forward_note) are not strings")
+        refuse("bridge_gap" in rd and (type(rd["bridge_gap"]) is not float or not math.isfinite(rd["bridge_gap"])),
+               f"{f}.bridge_gap: not a finite float")
         refuse(type(rd["processing"]) is not dict
                or any(type(v) is not bool and v is not None for v in rd["processing"].values()),
                f"{f}.processing: expected an object of true, false or null")

@@ -56,7 +56,7 @@ VOCABULARY_SCHEMA = {"V": "size", "V_reduced": "size", "observed": "size", "merg
 
 #: The keys of ``source.reader`` and their kinds.
 READER_SCHEMA = {"library": "str", "version": "str", "class": "str", "hook": "str", "processing": "object",
-                 "attention?": "str"}
+                 "attention?": "str", "forward?": "str", "forward_note?": "str", "bridge_gap?": "float"}
 
 _SHA256 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 

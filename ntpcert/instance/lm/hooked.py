@@ -9,8 +9,7 @@ adds a ``reader`` section naming the library, the hook point and the weight proc
   unembedding (hook point ``unembed.hook_in``), the decoder is the unembedding ``W_U^T`` (V, d), its
   bias ``b_U`` a constant coordinate when the model's head has a bias or ``b_U`` is not zero. On a
   bridge without weight processing (the default of ``TransformerBridge.boot_transformers``) this is the
-  Hugging Face model's instance (what a model directory gives), up to float32 rounding: see
-  *Float paths* below.
+  Hugging Face model's instance (what a model directory gives), bit for bit: see *Float paths* below.
 * :func:`from_hooked_transformer`: TransformerLens in HookedTransformer form: the legacy
   ``HookedTransformer`` (TransformerLens < 4), or a ``TransformerBridge`` after
   ``enable_compatibility_mode()``, which is what TransformerLens 4 offers in its place (the class
@@ -37,13 +36,19 @@ runs in eval mode and without gradients (its mode is restored after).
 
 **Float paths.** The instance's fingerprint covers the bytes of H, so it is the model directory's
 exactly when the library runs the same float32 operations in the same shapes. nnsight does (it calls
-the Hugging Face forward). TransformerBridge does not: it switches the model to eager attention and,
-for GPT-2, splits the joint QKV projection into three matrix products and recomputes the attention
-itself (``JointQKVAttentionBridge._reconstruct_attention``), so its h differ from the Hugging Face
-model's (whose default attention is ``sdpa``) in the last float32 bits: a relative
+the Hugging Face forward). TransformerBridge's own forward does not: it switches the model to eager
+attention and, for GPT-2, splits the joint QKV projection into three matrix products and recomputes the
+attention itself (``JointQKVAttentionBridge._reconstruct_attention``), so its h differ from the Hugging
+Face model's (whose default attention is ``sdpa``) in the last float32 bits: a relative
 :math:`\max_j\|h^{TL}_j - h^{HF}_j\| / \|h^{HF}_j\|` of about 2e-7 on the test models
-(:data:`FLOAT32_PATH_TOL` bounds it). The counts, names, V and d are the same; the verdicts and the
-comparison numbers agree to the tolerances of tests/test_hooked.py.
+(:data:`FLOAT32_PATH_TOL` bounds it). So :func:`from_transformer_bridge` reads an unprocessed bridge
+through the Hugging Face model it wraps: the bridge keeps each wrapped module (with GPT-2's joint
+``c_attn`` unchanged), the model is rebuilt from those parameters (compared bit for bit) with the
+attention a model directory's load picks, and run as a model directory's capture runs it, which gives
+the model directory's fingerprint; the bridge's own logits are compared with it on the checked batches
+(``reader.bridge_gap``), so a bridge whose hooks or edited weights make it another model is read
+through its own forward instead (``forward="bridge"`` asks for that always; ``reader.forward`` records
+which ran).
 
 **Provenance.** An in-memory model has no files to hash: ``files`` names ``state_dict`` (SHA-256 of the
 model's tensors, sorted by name: name, dtype, shape and bytes of each) and ``tokenizer.json`` (SHA-256 of
@@ -55,6 +60,8 @@ documents joined by blank lines.
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -123,6 +130,12 @@ class _Reader:
     reader: dict
     name: str
     refusal_hint: str = ""
+    model: Any = None
+    """A Hugging Face model to run in place of ``forward`` (its ``logits_to_keep`` is then used as a model
+    directory's capture uses it)."""
+    probe: Callable[[Any], float] | None = None
+    """input ids (b, L) → the relative gap between another forward pass's logits and ``model``'s, run on
+    the checked batches; its largest value goes into ``reader`` as ``bridge_gap``."""
 
 
 class _Model:
@@ -258,8 +271,10 @@ def _read(rd: _Reader, corpus: Any, fn: str, *, tokenizer: Any, context: str | C
     b_check = rd.b if rd.bias else None
     with _eval_mode(rd.module):
         try:
-            got, worst, n_checked = cap._run_batches(_Model(rd.forward), rd.hook, rd.W, b_check, torch, batches,
-                                                     check)
+            got, worst, n_checked = cap._run_batches(_Model(rd.forward) if rd.model is None else rd.model, rd.hook,
+                                                     rd.W, b_check, torch, batches, check)
+            gap = None if rd.probe is None else max(
+                (rd.probe(torch.from_numpy(a)) for i, a, _p, _js in batches if i in check), default=0.0)
         except InputError:
             raise
         except Exception as err:  # noqa: BLE001 - the library's forward pass refused the model or the inputs
@@ -268,6 +283,10 @@ def _read(rd: _Reader, corpus: Any, fn: str, *, tokenizer: Any, context: str | C
     for js, h in got:
         H[js] = h
     limit = cap.RESIDUAL_MAX.get(rd.dtype, cap.RESIDUAL_MAX["float32"])
+    if gap is not None:
+        if not gap <= FLOAT32_PATH_TOL:
+            raise _BridgeDisagrees(gap)
+        rd.reader["bridge_gap"] = float(gap)
     if not worst <= limit:
         raise InputError(f"{fn}: the decoder applied to the captured h misses the model's logits by {worst:.3g} "
                          f"(relative, more than {limit:g} for {rd.dtype}){rd.refusal_hint}")
@@ -393,10 +412,70 @@ def _bridge_base(bridge: Any) -> Any:
         return None
 
 
+class _BridgeDisagrees(Exception):
+    """The rebuilt Hugging Face model's logits are not the bridge's (hooks or edited weights)."""
+
+    def __init__(self, gap: float) -> None:
+        super().__init__(gap)
+        self.gap = gap
+
+
+#: ``forward`` choices of :func:`from_transformer_bridge`.
+BRIDGE_FORWARDS = ("auto", "transformers", "bridge")
+
+
+def _rebuilt_hf(bridge: Any, base: Any, proc: dict) -> tuple[Any, str]:
+    """The Hugging Face model a bridge wraps, rebuilt as a plain ``transformers`` model with the same
+    parameters (bit for bit), or ``(None, why not)``.
+
+    The bridge keeps each wrapped module as ``_original_component`` (its parameters unchanged, e.g. GPT-2's
+    joint ``c_attn``, which the bridge splits into q, k, v for its own forward); the rebuilt model has
+    every parameter of its class found there under the name without ``._original_component``, compared
+    bitwise, and the attention implementation a model directory's load picks (the bridge switched the
+    wrapped config to eager for its own reconstruction). Refused for processed weights (``process_weights``/compatibility mode changed them)."""
+    torch = _torch()
+    if proc["compatibility_mode"] or proc["weights_processed"]:
+        return None, "the bridge's weights are processed"
+    try:
+        import transformers
+    except ImportError:
+        return None, "transformers is not installed"
+    if not isinstance(base, transformers.PreTrainedModel):
+        return None, f"the bridge wraps a {type(base).__name__}, not a transformers model"
+    src: dict[str, Any] = {}
+    for nm, t in list(base.named_parameters(remove_duplicate=False)) + list(base.named_buffers()):
+        src.setdefault(nm.replace("._original_component", ""), t)
+    try:
+        dtype = next(base.parameters()).dtype
+        # the attention a model directory's load picks (transformers' default): the bridge set the shared
+        # config to eager for its own forward
+        model = type(base)._from_config(copy.deepcopy(base.config), attn_implementation=None, dtype=dtype)
+        own = model.state_dict()
+        missing = [k for k in own if k not in src]
+        if missing:
+            return None, f"no parameter {missing[0]!r} in the wrapped model"
+        model.load_state_dict({k: src[k] for k in own}, strict=True)
+    except Exception as err:  # noqa: BLE001 - a class that cannot be rebuilt from its config
+        return None, f"rebuilding {type(base).__name__} failed: {one_line(err)}"
+    for k, t in model.state_dict().items():
+        if t.dtype != src[k].dtype or t.shape != src[k].shape or not torch.equal(t, src[k]):
+            return None, f"{k!r} differs from the wrapped model's"
+    model.eval()
+    return model, ""
+
+
+def _logits_gap(torch: Any) -> Callable[[Any, Any], float]:
+    def gap(a: Any, b: Any) -> float:
+        a, b = a.detach().to(torch.float64), b.detach().to(torch.float64)
+        scale = float(b.abs().max()) or 1.0
+        return float((a - b).abs().max()) / scale
+    return gap
+
+
 def from_transformer_bridge(bridge: Any, corpus: Any, *, tokenizer: Any = None, context: str | ContextSpec = "tokens:2",
                             bos: bool = False, merge_unseen: bool = False, max_chars: int | None = None,
                             max_entries: int | None = MAX_ENTRIES, batch_size: int | None = None,
-                            name: str | None = None) -> HookedModelData:
+                            name: str | None = None, forward: str = "auto") -> HookedModelData:
     r"""The instance of ``corpus`` as a TransformerLens ``TransformerBridge``'s unembedding sees it.
 
     h is the input of the unembedding (hook point ``unembed.hook_in``), the decoder :math:`W_U^\top`
@@ -422,18 +501,32 @@ def from_transformer_bridge(bridge: Any, corpus: Any, *, tokenizer: Any = None, 
         As :func:`~ntpcert.instance.lm.load.load_model_data`.
     name : str, optional
         The instance's name; default the bridge's ``cfg.model_name``, last path component.
+    forward : {"auto", "transformers", "bridge"}
+        Whose forward pass gives h. ``"bridge"``: the bridge's own (TransformerLens' reconstructed
+        attention, another float32 path than the Hugging Face model's: *Float paths* above).
+        ``"transformers"``: the Hugging Face model the bridge wraps, rebuilt as a plain ``transformers``
+        model from the wrapped modules' parameters (compared bit for bit), run as a model directory's
+        capture runs it, so the instance is the model directory's exactly (same fingerprint); the bridge's
+        own logits are compared with it on the checked batches (``reader.bridge_gap``, relative to the
+        largest |logit|) and must agree to :data:`FLOAT32_PATH_TOL`, or hooks or edited weights make the
+        bridge another model and the read is refused. ``"auto"`` (default): ``"transformers"`` where the
+        bridge's weights are unprocessed and its logits agree, else ``"bridge"``, with the reason in
+        ``reader.forward_note``. ``reader.forward`` says which ran.
 
     Raises
     ------
     InputError
-        Not a bridge, a refused tokenizer, a non-finite decoder or h, or a residual above
-        :data:`~ntpcert.instance.lm.capture.RESIDUAL_MAX`.
+        Not a bridge, a refused tokenizer, a non-finite decoder or h, a residual above
+        :data:`~ntpcert.instance.lm.capture.RESIDUAL_MAX`, an unknown ``forward``, or ``"transformers"``
+        where the bridge cannot be rebuilt or its logits disagree.
     MissingExtraError
         Without ``ntpcert[tl]``.
     """
     fn = "from_transformer_bridge"
     require("transformer_lens", "tl", "reading a TransformerBridge")
     torch = _torch()
+    if forward not in BRIDGE_FORWARDS:
+        raise InputError(f"{fn}: forward: {forward!r} is not one of {', '.join(BRIDGE_FORWARDS)}")
     if not _is_bridge(bridge):
         raise InputError(f"{fn}: model: {type(bridge).__name__} is not a transformer_lens TransformerBridge")
     hook = _hook_point(bridge, "unembed.hook_in", fn)
@@ -446,7 +539,7 @@ def from_transformer_bridge(bridge: Any, corpus: Any, *, tokenizer: Any = None, 
     cfg = getattr(bridge, "cfg", None)
     model_name = str(getattr(cfg, "model_name", "") or "bridge")
     reader = {"library": "transformer_lens", "version": _tl_version(), "class": type(bridge).__name__,
-              "hook": "unembed.hook_in", "processing": proc,
+              "hook": "unembed.hook_in", "processing": proc, "forward": "bridge",
               "attention": str(getattr(getattr(base, "config", None), "_attn_implementation", None))}
     rd = _Reader(lambda ids: bridge(ids, return_type="logits"), hook, W, b, bias, _tl_tied(bridge, W_U), _dtype(W_U),
                  type(base).__name__ if base is not None else type(bridge).__name__, bridge,
@@ -454,8 +547,30 @@ def from_transformer_bridge(bridge: Any, corpus: Any, *, tokenizer: Any = None, 
                  _hf_bos(base.config, "bridge.original_model.config") if base is not None and hasattr(base, "config")
                  else _tokenizer_bos(getattr(bridge, "tokenizer", None), "bridge.tokenizer"), reader,
                  os.path.basename(os.path.normpath(model_name)) or "bridge")
-    return _read(rd, corpus, fn, tokenizer=tokenizer, context=context, bos=bos, merge_unseen=merge_unseen,
-                 max_chars=max_chars, max_entries=max_entries, batch_size=batch_size, name=name)
+    kw = dict(tokenizer=tokenizer, context=context, bos=bos, merge_unseen=merge_unseen, max_chars=max_chars,
+              max_entries=max_entries, batch_size=batch_size, name=name)
+    hf, why = (None, "") if forward == "bridge" else _rebuilt_hf(bridge, base, proc)
+    if hf is None:
+        if forward == "transformers":
+            raise InputError(f"{fn}: forward='transformers': {why}")
+        if why:
+            rd.reader["forward_note"] = why
+        return _read(rd, corpus, fn, **kw)
+    gap = _logits_gap(torch)
+    # the attention of the rebuilt model: the wrapped config's (the bridge switched its own to eager)
+    hf_reader = {**reader, "hook": "lm_head.input (of the wrapped transformers model)", "forward": "transformers",
+                 "attention": str(getattr(hf.config, "_attn_implementation", None))}
+    hf_rd = dataclasses.replace(rd, model=hf, hook=hf.get_output_embeddings(), reader=hf_reader,
+                                probe=lambda ids: gap(bridge(ids, return_type="logits"), hf(input_ids=ids).logits))
+    try:
+        return _read(hf_rd, corpus, fn, **kw)
+    except _BridgeDisagrees as err:
+        why = (f"the bridge's logits differ from its wrapped transformers model's by {err.gap:.3g} (relative), "
+               f"more than {FLOAT32_PATH_TOL:g}: hooks or edited weights")
+        if forward == "transformers":
+            raise InputError(f"{fn}: forward='transformers': {why}") from None
+        rd.reader["forward_note"] = why
+        return _read(rd, corpus, fn, **kw)
 
 
 def from_hooked_transformer(model: Any, corpus: Any, *, tokenizer: Any = None,
