@@ -207,18 +207,21 @@ _INVARIANT = ("loss", "excess_loss", "entropy", "margin", "normalized_margin", "
               "rel_dist_F", "cos_perp_mm", "norm_matched_distance", "cos_mm", "norm", "perp_fraction")
 
 
-def test_the_three_readers_give_the_same_verdicts_and_comparison(models):
+def test_the_readers_give_the_same_verdicts_and_comparison(models):
     path, corpus = models["wide"], models["short"]
     tok = os.path.join(path, "tokenizer.json")
     md = load_model_data(corpus, path, merge_unseen=True)
     nd = from_nnsight(_nnsight(path), corpus, merge_unseen=True)
-    bd = from_transformer_bridge(_bridge(path), corpus, tokenizer=tok, merge_unseen=True)
-    assert nd.instance.fingerprint() == md.instance.fingerprint()
-    assert _verdicts(md.instance) == _verdicts(nd.instance) == _verdicts(bd.instance)
-    ref, same, near = _compare(md), _compare(nd), _compare(bd)
+    bridge = _bridge(path)
+    bd = from_transformer_bridge(bridge, corpus, tokenizer=tok, merge_unseen=True)
+    own = from_transformer_bridge(bridge, corpus, tokenizer=tok, merge_unseen=True, forward="bridge")
+    assert nd.instance.fingerprint() == md.instance.fingerprint() == bd.instance.fingerprint()
+    assert _verdicts(md.instance) == _verdicts(nd.instance) == _verdicts(bd.instance) == _verdicts(own.instance)
+    ref, same, same_bridge, near = _compare(md), _compare(nd), _compare(bd), _compare(own)
     assert (ref["compatible"], ref["separable"]) == (near["compatible"], near["separable"])
     for key in _INVARIANT:
-        assert same[key] == ref[key], key  # the same bits in, the same numbers out
+        # the same bits in, the same numbers out
+        assert same[key] == ref[key] and same_bridge[key] == ref[key], key
         if ref[key] is None:
             assert near[key] is None, key
         else:
