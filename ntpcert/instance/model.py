@@ -39,6 +39,34 @@ from ntpcert.instance.values import (COUNT_MAX, PROB_SUM_TOL, as_count_matrix, a
 from ntpcert.util.numbers import lcm_all
 
 
+#: Past this many (m, V) cells the fingerprint of an instance built from counts hashes them in CSR form
+#: (:func:`hash_form`), since the dense int64 counts are m·V·8 bytes (16 GB at m = 119,755, V = 17,371).
+#: Every certificate written before this form existed has at most 1.8·10⁸ cells, below it, so keeps its
+#: fingerprint.
+SPARSE_HASH_CELLS = 1 << 28
+
+
+def hash_form(m: int, V: int) -> str:
+    """``"dense"`` or ``"csr"``: how the fingerprint of an instance of m contexts over V tokens built from
+    counts hashes them. Decided by the sizes alone, so a sparse and a dense instance of the same counts
+    have one fingerprint."""
+    return "csr" if m * V > SPARSE_HASH_CELLS else "dense"
+
+
+def hash_csr(h: Any, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> None:
+    """Feed counts in CSR form to the hash ``h``: ``b"counts-csr;"``, then per row its column indices
+    (increasing) and its positive counts as little-endian int64, and the row's length as one more
+    little-endian int64 (docs/certificate-format.md, section 3)."""
+    h.update(b"counts-csr;")
+    idx = np.ascontiguousarray(indices, dtype="<i8")
+    val = np.ascontiguousarray(data, dtype="<i8")
+    for j in range(len(indptr) - 1):
+        a, b = int(indptr[j]), int(indptr[j + 1])
+        h.update(idx[a:b].tobytes())
+        h.update(val[a:b].tobytes())
+        h.update(np.int64(b - a).astype("<i8").tobytes())
+
+
 @dataclass(frozen=True, eq=False)
 class NTPInstance:
     r"""An NTP dataset: m distinct contexts with embeddings, frequencies and next-token laws.
@@ -273,6 +301,11 @@ class NTPInstance:
             duality gap moves each column's rounding remainder onto it). All ones gives back an instance
             without multiplicities.
         """
+        n = self.checked_multiplicity(multiplicity)
+        return dataclasses.replace(self, token_multiplicity=None if n is None else frozen(n, owned=True))
+
+    def checked_multiplicity(self, multiplicity: Any) -> np.ndarray | None:
+        """``multiplicity`` checked as :meth:`with_token_multiplicity` takes it, as int64 (None: all ones)."""
         n = np.asarray(multiplicity)
         if n.shape != (self.V,):
             raise InputError(f"token_multiplicity: expected shape (V,) = ({self.V},), got {n.shape}")
@@ -286,9 +319,7 @@ class NTPInstance:
             if not np.any(n[s] == 1):
                 raise InputError(f"token_multiplicity: every token of the support of context {j} has a multiplicity "
                                  "above 1 (each support needs one token of multiplicity 1)")
-        if np.all(n == 1):
-            return dataclasses.replace(self, token_multiplicity=None)
-        return dataclasses.replace(self, token_multiplicity=frozen(n, owned=True))
+        return None if np.all(n == 1) else n
 
     def multiplicity(self) -> np.ndarray:
         """Array of shape (V,) of int64: :attr:`token_multiplicity`, or ones when there is none."""
@@ -419,12 +450,26 @@ class NTPInstance:
 
         return onehot_columns(self.embeddings)
 
+    @property
+    def hash_form(self) -> str:
+        """How :meth:`fingerprint` hashes the probabilities: ``"probs"`` (exact rationals, built from
+        probabilities), ``"dense"`` (the (m, V) int64 counts) or ``"csr"`` (the counts row by row in CSR
+        form, past :data:`SPARSE_HASH_CELLS` cells: :func:`hash_form`)."""
+        return "probs" if self.counts is None else hash_form(self.m, self.V)
+
     @cached_property
     def _fingerprint(self) -> str:
+        return self._fingerprint_value()
+
+    def _fingerprint_value(self) -> str:
         h = hashlib.sha256()
         h.update(f"{self.m},{self.d},{self.V};".encode())
         h.update(np.ascontiguousarray(self.embeddings, dtype="<f8").tobytes())
-        if self.counts is not None:
+        if self.counts is not None and self.hash_form == "csr":
+            C = self.counts
+            rows, cols = np.nonzero(C)
+            hash_csr(h, np.searchsorted(rows, np.arange(self.m + 1)), cols, C[rows, cols])
+        elif self.counts is not None:
             h.update(b"counts;")
             h.update(np.ascontiguousarray(self.counts, dtype="<i8").tobytes())
         else:
@@ -463,4 +508,4 @@ class NTPInstance:
         return f"NTPInstance(name={self.name!r}, m={self.m}, d={self.d}, V={self.V})"
 
 
-__all__ = ["COUNT_MAX", "NTPInstance", "PROB_SUM_TOL"]
+__all__ = ["COUNT_MAX", "NTPInstance", "PROB_SUM_TOL", "SPARSE_HASH_CELLS", "hash_csr", "hash_form"]

@@ -22,8 +22,9 @@ from ntpcert.errors import InputError
 from ntpcert.instance.embeddings import MAX_ENTRIES, check_entries
 from ntpcert.instance.lm.contexts import ContextCounts, ContextSpec, count_contexts, split_documents
 from ntpcert.instance.lm.files import ModelFiles, locate_model
-from ntpcert.instance.lm.merge import TokenMerge, reduced_counts, token_merge
+from ntpcert.instance.lm.merge import TokenMerge, reduced_csr, token_merge
 from ntpcert.instance.model import NTPInstance
+from ntpcert.instance.sparse import SparseCountsInstance
 from ntpcert.util.extras import require
 from ntpcert.util.files import one_line, read_input_bytes
 
@@ -224,8 +225,9 @@ def counts_instance(H: np.ndarray, counts: ContextCounts, names: list[str], merg
     names : list of str
         The V token names; a context's name joins its tokens' (with a space unless all are characters).
     merge : TokenMerge or None
-        Keep the observed next tokens and one representative of the unseen ones; None: all V tokens
-        (dense (m, V) counts).
+        Keep the observed next tokens and one representative of the unseen ones, in a
+        :class:`~ntpcert.instance.sparse.SparseCountsInstance` (CSR counts); None: all V tokens (dense
+        (m, V) counts).
     name : str
     context_names : list of str, optional
         The m context names (default: from their tokens' names).
@@ -233,11 +235,11 @@ def counts_instance(H: np.ndarray, counts: ContextCounts, names: list[str], merg
     sep = "" if all(len(n) == 1 for n in names) else " "
     cnames = context_names if context_names is not None else [sep.join(names[t] for t in c) for c in counts.contexts]
     if merge is None:
-        C, tnames = counts.dense(), names
-    else:
-        C = reduced_counts(counts, merge)
-        tnames = [names[t] for t in merge.observed] + ([f"<{merge.merged} unseen>"] if merge.merged else [])
-    return NTPInstance.from_counts(H, C, token_names=tnames, context_names=cnames, name=name)
+        return NTPInstance.from_counts(H, counts.dense(), token_names=names, context_names=cnames, name=name)
+    tnames = [names[t] for t in merge.observed] + ([f"<{merge.merged} unseen>"] if merge.merged else [])
+    # sparse all the way: (m, V') counts are never dense (ntpcert.instance.sparse)
+    return SparseCountsInstance.from_csr(H, reduced_csr(counts, merge), token_names=tnames, context_names=cnames,
+                                         name=name)
 
 
 def load_model_data(

@@ -201,6 +201,15 @@ def reduced_counts(counts: ContextCounts, merge: TokenMerge) -> np.ndarray:
     return C
 
 
+def reduced_csr(counts: ContextCounts, merge: TokenMerge) -> Any:
+    """The counts over the reduced tokens as a ``scipy.sparse.csr_array`` of shape (m, V') (the
+    representative's column is empty): :func:`reduced_counts` without a dense cell."""
+    import scipy.sparse as sp
+
+    col = np.searchsorted(merge.observed, counts.tokens)
+    return sp.csr_array((counts.values.astype(np.int64), (counts.rows, col)), shape=(counts.m, merge.V_reduced))
+
+
 def merge_unseen(counts: ContextCounts) -> tuple[np.ndarray, TokenMerge]:
     """The reduced counts (m, V') and the merge (:func:`token_merge`, :func:`reduced_counts`). V ≥ 2, so
     V' ≥ 2: one observed token leaves at least one unseen."""
