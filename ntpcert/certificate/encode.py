@@ -93,14 +93,14 @@ def instance_record(instance: NTPInstance) -> dict[str, Any]:
             rec["embeddings_f64"] = pack_f64(H)
         else:  # a -0.0 keeps its own spelling (the fingerprint is over the bytes)
             rec["embeddings"] = H.tolist()
-    if instance.counts is not None:
-        C = np.asarray(instance.counts)
-        j, t = np.nonzero(C)  # row-major order: (j, t) increasing
-        if j.size <= SPARSE_COUNTS_MAX_FILL * C.size and C.size <= MAX_SPARSE_CELLS:
-            rec["V"] = int(C.shape[1])
-            rec["counts_sparse"] = np.stack([j, t, C[j, t]], axis=1).astype(np.int64).tolist()
+    if instance.has_counts:
+        j, t, c = instance.count_entries()  # row-major order: (j, t) increasing
+        cells = instance.m * instance.V
+        if j.size <= SPARSE_COUNTS_MAX_FILL * cells and cells <= MAX_SPARSE_CELLS:
+            rec["V"] = int(instance.V)
+            rec["counts_sparse"] = np.stack([j, t, c], axis=1).astype(np.int64).tolist()
         else:
-            rec["counts"] = C.tolist()
+            rec["counts"] = np.asarray(instance.counts).tolist()
     else:
         if instance.probs_exact_from_floats:
             rec["probs"] = [[float(f) for f in row] for row in instance.exact_probs]
@@ -125,11 +125,11 @@ def record_size_lower_bound(instance: NTPInstance) -> int:
     m, d = H.shape
     dense_h = 2 * m * d
     emb = min(dense_h, 7 * int(np.count_nonzero(H))) if m * d <= MAX_SPARSE_EMBEDDING_CELLS else dense_h
-    if instance.counts is None:
+    if not instance.has_counts:
         return emb + 2 * m * instance.V
-    C = np.asarray(instance.counts)
-    dense_c = 2 * int(C.size)
-    law = min(dense_c, 7 * int(np.count_nonzero(C))) if C.size <= MAX_SPARSE_CELLS else dense_c
+    cells = instance.m * instance.V
+    dense_c = 2 * cells
+    law = min(dense_c, 7 * int(instance.count_entries()[0].size)) if cells <= MAX_SPARSE_CELLS else dense_c
     return emb + law
 
 

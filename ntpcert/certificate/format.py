@@ -121,7 +121,7 @@ NUCLEAR_FORMAT, NUCLEAR_VERSION = "ntpcert-nuclear-enclosure", 1
 LIMITS: dict[str, int] = {
     "certificate_bytes": 512 * 2**20,
     "json_integer_digits": 4300,
-    "sparse_count_cells": 100_000_000,
+    "sparse_count_cells": 1 << 40,
     "sparse_embedding_cells": 100_000_000,
     "why_not_cells": 2_000_000,
 }
@@ -133,9 +133,10 @@ MAX_CERTIFICATE_BYTES = LIMITS["certificate_bytes"]
 #: The most entries the points of a ``why_not_separable`` section may hold in all (V per column).
 MAX_WHY_NOT_CELLS = LIMITS["why_not_cells"]
 
-#: The largest count matrix (m·V cells) a sparse record may describe (the checker builds it dense,
-#: 8 bytes a cell). 10^8 admits the whitespace-split pydoc text (m = V = 8,831: 78 M cells, 156 MB as
-#: dense JSON, 2 MB sparse), which ``--max-entries 100000000`` builds.
+#: The largest count matrix (m·V cells) a sparse record may describe: 2^40, a sanity bound only, since both
+#: checkers read ``counts_sparse`` sparse (:class:`~ntpcert.instance.sparse.SparseCountsInstance` past
+#: :data:`~ntpcert.instance.sparse.DENSE_CELLS`; the standalone checker keeps one dict a context); the file
+#: cap bounds the non-zeros. It was 10^8 while the checker built the counts dense, 8 bytes a cell.
 MAX_SPARSE_CELLS = LIMITS["sparse_count_cells"]
 
 #: The largest H (m·d cells) a sparse record may describe (the checker builds it dense, 8 bytes a cell).

@@ -337,7 +337,7 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     if bracket is None:
         bracket = excess_bracket(limits)
     if frequency is None:
-        frequency = inst.counts.sum(axis=0) if inst.counts is not None else np.rint(
+        frequency = inst.counts.sum(axis=0) if inst.has_counts else np.rint(
             inst.weights @ inst.probs * 1e6).astype(np.int64)
     frequency = np.asarray(frequency)
     if frequency.shape != (inst.V,):

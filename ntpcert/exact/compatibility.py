@@ -242,9 +242,8 @@ def used_columns(instance: NTPInstance) -> np.ndarray:
     embedding); one sparse product, no loop over the rows."""
     import scipy.sparse as sp
 
-    mask = instance.support_mask()
-    multi = mask.sum(axis=1) >= 2
-    S = sp.csr_matrix(mask[multi].astype(np.float64))  # (m', V)
+    multi = instance.support_sizes >= 2
+    S = sp.csr_matrix(instance.support_csr[multi].astype(np.float64))  # (m', V), sparse
     nz = (instance.embeddings[multi] != 0.0).astype(np.float64)  # (m', d)
     return np.asarray(S.T @ nz) > 0
 
@@ -267,8 +266,7 @@ def check_compatibility_by_columns(instance: NTPInstance) -> tuple[int, dict] | 
     :math:`E_{:,p}` is not in the column space, i.e. (4) fails: a violating null vector is then found by
     :func:`exact_null_space`.
     """
-    mask = instance.support_mask()
-    r = int(np.maximum(mask.sum(axis=1) - 1, 0).sum())
+    r = int(np.maximum(instance.support_sizes - 1, 0).sum())
     used = used_columns(instance)
     n = int(used.sum())
     if not r or n >= r or n > COLUMNS_MAX or r * n > COLUMNS_MAX_CELLS or r * n * n > COLUMNS_MAX_WORK:

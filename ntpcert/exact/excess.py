@@ -66,7 +66,7 @@ class ExactData:
     @classmethod
     def of(cls, instance: NTPInstance) -> ExactData:
         m, V = instance.m, instance.V
-        if instance.counts is not None:
+        if instance.has_counts:
             C = np.asarray(instance.counts)
             D = int(sum(int(x) for x in C.sum(axis=1)))
             varpi = tuple(int(x) for x in C.sum(axis=1))

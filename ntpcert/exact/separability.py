@@ -224,12 +224,11 @@ def exact_ray(instance: NTPInstance, a: np.ndarray) -> dict | None:
 def check_ray(instance: NTPInstance, ray: dict) -> str:
     """Exact check of the Farkas conditions, touching only the contexts in the ray; returns ``""`` or
     the first failure."""
-    off = ~instance.support_mask().T
     colsum: dict[int, Fraction] = {}
     total = Fraction(0)
     for (v, j), val in ray.items():
         colsum[j] = colsum.get(j, Fraction(0)) + val
-        if off[v, j]:
+        if not instance.in_support(int(j), int(v)):
             if val > 0:
                 return f"a[{v}, {j}] = {val} > 0 off the support"
             total -= val

@@ -103,7 +103,7 @@ def tempered_instance(instance: NTPInstance, temperature: float) -> NTPInstance:
         raise InputError(f"temperature: value {temperature!r} is not a finite positive number")
     H = instance.embeddings / T
     name = f"{instance.name} (temperature {T:g})"
-    if instance.counts is not None:
+    if instance.has_counts:
         return NTPInstance.from_counts(H, instance.counts, token_names=instance.token_names,
                                        context_names=instance.context_names, name=name)
     return _rebuild(instance, [list(r) for r in _exact_rows(instance)], _weights(instance), name, embeddings=H)
@@ -240,7 +240,7 @@ class AdjustedCE:
         self.instance = instance
         self.offsets = c
         H1 = np.hstack([instance.embeddings, np.ones((instance.m, 1))])
-        if instance.counts is not None:
+        if instance.has_counts:
             self.augmented = NTPInstance.from_counts(H1, instance.counts, name=f"{instance.name} (h, 1)")
         else:
             self.augmented = _rebuild(instance, [list(r) for r in _exact_rows(instance)], _weights(instance),

@@ -280,6 +280,24 @@ class NTPInstance:
             mask[j, s] = True
         return mask
 
+    def in_support(self, j: int, z: int) -> bool:
+        """Whether token z is in :math:`S_j` (a binary search of the sorted support)."""
+        s = self._supports[j]
+        k = int(np.searchsorted(s, z))
+        return k < s.size and int(s[k]) == int(z)
+
+    @cached_property
+    def support_csr(self) -> Any:
+        """The support indicator as a ``scipy.sparse.csr_array`` of shape (m, V) and dtype int8 (sorted
+        indices): :meth:`support_mask` without its m·V cells. Built once."""
+        import scipy.sparse as sp
+
+        k = self.support_sizes
+        ptr = np.zeros(self.m + 1, dtype=np.int64)
+        np.cumsum(k, out=ptr[1:])
+        idx = np.concatenate(self._supports) if self.m else np.zeros(0, dtype=np.int64)
+        return sp.csr_array((np.ones(idx.size, dtype=np.int8), idx.astype(np.int64), ptr), shape=(self.m, self.V))
+
     def anchors(self) -> np.ndarray:
         """Array of shape (m,): the anchor token :math:`z_j = \\min S_j` used for the equations of (4)."""
         return np.array([int(s[0]) for s in self._supports], dtype=np.int64)
@@ -355,6 +373,24 @@ class NTPInstance:
         for c in ints.values():
             g = math.gcd(g, c)
         return {z: c // g for z, c in ints.items()}
+
+    @property
+    def has_counts(self) -> bool:
+        """Whether the instance was built from integer counts (dense :attr:`counts`, or sparse ones:
+        :class:`~ntpcert.instance.sparse.SparseCountsInstance`)."""
+        return self.counts is not None
+
+    def count_entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, tokens, counts)`` of the non-zero counts, row-major, each of shape (nnz,) of int64 (an
+        instance built from counts; no (m, V) temporaries beyond the dense counts themselves)."""
+        if not self.has_counts:
+            raise ValueError("count_entries: the instance was built from probabilities")
+        rows, cols = np.nonzero(self.counts)
+        return rows.astype(np.int64), cols.astype(np.int64), self.counts[rows, cols].astype(np.int64)
+
+    def counts_at(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """The counts at the pairs ``(rows[i], tokens[i])``, shape (n,) of int64 (0 off the supports)."""
+        return np.asarray(self.counts)[rows, tokens].astype(np.int64)
 
     @property
     def probs_exact_from_floats(self) -> bool:

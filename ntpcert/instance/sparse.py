@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
@@ -135,6 +136,28 @@ class SparseCountsInstance(NTPInstance):
     @property
     def V(self) -> int:
         return int(self.csr.shape[1])
+
+    @property
+    def has_counts(self) -> bool:
+        return True
+
+    def count_entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.repeat(np.arange(self.m, dtype=np.int64), np.diff(self.csr.indptr))
+        return rows, self.csr.indices.astype(np.int64), self.csr.data.astype(np.int64)
+
+    def counts_at(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        rows, tokens = np.asarray(rows, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
+        keys = self._keys
+        want = rows * self.V + tokens
+        at = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
+        hit = keys.size > 0 and keys[at] == want
+        return np.where(hit, self.csr.data[at] if keys.size else 0, 0).astype(np.int64)
+
+    @cached_property
+    def _keys(self) -> np.ndarray:
+        """``j·V + z`` of every non-zero, increasing (CSR order)."""
+        rows = np.repeat(np.arange(self.m, dtype=np.int64), np.diff(self.csr.indptr))
+        return rows * self.V + self.csr.indices.astype(np.int64)
 
     @property
     def n(self) -> int:

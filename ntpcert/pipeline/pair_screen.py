@@ -146,7 +146,7 @@ def pair_order(instance: NTPInstance, S=None) -> tuple[np.ndarray, np.ndarray, n
     ``S``: the support mask as a scipy CSC matrix of shape (m, V), when the caller has it."""
     import scipy.sparse as sp
 
-    S = sp.csc_matrix(instance.support_mask().astype(np.int32)) if S is None else S.astype(np.int32)
+    S = sp.csc_matrix(instance.support_csr.astype(np.int32)) if S is None else S.astype(np.int32)
     n = np.diff(S.indptr).astype(np.int64)
     V = S.shape[1]
     if V <= ALL_PAIRS_MAX_TOKENS:
@@ -264,7 +264,7 @@ def screen(instance: NTPInstance, *, max_pairs: int = SCREEN_MAX_PAIRS,
 
     d = instance.d
     H = np.asarray(instance.embeddings, dtype=np.float64)
-    S = sp.csc_matrix(instance.support_mask())
+    S = sp.csc_matrix(instance.support_csr.astype(bool))
     zs, vs, _ = pair_order(instance, S)
     cols = [S.indices[S.indptr[t]:S.indptr[t + 1]].astype(np.int64) for t in range(instance.V)]
     tried = its = lps = work = 0

@@ -74,15 +74,19 @@ def applies(instance: NTPInstance) -> bool:
 def pairs(instance: NTPInstance) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
     """``(z, z', B, X)`` for pairs of frequent tokens, most shared contexts first: B the contexts
     with both tokens in the support, X those with exactly one (arrays of context indices, in order)."""
-    S = instance.support_mask()
-    top = np.argsort(-S.sum(axis=0), kind="stable")[:PAIR_TOKENS]
-    St = S[:, top].astype(np.int32)
-    both = St.T @ St
+    S = instance.support_csr  # (m, V) sparse: no m·V cells
+    freq = np.bincount(S.indices, minlength=instance.V)
+    top = np.argsort(-freq, kind="stable")[:PAIR_TOKENS]
+    St = S[:, top].astype(np.int32).tocsc()
+    both = (St.T @ St).toarray()
     iu = np.triu_indices(len(top), 1)
     for k in np.argsort(-both[iu], kind="stable")[:PAIRS_MAX]:
-        z, zp = int(top[iu[0][k]]), int(top[iu[1][k]])
-        B = np.flatnonzero(S[:, z] & S[:, zp])
-        X = np.flatnonzero(S[:, z] ^ S[:, zp])
+        a, b = int(iu[0][k]), int(iu[1][k])
+        z, zp = int(top[a]), int(top[b])
+        ca = St.indices[St.indptr[a]:St.indptr[a + 1]]
+        cb = St.indices[St.indptr[b]:St.indptr[b + 1]]
+        B = np.intersect1d(ca, cb).astype(np.int64)
+        X = np.setxor1d(ca, cb).astype(np.int64)
         yield z, zp, B, X
 
 

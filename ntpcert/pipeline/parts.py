@@ -76,7 +76,7 @@ def make_part(instance: NTPInstance, contexts: np.ndarray, tokens: np.ndarray) -
     if keep.size == 0:
         return None
     H = instance.embeddings[keep]
-    if instance.counts is not None:
+    if instance.has_counts:
         sub = NTPInstance.from_counts(H, instance.counts[np.ix_(keep, tokens)])
     else:
         rows = []

@@ -117,7 +117,7 @@ class KeslerSystem:
 
     @classmethod
     def build(cls, instance: NTPInstance) -> "KeslerSystem":
-        r"""Index the rows of ``instance`` (O(mV) time and memory).
+        r"""Index the equality rows of ``instance`` (O(m + r); the margin rows, O(mV), when first asked for).
 
         Raises :class:`~ntpcert.errors.InputError` when an embedding entry lies outside
         ``EMBEDDING_RANGE`` in magnitude: Gram entries :math:`\langle h_j, h_l\rangle` would overflow or
@@ -125,12 +125,11 @@ class KeslerSystem:
         scaled by one positive number, so rescaling such data is the remedy.
         """
         check_embedding_range(instance)
-        mask = instance.support_mask()
         anchors = instance.anchors()
-        m, V = mask.shape
-        in_s = mask.copy()
-        in_s[np.arange(m), anchors] = False
-        ej, ez = np.nonzero(in_s)
+        k = instance.support_sizes
+        # row-major (j, z) over each support but its anchor, the smallest token (supports are sorted)
+        ej = np.repeat(np.arange(instance.m, dtype=np.int64), k - 1)
+        ez = (np.concatenate([s[1:] for s in instance.supports]) if ej.size else np.zeros(0, dtype=np.int64))
         return cls(instance=instance, eq_context=ej.astype(np.int64), eq_token=ez.astype(np.int64),
                    eq_anchor=anchors[ej])
 
@@ -244,10 +243,9 @@ class KeslerSystem:
         """:math:`b_i = \\log(p_{j,z}/p_{j,z_j})` for each equality row, shape (r,), from the exact
         ratios of the instance (counts, or fractions), evaluated in float64."""
         inst = self.instance
-        if inst.counts is not None:  # the r entries, not a float copy of all m·V counts
-            C = inst.counts
-            return (np.log(C[self.eq_context, self.eq_token].astype(np.float64))
-                    - np.log(C[self.eq_context, self.eq_anchor].astype(np.float64)))
+        if inst.has_counts:  # the r entries, not a float copy of all m·V counts
+            return (np.log(inst.counts_at(self.eq_context, self.eq_token).astype(np.float64))
+                    - np.log(inst.counts_at(self.eq_context, self.eq_anchor).astype(np.float64)))
         P = inst.probs
         return np.log(P[self.eq_context, self.eq_token]) - np.log(P[self.eq_context, self.eq_anchor])
 

@@ -153,6 +153,32 @@ def _expand_pairs(classes, pairs_c: np.ndarray) -> np.ndarray:
 _rows = sparse_rows
 
 
+def _too_large_early(instance: NTPInstance, max_nonzeros: int | None, max_cells: int | None,
+                     method: str) -> Split | None:
+    """The "too large to try" answer of :func:`nonseparable_split` from the token partition alone, before the
+    (m, C) class instance is built, where its margin rows alone (at least C·m - Σ k_j, one non-zero each)
+    exceed the LP limit and the screens' C·m·d exceeds ``max_cells``; None otherwise."""
+    from ntpcert.solve.separability_lp import LP_MAX_NONZEROS
+    from ntpcert.solve.structured.classes import partition
+
+    if max_cells is None or method not in ("auto", "screen"):
+        return None
+    limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
+    C, m, d = 0, instance.m, instance.d
+    of_token, rep = partition(instance)
+    C = int(rep.size)
+    q_low = C * m - int(instance.support_sizes.sum())
+    cells = C * m * d
+    if cells <= max_cells or q_low <= limit:
+        return None
+    nu = instance.token_multiplicity
+    sizes = np.bincount(of_token, weights=nu, minlength=C).astype(np.int64)
+    return Split("undetermined", f"the split is too large to try here: its small LPs hold C·m·d = {cells} cells on "
+                                 f"{C} token classes, more than the limit of {max_cells}, and its single LP more than "
+                                 f"{q_low} non-zeros, more than {limit}", np.zeros((0, 2), dtype=np.int64), 0,
+                 of_token, sizes, None, None, 0)
+
+
 def _undetermined(classes, why: str, iterations: int = 0) -> Split:
     return Split("undetermined", why, np.zeros((0, 2), dtype=np.int64), 0, classes.of_token,
                  classes.sizes.astype(np.int64), None, None, iterations)
@@ -180,7 +206,7 @@ def _whitened_split(instance: NTPInstance, *, max_iterations: int, max_nonzeros:
     _, S, Vt = np.linalg.svd(H, full_matrices=False)
     if S.size == 0 or not S[-1] > WHITEN_MIN_SINGULAR * S[0]:
         return None
-    if instance.counts is None:  # probabilities: the retry rebuilds count instances only
+    if not instance.has_counts:  # probabilities: the retry rebuilds count instances only
         return None
     T = Vt.T / S
     try:
@@ -220,6 +246,9 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
         V = instance.V
         return Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, np.zeros(V, dtype=np.int64),
                      np.array([V], dtype=np.int64), np.zeros((1, instance.d)), np.zeros((1, instance.m)), 0)
+    early = _too_large_early(instance, max_nonzeros, max_cells, method)
+    if early is not None:
+        return early
     classes, red = class_instance(instance)
     sysr = KeslerSystem.build(red)
     C, d, m = red.V, red.d, red.m

@@ -125,7 +125,7 @@ class ExactInstance:
 
     def _prob_ratio(self, j: int, z: int, a: int) -> Fraction:
         """:math:`p_{j,z} / p_{j,a}` (with counts, the ratio of the counts: the total cancels)."""
-        if self.inst.counts is not None:
+        if self.inst.has_counts:
             return Fraction(int(self.inst.counts[j, z]), int(self.inst.counts[j, a]))
         p = self.inst.exact_probs[j]
         return p[z] / p[a]

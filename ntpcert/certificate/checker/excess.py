@@ -99,7 +99,7 @@ def _weights_and_laws(inst: NTPInstance) -> tuple[int, list[int], list[dict[int,
     r"""The instance's law in integers over one denominator A: :math:`\pi_j = a_j / A` and
     :math:`\pi_j p_{j,v} = b_{j,v} / A` (the non-zero ones); with counts, :math:`a_j = n_j`,
     :math:`b_{j,v} = c_{j,v}` and :math:`A = n`."""
-    if inst.counts is not None:
+    if inst.has_counts:
         b = [{v: c for v, c in enumerate(row) if c} for row in inst.counts.tolist()]
         a = [sum(row.values()) for row in b]
         return sum(a), a, b

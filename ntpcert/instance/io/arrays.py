@@ -223,7 +223,7 @@ def _contents(instance: NTPInstance) -> dict[str, Any]:
     if not isinstance(instance, NTPInstance):
         raise TypeError(f"instance: expected an NTPInstance, got {type(instance).__name__}")
     out: dict[str, Any] = {"embeddings": np.asarray(instance.embeddings, dtype=np.float64)}
-    if instance.counts is not None:
+    if instance.has_counts:
         out["counts"] = np.asarray(instance.counts, dtype=np.int64)
     else:
         if instance.probs_exact_from_floats:

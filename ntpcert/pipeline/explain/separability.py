@@ -133,22 +133,21 @@ class WhyNotSeparable:
 
     def off_support_mass(self) -> Fraction:
         r""":math:`\sum_j \sum_{v \notin S_j} (-a_{j,v})`, the ray's positive lower bound of the logit sum."""
-        mask = self.instance.support_mask()
-        return sum((-x for (v, j), x in self.ray.items() if not mask[j, v]), Fraction(0))
+        inst = self.instance
+        return sum((-x for (v, j), x in self.ray.items() if not inst.in_support(j, v)), Fraction(0))
 
     def to_json(self) -> dict:
         from ntpcert.exact.rational import fraction_str
         from ntpcert.pipeline.explain.names import context_text, token_text
 
         inst = self.instance
-        mask = inst.support_mask()
         ctxs = []
         for j in self.contexts:
             ctxs.append({
                 "index": j,
                 "text": context_text(inst, j),
                 "support": [token_text(inst, int(z)) for z in inst.support(j)],
-                "ray": [{"token": token_text(inst, v), "value": fraction_str(x), "in_support": bool(mask[j, v])}
+                "ray": [{"token": token_text(inst, v), "value": fraction_str(x), "in_support": inst.in_support(j, v)}
                         for v, x in self.ray_of(j).items()],
             })
         dels = [{"context": d.context, "text": context_text(inst, d.context), "separable": d.separable,

@@ -22,6 +22,7 @@ import flint
 import numpy as np
 
 from ntpcert.instance import NTPInstance
+from ntpcert.instance.sparse import SparseCountsInstance
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,7 +59,9 @@ def sub_instance(instance: NTPInstance, contexts) -> SubInstance:
     Hc = H[:, cols]
     names = None if instance.context_names is None else [instance.context_names[j] for j in C]
     kw = {"token_names": instance.token_names, "context_names": names, "name": f"{instance.name}[{len(C)} contexts]"}
-    if instance.counts is not None:
+    if isinstance(instance, SparseCountsInstance):
+        sub = SparseCountsInstance.from_csr(Hc, instance.csr[list(C)], **kw)
+    elif instance.has_counts:
         sub = NTPInstance.from_counts(Hc, instance.counts[list(C)], **kw)
     else:
         rows = [list(instance.exact_row(j)) for j in C]
