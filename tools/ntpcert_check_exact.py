@@ -14,7 +14,7 @@ import flint
 FORMAT, VERSION = "ntpcert-certificate", 1
 #: The format's size limits (docs/certificate-format.md, section 1), a copy of ntpcert.certificate.format.LIMITS
 #: (a test holds the two equal): a certificate over one is too large to check here, not invalid.
-LIMITS = {"certificate_bytes": 536_870_912, "json_integer_digits": 4300, "sparse_count_cells": 1 << 40,
+LIMITS = {"certificate_bytes": 536_870_912, "json_integer_digits": 4300, "sparse_count_cells": 1_099_511_627_776,
           "sparse_embedding_cells": 100_000_000, "why_not_cells": 2_000_000}
 MAX_BYTES = LIMITS["certificate_bytes"]
 MAX_INT_DIGITS = LIMITS["json_integer_digits"]

@@ -21,20 +21,22 @@ from typing import Any
 import flint
 import numpy as np
 
-from ntpcert.certificate.packed import unpack_f64
+from ntpcert.certificate.packed import unpack_f32, unpack_f64
 from ntpcert.certificate.schema import RATIONAL_RE, digits_to_int, parse_rational, show, type_name
 from ntpcert.certificate.structure import check_shape, is_count
 from ntpcert.errors import CertificateError, InputError
 from ntpcert.instance import NTPInstance
+from ntpcert.instance.sparse import DENSE_CELLS, SparseCountsInstance
 
 
 def instance_from_record(rec: Any) -> NTPInstance:
     """Rebuild the embedded instance (whose structure :func:`check_schema` has checked); raises
     :class:`CertificateError` when it is malformed."""
-    if type(rec) is not dict or not ("embeddings" in rec or "embeddings_sparse" in rec or "embeddings_f64" in rec):
+    packed = ("embeddings_sparse", "embeddings_f64", "embeddings_f32")
+    if type(rec) is not dict or not ("embeddings" in rec or any(k in rec for k in packed)):
         raise CertificateError("instance.embedded: missing or not an object with 'embeddings'")
-    if "embeddings_sparse" in rec or "embeddings_f64" in rec:  # checked by check_schema (shape, length, order)
-        rec = {**{k: v for k, v in rec.items() if k not in ("embeddings_sparse", "embeddings_f64", "embeddings_shape")},
+    if any(k in rec for k in packed):  # checked by check_schema (shape, length, order)
+        rec = {**{k: v for k, v in rec.items() if k not in packed + ("embeddings_shape",)},
                "embeddings": dense_embeddings(rec)}
     names = {k: rec.get(k) for k in ("token_names", "context_names")}
     name = rec.get("name")
@@ -43,9 +45,15 @@ def instance_from_record(rec: Any) -> NTPInstance:
     try:
         if "counts" in rec:
             return NTPInstance.from_counts(rec["embeddings"], rec["counts"], name=name, **names)
-        if "counts_sparse" in rec:  # checked by check_schema: indices in range, sorted, m * V bounded
+        if "counts_sparse" in rec:  # checked by check_schema: indices in range, sorted, each once
             entries = np.asarray(rec["counts_sparse"], dtype=np.int64).reshape(-1, 3)
-            counts = np.zeros((len(rec["embeddings"]), rec["V"]), dtype=np.int64)
+            m, V = len(rec["embeddings"]), rec["V"]
+            if m * V > DENSE_CELLS:  # sparse all the way (ntpcert.instance.sparse)
+                import scipy.sparse as sp
+
+                csr = sp.csr_array((entries[:, 2], (entries[:, 0], entries[:, 1])), shape=(m, V))
+                return SparseCountsInstance.from_csr(rec["embeddings"], csr, name=name, **names)
+            counts = np.zeros((m, V), dtype=np.int64)
             counts[entries[:, 0], entries[:, 1]] = entries[:, 2]
             return NTPInstance.from_counts(rec["embeddings"], counts, name=name, **names)
         if "probs" in rec:
@@ -63,6 +71,8 @@ def dense_embeddings(rec: dict) -> np.ndarray:
     m, d = rec["embeddings_shape"]
     if "embeddings_f64" in rec:
         return unpack_f64(rec["embeddings_f64"], (m, d), "instance.embedded.embeddings_f64")
+    if "embeddings_f32" in rec:
+        return unpack_f32(rec["embeddings_f32"], (m, d), "instance.embedded.embeddings_f32")
     H = np.zeros((m, d), dtype=np.float64)
     items = rec["embeddings_sparse"]
     if items:

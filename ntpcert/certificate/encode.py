@@ -18,7 +18,7 @@ import numpy as np
 from ntpcert.certificate.decode import odd_parts
 from ntpcert.certificate.format import FORMAT, MAX_SPARSE_CELLS, MAX_SPARSE_EMBEDDING_CELLS, VERSION
 from ntpcert.certificate.jsonio import seal, unlimited_int_digits
-from ntpcert.certificate.packed import can_pack
+from ntpcert.certificate.packed import can_pack, is_float32
 from ntpcert.certificate.schema import check_produced
 from ntpcert.errors import InputError
 from ntpcert.exact.rational import fraction_str
@@ -74,6 +74,16 @@ def pack_f64(A: np.ndarray) -> str:
     return base64.b64encode(A.tobytes()).decode("ascii")
 
 
+def pack_f32(A: np.ndarray) -> str:
+    """The ``embeddings_f32`` text of a matrix whose every entry is exactly a binary32
+    (:func:`~ntpcert.certificate.packed.is_float32`), finite and without -0.0: its entries' little-endian
+    binary32 bytes in row-major order, in standard base64 (:mod:`ntpcert.certificate.packed`)."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or not can_pack(A) or not is_float32(A):
+        raise InputError(f"pack_f32: expected a matrix of binary32 entries without -0.0, got shape {A.shape}")
+    return base64.b64encode(np.ascontiguousarray(A, dtype="<f4").tobytes()).decode("ascii")
+
+
 def instance_record(instance: NTPInstance) -> dict[str, Any]:
     """The instance as exact JSON values (see the module doc)."""
     H = np.asarray(instance.embeddings, dtype=np.float64)
@@ -90,7 +100,10 @@ def instance_record(instance: NTPInstance) -> dict[str, Any]:
             rec["embeddings"] = H.astype(np.int64).tolist()
         elif H.size >= PACKED_MIN_ENTRIES and can_pack(H):  # floats (Gaussian): 10.7 characters an entry, not ~21
             rec["embeddings_shape"] = [int(H.shape[0]), int(H.shape[1])]
-            rec["embeddings_f64"] = pack_f64(H)
+            if is_float32(H):  # a float32 model's h: 5.3 characters an entry
+                rec["embeddings_f32"] = pack_f32(H)
+            else:
+                rec["embeddings_f64"] = pack_f64(H)
         else:  # a -0.0 keeps its own spelling (the fingerprint is over the bytes)
             rec["embeddings"] = H.tolist()
     if instance.has_counts:

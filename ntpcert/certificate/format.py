@@ -121,7 +121,7 @@ NUCLEAR_FORMAT, NUCLEAR_VERSION = "ntpcert-nuclear-enclosure", 1
 LIMITS: dict[str, int] = {
     "certificate_bytes": 512 * 2**20,
     "json_integer_digits": 4300,
-    "sparse_count_cells": 1 << 40,
+    "sparse_count_cells": 1_099_511_627_776,
     "sparse_embedding_cells": 100_000_000,
     "why_not_cells": 2_000_000,
 }

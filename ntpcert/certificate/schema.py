@@ -70,18 +70,18 @@ SCHEMA: dict[str, dict[str, str]] = {
     },
     "instance": {"fingerprint": "sha256", "m": "size", "d": "size", "V": "size", "embedded": "object"},
     "instance.embedded/counts": {
-        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_shape?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_f32?": "str", "embeddings_shape?": "list",
         "embeddings_sparse?": "list",
         "counts": "list", "token_names?": "list", "context_names?": "list",
     },
     "instance.embedded/counts_sparse": {
-        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_shape?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_f32?": "str", "embeddings_shape?": "list",
         "embeddings_sparse?": "list",
         "V": "size", "counts_sparse": "list", "token_names?": "list",
         "context_names?": "list",
     },
     "instance.embedded/probs": {
-        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_shape?": "list",
+        "name": "str", "embeddings?": "list", "embeddings_f64?": "str", "embeddings_f32?": "str", "embeddings_shape?": "list",
         "embeddings_sparse?": "list",
         "probs": "list", "weights": "list",
         "token_names?": "list", "context_names?": "list",

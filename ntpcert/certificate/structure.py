@@ -296,13 +296,13 @@ def _check_embedded(rec: Any, m: int, d: int, V: int, from_floats: bool) -> None
         raise CertificateError(f"instance.embedded: expected an object, got {type_name(rec)} {show(rec)}")
     variant = "counts" if "counts" in rec else ("counts_sparse" if "counts_sparse" in rec else "probs")
     check_section(rec, f"instance.embedded/{variant}", "instance.embedded")
-    if (("embeddings" in rec) + ("embeddings_sparse" in rec) + ("embeddings_f64" in rec) != 1
-            or ("embeddings" in rec) == ("embeddings_shape" in rec)):
-        raise CertificateError("instance.embedded: give embeddings, or embeddings_sparse with embeddings_shape, or "
-                               "embeddings_f64 with embeddings_shape")
+    if (("embeddings" in rec) + ("embeddings_sparse" in rec) + ("embeddings_f64" in rec) + ("embeddings_f32" in rec)
+            != 1 or ("embeddings" in rec) == ("embeddings_shape" in rec)):
+        raise CertificateError("instance.embedded: give embeddings, or embeddings_sparse, embeddings_f64 or "
+                               "embeddings_f32 with embeddings_shape")
     if "embeddings_sparse" in rec:
         check_sparse_embeddings(rec, m, d)
-    if "embeddings_f64" in rec:
+    if "embeddings_f64" in rec or "embeddings_f32" in rec:
         check_packed_embeddings(rec, m, d)
     # the header against the embedded arrays' own sizes, so that a header lie is named as one
     emb, laws = rec.get("embeddings", []), rec[variant]
@@ -346,10 +346,11 @@ def check_packed_embeddings(rec: dict, m: int, d: int) -> None:
     shape = rec.get("embeddings_shape")
     if shape != [m, d] or set(map(type, shape)) != {int}:
         raise CertificateError(f"instance.embedded.embeddings_shape: {show(shape)}, expected [{m}, {d}] (the header)")
-    want = packed_length(m * d)
-    if len(rec["embeddings_f64"]) != want:
-        raise CertificateError(f"instance.embedded.embeddings_f64: has {len(rec['embeddings_f64'])} characters, "
-                               f"expected {want} (base64 of {m * d} float64 values, {m} x {d})")
+    key, width = ("embeddings_f64", 8) if "embeddings_f64" in rec else ("embeddings_f32", 4)
+    want = packed_length(m * d, width)
+    if len(rec[key]) != want:
+        raise CertificateError(f"instance.embedded.{key}: has {len(rec[key])} characters, expected {want} "
+                               f"(base64 of {m * d} float{8 * width} values, {m} x {d})")
 
 
 def check_sparse_embeddings(rec: dict, m: int, d: int) -> None:

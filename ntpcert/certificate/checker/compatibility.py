@@ -24,6 +24,19 @@ from ntpcert.exact.rank_witness import check_rank_witness
 from ntpcert.util.numbers import lcm_all
 
 
+def _short_int(v: int) -> str:
+    """``v`` in decimal, or its sign and number of digits past 40 digits (a check line stays one line)."""
+    text = str(v)
+    return text if len(text.lstrip("-")) <= 40 else f"{'-' if v < 0 else ''}(an integer of {len(text.lstrip('-')):,} digits)"
+
+
+def _log_sum_text(viol: dict) -> str:
+    """``Σ v_p log p`` as text: the first 6 terms, then how many more."""
+    items = sorted(viol.items())
+    text = " + ".join(f"{_short_int(v)}*log({p})" for p, v in items[:6])
+    return text + (f" + ... ({len(items) - 6} more primes)" if len(items) > 6 else "")
+
+
 def _integer_column(items: Any, name: str, ex: ExactInstance) -> tuple[flint.fmpz_mat, int]:
     """A sparse rational vector over the equality rows, times the lcm ``den`` of its denominators:
     an integer column of length r, and ``den``."""
@@ -63,7 +76,7 @@ def check_compatibility(sec: dict, ex: ExactInstance, checks: list[str]) -> bool
             need(sec["dim_F"] == rank, f"compatibility.dim_F: claims {show(sec['dim_F'])}, rank A_eq is {rank}")
         viol = yE(y)
         need(bool(viol), "compatibility.violating_null_vector: y^T E = 0, so it shows nothing")
-        checks.append(f"incompatible: y in null(A_eq^T) with y^T b = {' + '.join(f'{v}*log({p})' for p, v in sorted(viol.items()))} != 0")
+        checks.append(f"incompatible: y in null(A_eq^T) with y^T b = {_log_sum_text(viol)} != 0")
         return False
     if "particular_solutions" in sec:  # tall systems: one exact solution per prime, rank A_eq exactly
         _check_particular(sec, ex, primes, Erows, checks)

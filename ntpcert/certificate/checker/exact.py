@@ -126,7 +126,8 @@ class ExactInstance:
     def _prob_ratio(self, j: int, z: int, a: int) -> Fraction:
         """:math:`p_{j,z} / p_{j,a}` (with counts, the ratio of the counts: the total cancels)."""
         if self.inst.has_counts:
-            return Fraction(int(self.inst.counts[j, z]), int(self.inst.counts[j, a]))
+            r = self.inst.ratio_integers(j)  # the counts of S_j (sparse instances have no dense counts)
+            return Fraction(int(r.get(int(z), 0)), int(r[int(a)]))
         p = self.inst.exact_probs[j]
         return p[z] / p[a]
 
