@@ -28,8 +28,8 @@ from .test_explain import doubling_toy, two_context_toy
 
 #: The checker's size in lines, all its files together: small enough to read in one sitting (the claims and
 #: the sections of issue 31 in under 1,000, the split section's 150 beside them, and the nuclear-enclosure file
-#: kind's 85 of issue 36).
-MAX_LINES = 1200
+#: kind's 85 of issue 36, and the lazy rows, packed float32 and CSR fingerprint of corpus-scale certificates' 70).
+MAX_LINES = 1270
 
 
 def test_it_imports_only_the_standard_library_and_flint() -> None:

@@ -9,6 +9,7 @@ Exit status: 0 when every claim and section checks (null claims as undetermined)
 ``TOO LARGE: <field>: <reason>`` when CERT is over a size limit of the format (LIMITS): too large to check
 here, not a verdict."""
 
+import functools
 import hashlib
 import json
 import os
@@ -20,8 +21,8 @@ import flint
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the checker's other files, beside it
 from ntpcert_check_exact import (DEFAULT_PRIME, FORMAT, LIMITS, Invalid, MAX_BYTES, MAX_INT_DIGITS, MAX_SPARSE_CELLS,
     MAX_SPARSE_EMBEDDING_CELLS, TOP, TOP_OPTIONAL, TooLarge, VERSION, count, dense_q, exact, exact_float, exponents,
-    farkas, flag, index, integer_row, is_prime, keys, law, packed_rows, primal, q, rank_mod, refuse, sparse,
-    too_large)
+    farkas, flag, index, integer_row, is_prime, keys, law, packed_bytes, PackedRows, primal, q, rank_mod, refuse,
+    sparse, too_large)
 from ntpcert_check_sections import (check_dim_F_and_W_star, check_excess, check_instance_record, check_source,
     check_svm, check_why_not)
 from ntpcert_check_split import check_split
@@ -72,9 +73,9 @@ class Instance:
         law = "counts" if "counts" in rec else "counts_sparse" if "counts_sparse" in rec else "probs"
         need = {"counts": ("name", "counts"), "counts_sparse": ("name", "V", "counts_sparse"),
                 "probs": ("name", "probs", "weights")}[law]
-        dense_h, packed = "embeddings" in rec, "embeddings_f64" in rec
-        need += ("embeddings",) if dense_h else ("embeddings_shape",
-                                                 "embeddings_f64" if packed else "embeddings_sparse")
+        dense_h = "embeddings" in rec
+        packed = next((k for k in ("embeddings_f64", "embeddings_f32") if k in rec), None)
+        need += ("embeddings",) if dense_h else ("embeddings_shape", packed or "embeddings_sparse")
         keys(rec, "instance.embedded", need, ("token_names", "context_names"))
         emb = rec["embeddings"] if dense_h else rec["embeddings_shape"]
         refuse(not dense_h and (type(emb) is not list or len(emb) != 2 or {type(x) for x in emb} != {int}),
@@ -87,14 +88,15 @@ class Instance:
             refuse(type(head[key]) is not int or head[key] != getattr(self, key) or head[key] < 1,
                    f"instance.{key}: claims {head[key]!r}, the embedded instance has {getattr(self, key)}")
         m, d, V = self.m, self.d, self.V
-        self.H = [dict() for _ in range(m)]  # h_j as {i: nonzero entry}
+        self.H = [dict() for _ in range(m)] if not packed else None  # h_j as {i: nonzero entry}
         if dense_h:
             refuse(any(type(r) is not list or len(r) != d for r in emb),
                    f"instance.embedded.embeddings: expected {m} rows of {d} numbers")
             for j, r in enumerate(emb):
                 self.H[j] = {i: x for i, x in enumerate(exact(x, f"instance.embedded.embeddings[{j}]") for x in r) if x}
         elif packed:
-            self.H = packed_rows(rec["embeddings_f64"], m, d, "instance.embedded.embeddings_f64")
+            field = f"instance.embedded.{packed}"  # every entry checked here; rows decoded when read
+            self.H = PackedRows(packed_bytes(rec[packed], m, d, field), m, d, field)
         else:
             too_large(m * d > MAX_SPARSE_EMBEDDING_CELLS, f"instance.embedded.embeddings_shape: {m * d} cells, "
                       f"over the cap of {MAX_SPARSE_EMBEDDING_CELLS}")
@@ -103,10 +105,6 @@ class Instance:
                    "instance.embedded.embeddings_sparse: entries not nonzero and in increasing (j, i) order")
             for (j, i), x in entries.items():
                 self.H[j][i] = x
-        self.cols = [dict() for _ in range(d)]  # column i as {j: entry}
-        for j, h in enumerate(self.H):
-            for i, x in h.items():
-                self.cols[i][j] = x
         from_floats = flag(cert["probabilities_exact_from_floats"], "probabilities_exact_from_floats")
         refuse(from_floats is None or (from_floats and law != "probs"),
                f"probabilities_exact_from_floats: {from_floats!r} does not describe the embedded data")
@@ -137,6 +135,15 @@ class Instance:
         self.S = [set(v) for v in vals]
         self.anchor = [min(s) for s in self.S]
         self.rows = [(j, z) for j in range(m) for z in sorted(self.S[j]) if z != self.anchor[j]]
+
+    @functools.cached_property
+    def cols(self):
+        """Column i of H as {j: nonzero entry}, built when first asked for (it reads every row)."""
+        cols = [dict() for _ in range(self.d)]
+        for j, h in enumerate(self.H):
+            for i, x in h.items():
+                cols[i][j] = x
+        return cols
 
     def dense(self, rows=None, cols=None):
         rows, cols = range(self.m) if rows is None else rows, range(self.d) if cols is None else cols

@@ -110,28 +110,63 @@ def sparse(items, bounds, field, value=None):
     return out
 
 
-def packed_rows(text, m, d, field):
-    """``embeddings_f64``: standard base64 (padded, nothing else) of the m d entries of H as little-endian
-    binary64 in row-major order, in its one spelling (re-encoding gives the text back; no NaN, infinity or
-    -0.0); the rows as {i: fmpq} of the nonzero entries, each the dyadic rational of its bits."""
-    refuse(type(text) is not str or len(text) != 4 * ((8 * m * d + 2) // 3),
-           f"{field}: not the length of base64 of {m} x {d} float64 values")
+#: Per packed spelling: bytes an entry, struct letter, name, and the mask of the exponent's bits in the byte
+#: below the top one (an entry is NaN or infinite iff top byte & 0x7F == 0x7F and that byte & mask == mask).
+PACKED = {"embeddings_f64": (8, "d", "float64", 0xF0), "embeddings_f32": (4, "f", "float32", 0x80)}
+
+
+def packed_bytes(text, m, d, field):
+    """The bytes of a packed H, ``field`` ending in embeddings_f64 (little-endian binary64) or embeddings_f32
+    (binary32): standard base64 (padded, nothing else) of the m d entries in row-major order, in its one
+    spelling (re-encoding gives the text back), no entry NaN, infinite or -0.0. Every entry is scanned by its
+    bit patterns, 2^22 entries at a time, a byte lane as one integer with a bit per entry: no float is made."""
+    w, letter, kind, mask = PACKED[field.rsplit(".", 1)[-1]]
+    refuse(type(text) is not str or len(text) != 4 * ((w * m * d + 2) // 3),
+           f"{field}: not the length of base64 of {m} x {d} {kind} values")
     try:
         raw = base64.b64decode(text, validate=True)
     except ValueError:
         raise Invalid(f"{field}: not base64") from None
-    refuse(len(raw) != 8 * m * d or base64.b64encode(raw).decode("ascii") != text,
-           f"{field}: not the canonical base64 spelling of {m * d} float64 values")
-    xs, rows = struct.unpack(f"<{m * d}d", raw), []
-    for j in range(m):
-        row = {}
-        for i, x in enumerate(xs[j * d:(j + 1) * d]):
-            refuse(not math.isfinite(x) or (x == 0 and math.copysign(1.0, x) < 0),
-                   f"{field}[{j}][{i}]: {x!r} is not a finite float other than -0.0")
-            if x:
-                row[i] = flint.fmpq(*x.as_integer_ratio())
-        rows.append(row)
-    return rows
+    refuse(len(raw) != w * m * d or base64.b64encode(raw).decode("ascii") != text,
+           f"{field}: not the canonical base64 spelling of {m * d} {kind} values")
+    def lane(k, keep):  # bit 8n set iff byte k of entry n passes keep
+        return int.from_bytes(chunk[k::w].translate(bytes(map(keep, range(256)))), "little")
+    for s in range(0, len(raw), w << 22):
+        chunk = raw[s:s + (w << 22)]
+        bad = lane(w - 1, lambda b: b & 0x7F == 0x7F) & lane(w - 2, lambda b: b & mask == mask)  # NaN, infinity
+        neg0 = lane(w - 1, lambda b: b == 0x80)  # -0.0: the sign bit alone
+        for k in range(w - 1):
+            neg0 = neg0 and neg0 & lane(k, lambda b: b == 0)
+        if bad | neg0:
+            n = s // w + (((bad | neg0) & -(bad | neg0)).bit_length() - 1) // 8
+            x = struct.unpack_from("<" + letter, raw, w * n)[0]
+            raise Invalid(f"{field}[{n // d}][{n % d}]: {x!r} is not a finite float other than -0.0")
+    return raw
+
+
+class PackedRows:
+    """The rows h_j of a packed H as {i: fmpq} of the nonzero entries (each the dyadic rational of its bits),
+    each decoded from the checked bytes when first read and kept in ``rows``: a check that reads a few rows (a
+    short violating vector, a Farkas ray on a few contexts) decodes only those."""
+    def __init__(self, raw, m, d, field):
+        self.w, letter = PACKED[field.rsplit(".", 1)[-1]][:2]
+        self.raw, self.m, self.d, self.fmt, self.rows = raw, m, d, f"<{d}{letter}", {}
+
+    def __len__(self):
+        return self.m
+
+    def __getitem__(self, j):  # (iteration, row by row, stops at the IndexError past the last)
+        if j not in self.rows:
+            if type(j) is not int or not 0 <= j < self.m:
+                raise IndexError(f"H has no row {j!r}")
+            xs = struct.unpack_from(self.fmt, self.raw, self.w * self.d * j)
+            self.rows[j] = {i: flint.fmpq(*x.as_integer_ratio()) for i, x in enumerate(xs) if x}
+        return self.rows[j]
+
+    def float64_bytes(self):  # H as little-endian binary64 (the fingerprint's), float32 widened exactly
+        for s in range(0, len(self.raw), self.w << 20):
+            c = self.raw[s:s + (self.w << 20)]
+            yield c if self.w == 8 else struct.pack(f"<{len(c) // 4}d", *struct.unpack(f"<{len(c) // 4}f", c))
 
 
 def integer_row(xs):
@@ -152,24 +187,35 @@ def is_prime(p, below=None):  # a modulus is a prime 2 <= p < 2^63 (docs/certifi
     return type(p) is int and p > 1 and (below is None or p < below) and bool(flint.fmpz(p).is_prime())
 
 
+def factor(c, primes, listed):
+    """{p: exponent} of c >= 1 over the increasing primes (``listed``: their set), or None when a prime not
+    listed divides c. Past p^2 > c the rest is 1 or a prime (a composite rest has an unlisted factor < p)."""
+    e = {}
+    for p in primes:
+        if p * p > c:
+            break
+        while c % p == 0:
+            c, e[p] = c // p, e.get(p, 0) + 1
+    if c > 1 and c not in listed:
+        return None
+    return {**e, c: e.get(c, 0) + 1} if c > 1 else e
+
+
 def exponents(inst, primes):
     """E: for every equality row, the exponent of each prime in c_{j,z} / c_{j,z_j}, where c_{j,.} are the
     counts or, for probabilities, the coprime integers proportional to p_j. ``primes`` must be exactly
     the primes of those integers (each is factored completely over the list)."""
     refuse(type(primes) is not list or any(not is_prime(p) for p in primes) or primes != sorted(set(primes)),
            "compatibility.primes: not an increasing list of primes")
-    factors, used = [], set()
+    factors, used, listed, memo = [], set(), set(primes), {}
     for j, vals in enumerate(inst.vals):
         ints = dict(zip(vals, integer_row(list(vals.values()))))
         g = 1 if inst.counts else math.gcd(*ints.values())
         ints = {z: c // g for z, c in ints.items()}
         row = {}
         for z, c in ints.items():
-            e = {}
-            for p in primes:
-                while c % p == 0:
-                    c, e[p] = c // p, e.get(p, 0) + 1
-            refuse(c != 1, f"compatibility.primes: the count of context {j}, token {z} has a prime factor not listed")
+            e = memo[c] if c in memo else memo.setdefault(c, factor(c, primes, listed))
+            refuse(e is None, f"compatibility.primes: the count of context {j}, token {z} has a prime factor not listed")
             row[z] = e
             used.update(e)
         factors.append(row)
@@ -201,12 +247,14 @@ def sq_rows(N, D):
 
 
 def hint(inst, rows=None):
-    """(Hint, s): H[rows] = Hint / s (default: all rows, kept), s the lcm of the denominators of H's entries."""
+    """(Hint, s): H[rows] = Hint / s (default: all rows, kept), s the lcm of the denominators of H's entries
+    (of those rows' only, when s for all of H is not known yet: the other rows are not read)."""
     if rows is None and hasattr(inst, "_hint"):
         return inst._hint
-    if not hasattr(inst, "_s"):
+    if rows is None and not hasattr(inst, "_s"):
         inst._s = lcm(x.q for h in inst.H for x in h.values())
-    s, M = inst._s, flint.fmpz_mat(inst.m if rows is None else len(rows), inst.d)
+    s = inst._s if hasattr(inst, "_s") else lcm(x.q for j in rows for x in inst.H[j].values())
+    M = flint.fmpz_mat(inst.m if rows is None else len(rows), inst.d)
     for r, j in enumerate(range(inst.m) if rows is None else rows):
         for i, x in inst.H[j].items():
             M[r, i] = x.p * (s // x.q)

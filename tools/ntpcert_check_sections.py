@@ -2,7 +2,6 @@
 pair and its bounds, the excess bracket (in arb balls), the why-not culprits, the fingerprint and names, and
 the source record (docs/certificate-format.md, sections 3 and 7-10). Standard library and python-flint only."""
 
-import base64
 import hashlib
 import math
 import re
@@ -261,18 +260,26 @@ def check_why_not(cert, inst, compat, sep, notes):
         notes.append(f"why not compatible: a circuit of {len(y)} log-odds equations (rank {rank}) with y^T b != 0")
 
 
+#: Past m V = SPARSE_HASH_CELLS count cells the fingerprint hashes counts in CSR form (a copy of
+#: ntpcert.instance.model.SPARSE_HASH_CELLS; docs/certificate-format.md, section 3).
+SPARSE_HASH_CELLS = 1 << 28
+
+
 def fingerprint(cert, inst):
     """SHA-256 of "m,d,V;", H as little-endian float64 (row-major), then b"counts;" and the counts as
-    little-endian int64 (m x V), or b"probs;", each row's probabilities as "p/q" joined by "," and ended
-    by ";", then the normalised weights as "p/q" joined by "," (docs/certificate-format.md, section 3)."""
+    little-endian int64 (m x V), or past SPARSE_HASH_CELLS cells b"counts-csr;" and per row its tokens
+    (increasing), their counts and its length as little-endian int64, or b"probs;", each row's probabilities as
+    "p/q" joined by "," and ended by ";", then the normalised weights as "p/q" joined by "," (docs/certificate-
+    format.md, section 3)."""
     rec, m, d, V = cert["instance"]["embedded"], inst.m, inst.d, inst.V
     h = hashlib.sha256(f"{m},{d},{V};".encode())
     dense, sparse_h, zero = rec.get("embeddings"), {}, bytes(8 * d)
     for t in rec.get("embeddings_sparse", ()):
         sparse_h.setdefault(t[0], []).append(t[1:])
-    if "embeddings_f64" in rec:  # these are H's bytes already (packed_rows checked their one spelling)
-        h.update(base64.b64decode(rec["embeddings_f64"]))
-    for j in range(m if "embeddings_f64" not in rec else 0):
+    packed = hasattr(inst.H, "float64_bytes")  # H's checked bytes (float32 widened exactly)
+    for chunk in inst.H.float64_bytes() if packed else ():
+        h.update(chunk)
+    for j in range(m if not packed else 0):
         row = dense[j] if dense is not None else [x for _, x in sparse_h.get(j, ())]
         refuse(int in set(map(type, row)) and any(type(x) is int and float(x) != x for x in row),
                "instance.embedded: an embedding is not a float64")
@@ -283,10 +290,18 @@ def fingerprint(cert, inst):
         for i, x in sparse_h.get(j, ()):
             struct.pack_into("<d", buf, 8 * i, float(x))
         h.update(buf)
-    if inst.counts:
+    if inst.counts and m * V > SPARSE_HASH_CELLS:  # per row: its tokens, their counts, its length
+        h.update(b"counts-csr;")
+        for row in inst.vals:
+            toks = sorted(row)
+            h.update(struct.pack(f"<{2 * len(toks) + 1}q", *toks, *(int(row[z].p) for z in toks), len(toks)))
+    elif inst.counts:
         h.update(b"counts;")
-        for j in range(m):
-            h.update(struct.pack(f"<{V}q", *(int(inst.vals[j][z].p) if z in inst.vals[j] else 0 for z in range(V))))
+        for row in inst.vals:  # a row of zeros with its few counts written in
+            buf = bytearray(8 * V)
+            for z, c in row.items():
+                struct.pack_into("<q", buf, 8 * z, int(c.p))
+            h.update(buf)
     else:
         h.update(b"probs;")
         for row in rec["probs"]:
