@@ -117,7 +117,7 @@ def _few_shared(seed: int, *, m: int = 60, d: int = 6, V: int = 5, shared: int =
 
 def _lp_ray_on_tokens_0_1(inst: NTPInstance):
     S = inst.support_mask()
-    return pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]), np.flatnonzero(S[:, 0] ^ S[:, 1]), S)
+    return pairs._lp_pair_ray(inst, 0, 1, np.flatnonzero(S[:, 0] & S[:, 1]), np.flatnonzero(S[:, 0] ^ S[:, 1]))
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -179,7 +179,6 @@ def separability_witness(instance: NTPInstance) -> tuple[dict, str] | None:
     if not applies(instance):
         return None
     d = instance.d
-    S = instance.support_mask()
     for z, zp, B, X in pairs(instance):
         if B.size < 1:
             break
@@ -193,7 +192,7 @@ def separability_witness(instance: NTPInstance) -> tuple[dict, str] | None:
                 if not y0:
                     continue
                 # the token outside S_{j0} must get a negative entry: a_{j0,z'} = -y0 when z is in S_{j0}
-                want_positive = bool(S[j0, z])
+                want_positive = instance.in_support(int(j0), z)
                 if (y0 > 0) != want_positive:
                     y = [-v for v in y]
                 ray: dict[tuple[int, int], Fraction] = {}
@@ -205,10 +204,10 @@ def separability_witness(instance: NTPInstance) -> tuple[dict, str] | None:
                         f"{int(np.count_nonzero(y))} contexts, "
                         f"{len(ray)} non-zero entries")
                 return ray, text
-    return _lp_separability_witness(instance, S)
+    return _lp_separability_witness(instance)
 
 
-def _lp_separability_witness(instance: NTPInstance, S: np.ndarray) -> tuple[dict, str] | None:
+def _lp_separability_witness(instance: NTPInstance) -> tuple[dict, str] | None:
     """The LP route of the module doc over the first :data:`LP_PAIRS_MAX` pairs; None when none gives
     an exact ray."""
     d = instance.d
@@ -217,21 +216,21 @@ def _lp_separability_witness(instance: NTPInstance, S: np.ndarray) -> tuple[dict
             break
         if X.size == 0 or B.size + X.size <= d or B.size + X.size > LP_MAX_CONTEXTS:
             continue
-        found = _lp_pair_ray(instance, z, zp, B, X, S)
+        found = _lp_pair_ray(instance, z, zp, B, X)
         if found is not None:
             return found
     return None
 
 
-def _lp_pair_ray(instance: NTPInstance, z: int, zp: int, B: np.ndarray, X: np.ndarray,
-                 S: np.ndarray) -> tuple[dict, str] | None:
+def _lp_pair_ray(instance: NTPInstance, z: int, zp: int, B: np.ndarray, X: np.ndarray) -> tuple[dict, str] | None:
     from scipy.optimize import linprog
 
     from ntpcert.util.budget import highs_budget, highs_options
 
     H = np.asarray(instance.embeddings, dtype=np.float64)
     ctx = np.concatenate([B, X])
-    sig = np.concatenate([np.ones(B.size), np.where(S[X, z], 1.0, -1.0)])
+    in_z = np.array([instance.in_support(int(j), z) for j in X], dtype=bool)
+    sig = np.concatenate([np.ones(B.size), np.where(in_z, 1.0, -1.0)])
     rows = H[ctx] * sig[:, None]  # (|B| + |X|, d)
     A_eq = np.vstack([rows.T, np.concatenate([np.zeros(B.size), np.ones(X.size)])])
     b_eq = np.zeros(instance.d + 1)

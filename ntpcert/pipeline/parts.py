@@ -71,13 +71,15 @@ def make_part(instance: NTPInstance, contexts: np.ndarray, tokens: np.ndarray) -
     tokens = np.asarray(tokens, dtype=np.int64)
     if tokens.size < 2:
         return None
-    mask = instance.support_mask()[np.ix_(contexts, tokens)]
-    keep = np.asarray(contexts)[mask.any(axis=1)]
+    contexts = np.asarray(contexts, dtype=np.int64)
+    mask = instance.support_csr[contexts][:, tokens]  # sparse: no (m, V) cells
+    keep = contexts[np.diff(mask.tocsr().indptr) > 0]
     if keep.size == 0:
         return None
     H = instance.embeddings[keep]
     if instance.has_counts:
-        sub = NTPInstance.from_counts(H, instance.counts[np.ix_(keep, tokens)])
+        rows, cols = np.repeat(keep, tokens.size), np.tile(tokens, keep.size)
+        sub = NTPInstance.from_counts(H, instance.counts_at(rows, cols).reshape(keep.size, tokens.size))
     else:
         rows = []
         for j in keep:
@@ -103,7 +105,7 @@ def part_schedule(instance: NTPInstance) -> list[tuple[int, int]]:
 
 def parts_of(instance: NTPInstance):
     """The parts of :func:`part_schedule`: the first contexts in data order, the tokens in the most supports."""
-    order = np.argsort(-instance.support_mask().sum(axis=0), kind="stable")
+    order = np.argsort(-np.bincount(instance.support_csr.indices, minlength=instance.V), kind="stable")
     for n, t in part_schedule(instance):
         p = make_part(instance, np.arange(n), np.sort(order[:t]))
         if p is not None:
