@@ -255,6 +255,14 @@ def _null_notes(values: dict[str, float], bins: list[dict[str, Any]], limits: Li
 
 
 
+def _token_counts(inst: Any) -> np.ndarray:
+    """How often each token follows some context, shape (V,) of int64, from the non-zero counts."""
+    _, tokens, counts = inst.count_entries()
+    out = np.zeros(inst.V, dtype=np.int64)
+    np.add.at(out, tokens, counts)
+    return out
+
+
 def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) -> list[dict[str, Any]]:
     inst = limits.instance
     Wp = W - PF
@@ -263,7 +271,7 @@ def _bins(limits: Limits, W: np.ndarray, PF: np.ndarray, frequency: np.ndarray) 
     for blk in blocks(inst.m):
         Z = inst.embeddings[blk] @ W.T
         logS = Z - np.logaddexp.reduce(Z, axis=1, keepdims=True)
-        P = inst.probs[blk]
+        P = inst.probs_rows(blk)
         rows, cols = np.nonzero(P > 0)
         p = P[rows, cols]
         np.add.at(per_token, cols, inst.weights[blk][rows] * p * (np.log(p) - logS[rows, cols]))
@@ -337,7 +345,7 @@ def compare(W: np.ndarray, limits: Limits, *, frequency: np.ndarray | None = Non
     if bracket is None:
         bracket = excess_bracket(limits)
     if frequency is None:
-        frequency = inst.counts.sum(axis=0) if inst.has_counts else np.rint(
+        frequency = _token_counts(inst) if inst.has_counts else np.rint(
             inst.weights @ inst.probs * 1e6).astype(np.int64)
     frequency = np.asarray(frequency)
     if frequency.shape != (inst.V,):
@@ -551,7 +559,7 @@ def _merged_pass(limits: Limits, W: np.ndarray, kept: np.ndarray) -> tuple[dict[
         Z = inst.embeddings[blk] @ W.T  # (rows, V) over the full vocabulary
         top = Z.max(axis=1)
         lse = top + np.log(np.exp(Z - top[:, None]).sum(axis=1))
-        P = inst.probs[blk]
+        P = inst.probs_rows(blk)
         rows, rcols = np.nonzero(P > 0)
         cols = kept[rcols]
         p = P[rows, rcols]

@@ -34,7 +34,7 @@ def logit_numbers(instance: Any, W: np.ndarray) -> dict[str, float]:
     margin, spread, err = np.inf, 0.0, 0.0
     for blk in blocks(instance.m):
         Z = instance.embeddings[blk] @ W.T  # (rows, V)
-        P = instance.probs[blk]
+        P = instance.probs_rows(blk)
         mask = P > 0
         zin = np.where(mask, Z, np.inf).min(axis=1)
         zmax = np.where(mask, Z, -np.inf).max(axis=1)

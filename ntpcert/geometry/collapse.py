@@ -211,7 +211,10 @@ class ClassMeans:
 
 def _weight_entries(instance: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """``(rows, cols, a)``: the nonzero :math:`a_{jc}` (row-major), read a block of contexts at a time."""
-    counts = getattr(instance, "counts", None)
+    if instance.has_counts:  # the non-zero counts themselves, row-major (sparse instances: no dense counts)
+        rows, cols, c = instance.count_entries()
+        return rows, cols, c.astype(np.float64), "counts"
+    counts = None
     rows, cols, vals = [], [], []
     for s in range(0, instance.m, BLOCK):
         P = instance.probs[s:s + BLOCK]

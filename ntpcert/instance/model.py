@@ -388,6 +388,11 @@ class NTPInstance:
         rows, cols = np.nonzero(self.counts)
         return rows.astype(np.int64), cols.astype(np.int64), self.counts[rows, cols].astype(np.int64)
 
+    def probs_rows(self, rows: slice) -> np.ndarray:
+        """The probabilities of the contexts ``rows`` (a slice), dense, shape (rows, V): a block of
+        :attr:`probs` (sparse instances build only the block)."""
+        return self.probs[rows]
+
     def counts_at(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
         """The counts at the pairs ``(rows[i], tokens[i])``, shape (n,) of int64 (0 off the supports)."""
         return np.asarray(self.counts)[rows, tokens].astype(np.int64)

@@ -145,6 +145,9 @@ class SparseCountsInstance(NTPInstance):
         rows = np.repeat(np.arange(self.m, dtype=np.int64), np.diff(self.csr.indptr))
         return rows, self.csr.indices.astype(np.int64), self.csr.data.astype(np.int64)
 
+    def probs_rows(self, rows: slice) -> np.ndarray:
+        return self.csr[rows].toarray() / self.totals[rows][:, None]
+
     def counts_at(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
         rows, tokens = np.asarray(rows, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
         keys = self._keys
