@@ -97,7 +97,7 @@ def main() -> None:
         cert = os.path.join(root, "C.json")
         for name in args.commands:
             if name == "certify-exact":
-                steps = [("certify --exact", py + ["certify"] + common + ["--exact", "--no-svm", "--certificate-out",
+                steps = [("certify --exact", py + ["certify"] + common + ["--exact", "--no-svm", "--force", "--certificate-out",
                                                                            cert]),
                          ("verify", py + ["verify", cert, "--json"]),
                          ("tools/ntpcert_check.py", [sys.executable, os.path.join(ROOT, "tools", "ntpcert_check.py"),

@@ -45,6 +45,7 @@ import numpy as np
 
 from ntpcert.errors import InputError, SolverError
 from ntpcert.instance import NTPInstance
+from ntpcert.instance.sparse import SparseCountsInstance
 from ntpcert.rows.kesler import sparse_rows
 from ntpcert.solve.structured.classes import class_instance
 
@@ -210,7 +211,10 @@ def _whitened_split(instance: NTPInstance, *, max_iterations: int, max_nonzeros:
         return None
     T = Vt.T / S
     try:
-        white = NTPInstance.from_counts(H @ T, instance.counts)
+        if isinstance(instance, SparseCountsInstance):  # sparse stays sparse
+            white = SparseCountsInstance.from_csr(H @ T, instance.csr)
+        else:
+            white = NTPInstance.from_counts(H @ T, instance.counts)
         if instance.token_multiplicity is not None:
             white = white.with_token_multiplicity(instance.token_multiplicity)
         out = nonseparable_split(white, max_iterations=max_iterations, max_nonzeros=max_nonzeros, whiten=False)
