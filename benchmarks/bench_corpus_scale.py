@@ -3,7 +3,7 @@
 The corpus is the Python standard library's own source on this machine: the ``.py`` files directly under
 ``sysconfig.get_paths()["stdlib"]``, sorted by name, taken whole until the text reaches ``--bytes``
 (default 2,097,152, 2 MiB: 1 MiB gives m = 62,957 2-token contexts, 2 MiB m = 119,755). Documents are the files' blank-line-separated blocks, as for any corpus file.
-The model is GPT-2-small shaped (V = 50,257, d = 768, one random block) with a byte-level BPE of 50,257
+The model is GPT-2-small shaped (V = 50,257, d = 768, one random block, ``bench_lm_scale.save_corpus_and_model``) with a byte-level BPE of 50,257
 tokens trained on that corpus; contexts are 2 tokens. Each command runs as a whole process under
 ``/usr/bin/time -v`` (wall time, peak RSS), as in ``bench_lm_scale.py``.
 
@@ -28,7 +28,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from bench_lm_scale import D_MODEL, V_MODEL, timed  # noqa: E402
+from bench_lm_scale import save_corpus_and_model, timed  # noqa: E402
 
 from ntpcert.util.files import atomic_write_text  # noqa: E402
 from ntpcert.util.versions import stamp_versions  # noqa: E402
@@ -56,21 +56,8 @@ def setup(root: str, n_bytes: int) -> tuple[str, str]:
     corpus, model = os.path.join(root, "stdlib.txt"), os.path.join(root, "gpt2-small-shaped")
     if os.path.exists(os.path.join(model, "model.safetensors")) and os.path.exists(corpus):
         return corpus, model
-    import torch
-    import transformers as tf
-
-    from tests.lm_models import train_tokenizer
-
     text, names = stdlib_corpus(n_bytes)
-    with open(corpus, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.makedirs(model, exist_ok=True)
-    train_tokenizer(text, V_MODEL, os.path.join(model, "tokenizer.json"), byte_level=True)
-    torch.manual_seed(0)
-    cfg = tf.GPT2Config(vocab_size=V_MODEL, n_positions=64, n_embd=D_MODEL, n_layer=1, n_head=12,
-                        bos_token_id=0, eos_token_id=0)
-    tf.utils.logging.disable_progress_bar()
-    tf.GPT2LMHeadModel(cfg).save_pretrained(model)
+    save_corpus_and_model(text, corpus, model)
     print(f"corpus: {len(names)} files, {names[0]} .. {names[-1]}, {len(text.encode('utf-8')):,} bytes",
           file=sys.stderr)
     return corpus, model

@@ -37,13 +37,20 @@ def setup(root: str) -> tuple[str, str]:
     corpus, model = os.path.join(root, "pydoc.txt"), os.path.join(root, "gpt2-small-shaped")
     if os.path.exists(os.path.join(model, "model.safetensors")) and os.path.exists(corpus):
         return corpus, model
+    from ntpcert.instance.datasets.pydoc_corpus import pydoc_text
+
+    save_corpus_and_model(pydoc_text(None), corpus, model)
+    return corpus, model
+
+
+def save_corpus_and_model(text: str, corpus: str, model: str) -> None:
+    """Write ``text`` to ``corpus`` and a GPT-2-small-shaped model (one random block, seed 0) with a byte-level
+    BPE of V_MODEL tokens trained on ``text`` to the directory ``model``."""
     import torch
     import transformers as tf
 
-    from ntpcert.instance.datasets.pydoc_corpus import pydoc_text
     from tests.lm_models import train_tokenizer
 
-    text = pydoc_text(None)
     with open(corpus, "w", encoding="utf-8") as f:
         f.write(text)
     os.makedirs(model, exist_ok=True)
@@ -53,7 +60,6 @@ def setup(root: str) -> tuple[str, str]:
                         bos_token_id=0, eos_token_id=0)
     tf.utils.logging.disable_progress_bar()
     tf.GPT2LMHeadModel(cfg).save_pretrained(model)
-    return corpus, model
 
 
 def _holds(v):

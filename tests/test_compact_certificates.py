@@ -134,8 +134,10 @@ def _bits(x: float) -> str:
 
 
 def _replace_entry(text: str, k: int, raw: bytes) -> str:
+    """The packed text with entry k replaced by the bytes ``raw`` (8 of a float64, 4 of a float32)."""
     data = bytearray(base64.b64decode(text))
-    data[8 * k:8 * k + 8] = raw
+    w = len(raw)
+    data[w * k:w * k + w] = raw
     return base64.b64encode(bytes(data)).decode("ascii")
 
 

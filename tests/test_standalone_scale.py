@@ -22,8 +22,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from tests.test_compact_certificates import _last_char_bits, _replace_entry
+
 from ntpcert import NTPInstance
 from ntpcert.certificate import encode, jsonio
+from ntpcert.certificate.checker import verify_text
 from ntpcert.instance import model
 from ntpcert.instance.sparse import SparseCountsInstance
 from ntpcert.pipeline.exact_verdicts import exact_certify
@@ -35,11 +38,14 @@ sections = sys.modules["ntpcert_check_sections"]  # loaded beside the checker by
 exact = sys.modules["ntpcert_check_exact"]
 
 
-def _certify(inst: NTPInstance, path, packed_min: int | None = None) -> dict:
-    """ntpcert's certificate of ``inst`` (with H packed as float64 from ``packed_min`` entries on), as a dict."""
+def _certify(inst: NTPInstance, path, packed_min: int | None = None, f32: bool = False) -> dict:
+    """ntpcert's certificate of ``inst`` (with H packed from ``packed_min`` entries on: as float64, or as float32
+    where every entry is one and ``f32``), as a dict."""
     with pytest.MonkeyPatch.context() as mp:
         if packed_min is not None:
             mp.setattr(encode, "PACKED_MIN_ENTRIES", packed_min)
+        if not f32:
+            mp.setattr(encode, "is_float32", lambda A: False)
         rep = exact_certify(inst, svm=False, certificate_out=str(path))
     assert rep.check.valid, rep.check.reason
     return json.loads(path.read_text())
@@ -128,9 +134,13 @@ def f32_case(tmp_path_factory):
     C = rng.integers(0, 4, (7, 4))
     C[:, 0] += 1
     inst = NTPInstance.from_counts(H, C)
-    cert = _certify(inst, tmp_path_factory.mktemp("f32") / "c.json", packed_min=1)
+    root = tmp_path_factory.mktemp("f32")
+    cert = _certify(inst, root / "c.json", packed_min=1)
     assert "embeddings_f64" in cert["instance"]["embedded"]
-    return inst, H, cert, _as_f32(cert, H)
+    ours = _certify(inst, root / "c32.json", packed_min=1, f32=True)  # ntpcert's own f32 writer
+    cert32 = _as_f32(cert, H)
+    assert ours["instance"]["embedded"]["embeddings_f32"] == cert32["instance"]["embedded"]["embeddings_f32"]
+    return inst, H, cert, cert32
 
 
 def test_an_f32_certificate_is_valid(f32_case, tmp_path) -> None:
@@ -147,19 +157,7 @@ def test_an_f32_certificate_is_valid(f32_case, tmp_path) -> None:
     assert run.returncode == 0 and run.stdout.startswith("VALID"), run.stdout + run.stderr
 
 
-def _replace32(text: str, k: int, raw: bytes) -> str:
-    data = bytearray(base64.b64decode(text))
-    data[4 * k:4 * k + 4] = raw
-    return base64.b64encode(bytes(data)).decode("ascii")
-
-
-def _last_char_bits(text: str) -> str:
-    """The same bytes with the unused low bits of the last data character set (a second spelling)."""
-    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-    body = text.rstrip("=")
-    pad = len(text) - len(body)
-    assert pad == 1
-    return body[:-1] + alphabet[alphabet.index(body[-1]) | 3] + "="
+_replace32 = _replace_entry
 
 
 F32_FORGERIES = {
@@ -187,6 +185,7 @@ def test_forged_f32_embeddings_are_refused(f32_case, name) -> None:
     rec["embeddings_f32"] = edit(rec["embeddings_f32"])
     ok, line = standalone(jsonio.dumps(forged))  # resealed: only the reading can catch it
     assert not ok and line.startswith("INVALID: ") and needle in line, line
+    assert not verify_text(jsonio.dumps(forged)).valid  # and ntpcert's own checker
 
 
 @pytest.mark.parametrize("other", ["embeddings_f64", "embeddings", "embeddings_sparse", "embeddings_shape"])
@@ -201,6 +200,7 @@ def test_f32_beside_another_spelling_or_without_its_shape_is_refused(f32_case, o
                       "embeddings": H.tolist(), "embeddings_sparse": []}[other]
     ok, line = standalone(jsonio.dumps(forged))
     assert not ok and line.startswith("INVALID: instance.embedded."), line
+    assert not verify_text(jsonio.dumps(forged)).valid
     assert ("missing" if other == "embeddings_shape" else "unknown key") in line, line
 
 

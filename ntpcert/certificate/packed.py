@@ -82,7 +82,8 @@ def _unpack(text: object, shape: tuple[int, int], field: str, width: int) -> np.
     if len(raw) != width * n or base64.b64encode(raw).decode("ascii") != text:
         raise CertificateError(f"{field}: not the canonical base64 spelling of {n} {kind} values "
                                "(padding or unused bits)")
-    A = np.frombuffer(raw, dtype="<f8" if width == 8 else "<f4").astype(np.float64).reshape(rows, cols)
+    with np.errstate(invalid="ignore"):  # a signalling NaN's bits: refused just below
+        A = np.frombuffer(raw, dtype="<f8" if width == 8 else "<f4").astype(np.float64).reshape(rows, cols)
     bad = ~np.isfinite(A) | (np.signbit(A) & (A == 0))
     if bad.any():
         j, i = (int(x[0]) for x in np.nonzero(bad))
