@@ -29,7 +29,6 @@ from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from ntpcert.errors import InputError
 from ntpcert.instance.model import SPARSE_HASH_CELLS, NTPInstance, hash_csr, hash_form
@@ -44,7 +43,7 @@ class DenseRefused(InputError):
     """A step asked a sparse instance for dense (m, V) arrays past :data:`DENSE_CELLS` cells."""
 
 
-def _dense_hash(h: Any, csr: sp.csr_array, block: int = 4096) -> None:
+def _dense_hash(h: Any, csr: Any, block: int = 4096) -> None:
     h.update(b"counts;")
     for a in range(0, csr.shape[0], block):
         h.update(np.ascontiguousarray(csr[a:a + block].toarray(), dtype="<i8").tobytes())
@@ -61,7 +60,7 @@ class SparseCountsInstance(NTPInstance):
         The row sums :math:`n_j`.
     """
 
-    csr: sp.csr_array
+    csr: Any
     totals: np.ndarray
 
     # the dataclass fields ``probs`` and ``counts`` become views built on request
@@ -95,6 +94,8 @@ class SparseCountsInstance(NTPInstance):
         """The instance of ``counts`` (a scipy sparse matrix or array of shape (m, V) of non-negative
         integers), with the checks of :meth:`NTPInstance.from_counts`: the same instance, never dense."""
         H = as_float_matrix("embeddings", embeddings, ndim=2)
+        import scipy.sparse as sp  # here: importing the instance types needs no scipy
+
         if not sp.issparse(counts):
             raise InputError(f"counts: expected a scipy sparse matrix, got {type(counts).__name__}")
         C = sp.csr_array(counts, copy=True)

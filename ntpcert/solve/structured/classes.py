@@ -68,7 +68,12 @@ class TokenClasses:
         of_token, rep = partition(instance)
         nu = instance.token_multiplicity
         sizes = np.bincount(of_token, weights=nu, minlength=rep.size).astype(np.float64)
-        cmask = np.ascontiguousarray(instance.support_csr[:, rep].toarray().astype(bool))  # (m, C)
+        cmask = np.zeros((instance.m, rep.size), dtype=bool)  # (m, C)
+        col = np.full(instance.V, -1, dtype=np.int64)
+        col[rep] = np.arange(rep.size)
+        for j, sj in enumerate(instance.supports):
+            c = col[sj]
+            cmask[j, c[c >= 0]] = True
         support = tuple(np.flatnonzero(row) for row in cmask)
         weight = instance.support_sizes.astype(np.float64) if nu is None else cmask.astype(np.float64) @ sizes
         return cls(of_token, rep, sizes, cmask, support, weight,
@@ -104,13 +109,18 @@ def partition(instance: NTPInstance) -> tuple[np.ndarray, np.ndarray]:
     """``(of_token, representative)``: the class of each token (shape (V,)) and each class's smallest token
     (shape (C,)), tokens in one class when their support columns are equal, classes ordered by their smallest
     token (so classes of singletons keep token order). From the sparse supports: O(nnz + V), no (m, V) cells."""
-    S = instance.support_csr.tocsc()
-    S.sort_indices()
+    k = instance.support_sizes
+    rows = np.repeat(np.arange(instance.m, dtype=np.int64), k)
+    toks = np.concatenate(instance.supports).astype(np.int64) if rows.size else np.zeros(0, dtype=np.int64)
+    order = np.lexsort((rows, toks))  # by token, then context (numpy only: the SVM path imports no scipy)
+    rows = rows[order]
+    ptr = np.zeros(instance.V + 1, dtype=np.int64)
+    np.cumsum(np.bincount(toks, minlength=instance.V), out=ptr[1:])
     seen: dict[bytes, int] = {}
     of_token = np.empty(instance.V, dtype=np.int64)
     rep: list[int] = []
     for t in range(instance.V):
-        key = S.indices[S.indptr[t]:S.indptr[t + 1]].astype(np.int64).tobytes()
+        key = rows[ptr[t]:ptr[t + 1]].tobytes()
         c = seen.get(key)
         if c is None:
             c = seen[key] = len(rep)
