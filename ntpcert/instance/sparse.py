@@ -68,17 +68,21 @@ class SparseCountsInstance(NTPInstance):
         got = self.__dict__.get(f"_dense_{what}")
         if got is not None:
             return got
-        m, V = self.csr.shape
-        if m * V > DENSE_CELLS:
-            raise DenseRefused(f"{what}: this step needs the dense (m, V) = ({m:,}, {V:,}) array, {m * V:,} cells, "
-                               f"past the {DENSE_CELLS:,} a sparse instance builds (its counts have "
-                               f"{self.csr.nnz:,} non-zeros); this step is not sparse yet")
+        self._guard(what)
         C = self.csr.toarray()
         C.setflags(write=False)
         P = C / self.totals[:, None]
         P.setflags(write=False)
         self.__dict__["_dense_counts"], self.__dict__["_dense_probs"] = C, P
         return self.__dict__[f"_dense_{what}"]
+
+    def _guard(self, what: str) -> None:
+        """:class:`DenseRefused` when an (m, V) array of this instance would exceed :data:`DENSE_CELLS` cells."""
+        m, V = self.csr.shape
+        if m * V > DENSE_CELLS:
+            raise DenseRefused(f"{what}: this step needs the dense (m, V) = ({m:,}, {V:,}) array, {m * V:,} cells, "
+                               f"past the {DENSE_CELLS:,} a sparse instance builds (its counts have "
+                               f"{self.csr.nnz:,} non-zeros); this step is not sparse yet")
 
     def _set_ignored(self, value: Any) -> None:  # the dataclass __init__ sets None
         if value is not None:
@@ -168,7 +172,7 @@ class SparseCountsInstance(NTPInstance):
         return int(sum(int(x) for x in self.totals)) if self.totals.size else 0
 
     def support_mask(self) -> np.ndarray:
-        self._dense("counts")  # the same size guard: the mask is (m, V)
+        self._guard("support_mask")  # the mask is (m, V)
         return super().support_mask()
 
     def with_token_multiplicity(self, multiplicity: Any) -> "SparseCountsInstance":
