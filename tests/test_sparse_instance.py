@@ -88,3 +88,18 @@ def test_token_multiplicity_keeps_the_instance_sparse():
     bm = b.with_token_multiplicity(n)
     assert isinstance(bm, SparseCountsInstance) and bm.fingerprint() == b.fingerprint()
     assert np.array_equal(bm.multiplicity(), n)
+
+
+def test_counts_past_int64_are_refused_not_wrapped():
+    big = np.uint64(2**63)  # a uint64 past 2^63 - 1 would wrap to a negative int64
+    C = sp.csr_array((np.array([big, 1], dtype=np.uint64), (np.array([0, 1]), np.array([0, 0]))), shape=(2, 2))
+    with pytest.raises(InputError, match=r"counts: the total n = 9223372036854775809 exceeds"):
+        SparseCountsInstance.from_csr(np.ones((2, 2)), C)
+    # two stored duplicates of 2^62 add to 2^63: refused before scipy adds them in int64
+    half = np.int64(2**62)
+    D = sp.coo_array((np.array([half, half, 1]), (np.array([0, 0, 1]), np.array([0, 0, 0]))), shape=(2, 2))
+    with pytest.raises(InputError, match="exceeds"):
+        SparseCountsInstance.from_csr(np.ones((2, 2)), D)
+    # at the bound itself: accepted, the total exactly 2^63 - 1
+    E = sp.csr_array((np.array([2**63 - 2, 1], dtype=np.int64), (np.array([0, 1]), np.array([0, 1]))), shape=(2, 2))
+    assert SparseCountsInstance.from_csr(np.ones((2, 2)), E).n == 2**63 - 1

@@ -102,23 +102,26 @@ class SparseCountsInstance(NTPInstance):
 
         if not sp.issparse(counts):
             raise InputError(f"counts: expected a scipy sparse matrix, got {type(counts).__name__}")
-        C = sp.csr_array(counts, copy=True)
-        NTPInstance._check_shapes(H, C.shape, "counts")
-        if C.dtype.kind not in "iu":
-            raise InputError(f"counts: expected integers, got dtype {C.dtype}")
+        raw = counts.tocoo()  # the stored entries as given: duplicates not yet added
+        NTPInstance._check_shapes(H, raw.shape, "counts")
+        if raw.dtype.kind not in "iu":
+            raise InputError(f"counts: expected integers, got dtype {raw.dtype}")
+        # the values' range before any int64 arithmetic (a uint64 past 2^63 - 1 would wrap, duplicates would add)
+        if raw.nnz and int(raw.data.min()) < 0:
+            k = int(np.argmin(raw.data))
+            raise InputError(f"counts[{int(raw.row[k])}, {int(raw.col[k])}]: {int(raw.data[k])}, expected a "
+                             "non-negative integer")
+        if raw.nnz and int(raw.data.max()) > COUNT_MAX // raw.nnz:
+            tot = sum(int(x) for x in raw.data)  # exact: bounds every duplicate sum, row sum and n
+            if tot > COUNT_MAX:
+                raise InputError(f"counts: the total n = {tot} exceeds {COUNT_MAX} (int64)")
+        C = sp.csr_array((raw.data.astype(np.int64), (raw.row.astype(np.int64), raw.col.astype(np.int64))),
+                         shape=raw.shape)  # duplicates added, in int64 now safely
         C.sum_duplicates()
         C.eliminate_zeros()
         C.sort_indices()
         C = sp.csr_array((C.data.astype(np.int64), C.indices.astype(np.int64), C.indptr.astype(np.int64)),
                          shape=C.shape)
-        if C.nnz and int(C.data.min()) < 0:
-            k = int(np.argmin(C.data))
-            j = int(np.searchsorted(C.indptr, k, side="right") - 1)
-            raise InputError(f"counts[{j}, {int(C.indices[k])}]: {int(C.data[k])}, expected a non-negative integer")
-        if C.nnz and int(C.data.max()) > COUNT_MAX // max(1, C.nnz):
-            tot = sum(int(x) for x in C.data)
-            if tot > COUNT_MAX:
-                raise InputError(f"counts: the total n = {tot} exceeds {COUNT_MAX} (int64)")
         rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
         totals = np.zeros(C.shape[0], dtype=np.int64)
         np.add.at(totals, rows, C.data)  # no overflow: checked above
