@@ -131,3 +131,29 @@ def test_the_working_set_qp_polishes_where_the_active_set_steps_fail(monkeypatch
     monkeypatch.setattr(structured_solver, "WORKING_SET_MAX_VARS", 0)
     with pytest.raises(structured_solver.SolverError):
         structured(KeslerSystem.build(inst), separable=True, max_epochs=60)
+
+
+def test_wide_classes_with_few_class_rows_go_to_the_working_set_at_once(monkeypatch):
+    """Teacher data with V = 10, m = 1,000, d = 64: every class is pinned at more than d contexts and the
+    working set's QP (C·d = 640 unknowns) is smaller than the active-set steps' system (m = 1,000 and more),
+    so the polish solves the working set without one active-set step (those steps cost 50 s of
+    eigendecompositions here), and ``auto`` answers with the structured solver, not Clarabel."""
+    from ntpcert.solve.structured.solver import _Solver
+
+    def no_steps(self, active, steps):
+        raise AssertionError("active-set steps taken")
+
+    monkeypatch.setattr(ActiveSetSystem, "pdas", no_steps)
+    rng = np.random.default_rng(0)
+    inst = teacher_instance(rng, m=1000, d=64, V=10)
+    cls = TokenClasses.build(inst)
+    assert cls.count * inst.d <= inst.m
+    sol = solve_svm(inst, solver="auto")
+    assert sol.solver == "structured"
+    assert sol.info["working_set_solves"] >= 1 and sol.info["pdas_steps"] == 0
+    assert sol.info["certificate"]["relative_gap"] <= 1e-9
+    assert_kkt(inst, sol, 1e-6)
+    # where C·d exceeds m the active-set steps come first, as before
+    monkeypatch.setattr(_Solver, "wide", lambda self, active: False)
+    with pytest.raises(AssertionError, match="active-set steps"):
+        structured(KeslerSystem.build(inst), separable=True, max_epochs=2000)
