@@ -459,7 +459,10 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
             settled = prev_active is not None and \
                 np.count_nonzero(active != prev_active) <= POLISH_CHANGES * max(1, pr.active)
             early = pr.relative_gap_estimate < POLISH_BELOW or (inst.d < m and not compiled_path)
-            direct = pr.margin > 0 and S.working_set_first(active)  # needs neither a settled set nor a small gap
+            # the working set needs neither a settled active set nor a small gap: it is tried at the first reading,
+            # and again only once coordinate ascent has a positive margin (on data that are not separable its QP
+            # is infeasible, and the ray search goes on)
+            direct = (polished == 0 or pr.margin > 0) and S.working_set_first(active)
             if polish and ep >= next_polish and ((settled and early) or direct) and S.can_polish(active):
                 bar.step(f"epoch {ep}: active-set polish ({pr.active} active)")
                 cand = S.polish(A, state)
