@@ -223,8 +223,10 @@ class _Solver:
     def working_set_first(self, active: np.ndarray) -> bool:
         """The polish goes to the working set at once (:meth:`wide`): the class rows are few enough for it
         (C·d at most m and :meth:`working_set_fits`) and some class is wide. The working set grows until every
-        margin holds, so it needs no settled active set either."""
-        return self.working_set_fits() and self.classes.count * self.inst.d <= self.inst.m and self.wide(active)
+        margin holds, so it needs no settled active set either. Only where every support is one class: with
+        larger supports (soft supports, V = 10, m = 1,000, d = 64) this route took 44.8 s against Clarabel's 6.8 s."""
+        return self.working_set_fits() and self.classes.count * self.inst.d <= self.inst.m \
+            and bool((self.classes.mask.sum(axis=1) == 1).all()) and self.wide(active)
 
     def working_set_fits(self) -> bool:
         """d < m and at most :data:`WORKING_SET_MAX_VARS` unknowns C·d in the class rows."""
