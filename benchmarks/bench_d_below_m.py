@@ -216,7 +216,7 @@ def main() -> None:
     cells = [c for c in grid if c[0] in fams and (a.max_m is None or c[2] <= a.max_m)]
     skip = frozenset(filter(None, a.skip.split(",")))
     if cells and not a.no_warmup:  # imports, compilation and first calls of every contender, timed nowhere
-        run_cell(cells[0][0], 10, 40, 8, 1, a.cap, skip)
+        run_cell(cells[0][0], 10, 500, 16, 1, a.cap, skip)
     rows = []
     for fam, V, m, d in cells:
         r = run_cell(fam, V, m, d, a.repeat, a.cap, skip)
