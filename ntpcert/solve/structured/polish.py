@@ -157,13 +157,37 @@ class ActiveSetSystem:
                 self.inv[c] = inv[i, :n, :n].copy()
                 self.null[c] = None
         for c in wide:
-            lam, Q = np.linalg.eigh(self._gram(self.cols[c]))
-            if not np.all(np.isfinite(lam)):
+            if self.K is None:  # from H_J itself: a thin SVD and a QR, not an eigendecomposition of its Gram
+                ok = self._wide_from_h(c)
+            else:
+                lam, Q = np.linalg.eigh(self._gram(self.cols[c]))
+                ok = bool(np.all(np.isfinite(lam)))
+                if ok:
+                    keep = lam > RANK_RTOL * max(float(lam[-1]), 0.0)
+                    Qr = Q[:, keep]
+                    self.inv[c] = (Qr / lam[keep]) @ Qr.T
+                    self.null[c] = Q[:, ~keep] if not keep.all() else None
+            if not ok:
                 return False
-            keep = lam > RANK_RTOL * max(float(lam[-1]), 0.0)
-            Qr = Q[:, keep]
-            self.inv[c] = (Qr / lam[keep]) @ Qr.T
-            self.null[c] = Q[:, ~keep] if not keep.all() else None
+        return True
+
+    def _wide_from_h(self, c: int) -> bool:
+        r""":math:`B_c^+` and :math:`N_c` of a wide class from :math:`H_J = U\Sigma V^\top` (thin SVD, :math:`|J|\times d`):
+        :math:`B_c = U\Sigma^2U^\top`, so the kept columns :math:`U_r` give :math:`B_c^+ = U_r\Sigma_r^{-2}U_r^\top`, and
+        the last :math:`|J| - r` columns of a complete QR of :math:`U_r` span the null space. The same blocks as
+        the eigendecomposition of :math:`B_c` (the same :data:`RANK_RTOL` on :math:`\sigma^2`) at a fraction of its
+        cost: :math:`O(|J| d^2 + |J|^2 r)` against :math:`O(|J|^3)` (teacher data, V = 10, m = 1,000, d = 64: 279
+        eigendecompositions took 50 s)."""
+        Hj = self.H[self.cols[c]]
+        U, s, _ = np.linalg.svd(Hj, full_matrices=False)
+        if not np.all(np.isfinite(s)):
+            return False
+        lam = s * s
+        keep = lam > RANK_RTOL * max(float(lam[0]) if lam.size else 0.0, 0.0)
+        Ur = U[:, keep]
+        self.inv[c] = (Ur / lam[keep]) @ Ur.T
+        n, r = Hj.shape[0], int(keep.sum())
+        self.null[c] = np.linalg.qr(Ur, mode="complete")[0][:, r:] if r < n else None
         return True
 
     def _contribution(self, c: int) -> tuple[np.ndarray, np.ndarray]:
