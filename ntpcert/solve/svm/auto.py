@@ -7,7 +7,7 @@ coordinate ascent converges linearly, though, and on ill-conditioned data (nearl
 embeddings, huge ``||W^mm||``) it may need more epochs than are worth waiting for. On a QP small
 enough for an interior-point method to take a moment (at most :data:`SMALL_VARS` variables V·d),
 ``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs, fewer where :data:`SMALL_WORK`
-(:data:`WIDE_WORK` past :data:`SMALL_MARGINS` margin rows, growing with them past :data:`WIDE_MARGINS`) buys fewer (:func:`small_epochs`, a function of the size alone: which backend answers never depends on the
+(:data:`WIDE_WORK` past :data:`SMALL_MARGINS` margin rows; both the work and the cap grow with the rows past :data:`WIDE_MARGINS`) buys fewer (:func:`small_epochs`, a function of the size alone: which backend answers never depends on the
 machine's load), and then solves with Clarabel, saying so in ``solver`` and ``info["fallback"]``; a
 larger QP gets the structured solver with its full budget (``max_epochs``), and its error if it has one.
 Either way the returned pair is checked as every :class:`~ntpcert.solve.solution.SVMSolution` is.
@@ -45,9 +45,10 @@ SMALL_WORK = 1_000_000_000
 #: solver 1.7 s in 150 epochs, where SMALL_WORK bought 39; ``benchmarks/bench_d_below_m.py``).
 SMALL_MARGINS = 2_000
 WIDE_WORK = 10_000_000_000
-#: Past this many margin rows :data:`WIDE_WORK` grows in proportion to them, as Clarabel's solve does at a
-#: fixed d (teacher data, d = 64: 4,500 rows 3.9 s, 98,000 rows 100 s), where the structured solver needed 240
-#: epochs (V = 50, m = 2,000: 7 s with its certificate) and WIDE_WORK alone bought 94.
+#: Past this many margin rows :data:`WIDE_WORK` and the cap of :data:`SMALL_EPOCHS` grow in proportion to them,
+#: as Clarabel's solve does at a fixed d (teacher data, d = 64: 4,500 rows 3.9 s, 98,000 rows 100 s, 196,000 rows
+#: 268 s), where the structured solver needed 240 epochs (V = 50, m = 2,000: 7 s with its certificate; WIDE_WORK
+#: alone bought 94) and 810 (m = 4,000: 34 s; 300 epochs were the cap).
 WIDE_MARGINS = 4_500
 
 
@@ -56,8 +57,9 @@ def small_epochs(system: KeslerSystem) -> int:
     from ntpcert.solve.structured.budget import epochs_within
 
     q = system.n_margin
-    work = WIDE_WORK * max(1.0, q / WIDE_MARGINS) if q > SMALL_MARGINS else SMALL_WORK
-    return epochs_within(system, int(work), SMALL_EPOCHS)
+    grow = max(1.0, q / WIDE_MARGINS)
+    work = WIDE_WORK * grow if q > SMALL_MARGINS else SMALL_WORK
+    return epochs_within(system, int(work), int(SMALL_EPOCHS * grow))
 
 
 def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float | None = None, verbose: bool = False,
