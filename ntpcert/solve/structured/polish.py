@@ -180,9 +180,10 @@ class ActiveSetSystem:
         eigendecompositions took 50 s)."""
         Hj = self.H[self.cols[c]]
         U, s, _ = np.linalg.svd(Hj, full_matrices=False)
-        if not np.all(np.isfinite(s)):
+        with np.errstate(over="ignore"):
+            lam = s * s
+        if not np.all(np.isfinite(lam)):  # as the eigendecomposition of an overflowing Gram: no polish
             return False
-        lam = s * s
         keep = lam > RANK_RTOL * max(float(lam[0]) if lam.size else 0.0, 0.0)
         Ur = U[:, keep]
         self.inv[c] = (Ur / lam[keep]) @ Ur.T
