@@ -60,6 +60,7 @@ def block(g, off, sizes, weight, c, mu0, out):  # pragma: no cover - compiled
         out[v] = x if (x < 0.0 or not off[v]) else 0.0
     return mu
 
+
 @numba.njit(cache=True, nogil=True)
 def epoch(Wc, A, H, order, off, sizes, weight, diag, mu, ptr, idx, full, slack):  # pragma: no cover
     # full: every class of each context, and the kept lists (ptr, idx) are not read; else the classes

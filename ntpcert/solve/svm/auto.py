@@ -7,8 +7,9 @@ coordinate ascent converges linearly, though, and on ill-conditioned data (nearl
 embeddings, huge ``||W^mm||``) it may need more epochs than are worth waiting for. On a QP small
 enough for an interior-point method to take a moment (at most :data:`SMALL_VARS` variables V·d),
 ``auto`` gives the structured solver :data:`SMALL_EPOCHS` epochs, fewer where :data:`SMALL_WORK`
-(:data:`WIDE_WORK` past :data:`SMALL_MARGINS` margin rows; both the work and the cap grow with the rows past :data:`WIDE_MARGINS`) buys fewer (:func:`small_epochs`, a function of the size alone: which backend answers never depends on the
-machine's load), and then solves with Clarabel, saying so in ``solver`` and ``info["fallback"]``; a
+(:data:`WIDE_WORK` past :data:`SMALL_MARGINS` margin rows; the work and the cap both grow with the rows past
+:data:`WIDE_MARGINS`) buys fewer (:func:`small_epochs`, a function of the size alone: which backend answers never
+depends on the machine's load), and then solves with Clarabel, saying so in ``solver`` and ``info["fallback"]``; a
 larger QP gets the structured solver with its full budget (``max_epochs``), and its error if it has one.
 Either way the returned pair is checked as every :class:`~ntpcert.solve.solution.SVMSolution` is.
 An instance with token multiplicities (a model's merged vocabulary) falls back to the working-set QP on
