@@ -342,3 +342,32 @@ def test_auto_budget_grows_with_the_margin_rows_past_wide_margins():
     small = KeslerSystem.build(teacher_cell(10, 300, 8))
     assert auto.SMALL_MARGINS < small.n_margin <= auto.WIDE_MARGINS
     assert auto.small_epochs(small) == epochs_within(small, auto.WIDE_WORK, auto.SMALL_EPOCHS)
+
+
+def test_an_unchecked_infeasible_status_is_no_verdict(monkeypatch, tmp_path, capsys):
+    """An interior-point method's "infeasible" is a float status, not a witness (Clarabel reports it on teacher
+    data scaled by 1e-8, which are separable as all positive scalings are): ``auto``'s fallback and ``ntpcert svm``
+    say undetermined, and a NotSeparable with its checked ray still refutes."""
+    from ntpcert.errors import SolverError
+    from ntpcert.solve.svm import auto, clarabel_direct
+
+    def infeasible(*args, **kwargs):
+        raise InfeasibleError("clarabel: PrimalInfeasible (the data are not NTP-separable)")
+
+    from ntpcert.instance.io import write_npz
+
+    inst = random_instance(np.random.default_rng(3), 5, 7, 4, kmin=1, kmax=1)  # m <= d + 1: no pair screen
+    monkeypatch.setattr(auto, "small_epochs", lambda system: 1)
+    monkeypatch.setattr(clarabel_direct, "solve", infeasible)
+    with pytest.raises(SolverError, match="undetermined") as caught:
+        solve_svm(inst, solver="auto")
+    assert not isinstance(caught.value, InfeasibleError)
+    # the svm command: no "not separable" without a witness
+    import ntpcert.solve.svm as svm_pkg
+
+    monkeypatch.setattr(svm_pkg, "solve_svm", lambda *a, **k: infeasible())
+    path = tmp_path / "d.npz"
+    write_npz(inst, path)
+    rc = main(["svm", str(path), "--solver", "clarabel"])
+    err = capsys.readouterr()
+    assert rc != 0 and "not separable" not in err.out and "undetermined" in err.err

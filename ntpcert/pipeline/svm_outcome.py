@@ -125,4 +125,10 @@ def solve_or_refute(instance: NTPInstance, *, solver: str, progress: bool | None
     try:
         return SVMOutcome(instance, solve_svm(data, solver=solver, progress=progress), merge=merge)
     except InfeasibleError as err:
-        return SVMOutcome(instance, message=str(err), certificate=getattr(err, "certificate", None), merge=merge)
+        certificate = getattr(err, "certificate", None)
+        if certificate is None:  # a backend's float status, no witness: not a verdict
+            from ntpcert.errors import SolverError
+
+            raise SolverError(f"{err}; no Farkas ray came with it, so separability is undetermined here "
+                              "(ntpcert certify --exact decides it)") from err
+        return SVMOutcome(instance, message=str(err), certificate=certificate, merge=merge)
