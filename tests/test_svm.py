@@ -136,3 +136,23 @@ def test_svm_command_refutes_by_the_pair_screen_before_any_solver(monkeypatch):
     assert cert["engine"] == "pair-farkas" and cert["verified_exactly"] is True
     assert check_ray(inst, out.certificate.witness.ray) == ""  # the ray itself, re-checked here
     assert out.to_json()["separable"] is False and out.lines()[0].startswith("not separable: ")
+
+
+def test_relative_gap_does_not_change_with_the_scale_of_the_data():
+    """The relative gap is |gap| / (||W||^2 / 2): the same pair scaled with the data (h -> s h, W -> W / s,
+    a -> a / s^2) has the same relative gap. With max(1, objective) in the denominator, data scaled by 1e8
+    (objective about 1e-13) had passed a W at four times the optimum's norm as optimal."""
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.solution import SVMSolution
+
+    rng = np.random.default_rng(5)
+    inst = random_instance(rng, 6, 8, 4, kmin=1, kmax=2)
+    sol = solve_svm(inst, solver="clarabel")
+    W, a = sol.W * 1.5, sol.dual  # a feasible primal point off the optimum: a visible gap
+    base = SVMSolution.from_primal_dual(KeslerSystem.build(inst), W, a, solver="t", status="t", seconds=0.0)
+    assert base.relative_gap > 0.1
+    for s in (1e-8, 1e8):
+        scaled = NTPInstance.from_counts(np.asarray(inst.embeddings) * s, np.asarray(inst.counts))
+        other = SVMSolution.from_primal_dual(KeslerSystem.build(scaled), W / s, a / s**2, solver="t", status="t",
+                                             seconds=0.0)
+        assert other.relative_gap == pytest.approx(base.relative_gap, rel=1e-9)

@@ -146,8 +146,13 @@ class SVMSolution:
 
     @property
     def relative_gap(self) -> float:
-        """:math:`|\\text{gap}| / \\max(1, \\tfrac12\\|W\\|_F^2)`."""
-        return abs(self.gap) / max(1.0, abs(self.objective))
+        """:math:`|\\text{gap}| / \\tfrac12\\|W\\|_F^2`, scale-free (with :math:`\\max(1, \\cdot)` in the
+        denominator, teacher data scaled by 1e8, whose objective is 1e-13, passed as optimal with W at four times
+        the optimum's norm); 0 when W and the gap are 0, inf when only W is."""
+        obj = abs(self.objective)
+        if obj > 0:
+            return abs(self.gap) / obj
+        return 0.0 if self.gap == 0 else float("inf")
 
     def is_optimal(self, eps: float = SVM_TOL) -> bool:
         """True when primal and dual residuals and the relative gap are all at most ``eps``."""
