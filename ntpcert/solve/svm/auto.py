@@ -111,15 +111,6 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     else:
         from ntpcert.solve.svm import clarabel_direct as fallback
         name = "clarabel"
-    try:
-        sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts)
-    except InfeasibleError as err:
-        if getattr(err, "certificate", None) is not None:
-            raise
-        # an interior-point method's "infeasible" is a float status, not a witness: on teacher data scaled by
-        # 1e-8 (separable, as every positive scaling is) Clarabel reports PrimalInfeasible
-        raise SolverError(f"the structured solver stopped ({why}) and {name} reports the NTP-SVM infeasible "
-                          f"({err}), which nothing checked: separability is undetermined here (a Farkas ray "
-                          "would settle it: ntpcert certify --exact)") from err
+    sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts)
     info = {**sol.info, "fallback": f"structured solver stopped ({why}); solved by {name}"}
     return dataclasses.replace(sol, solver=f"auto/{name}", seconds=time.perf_counter() - t0, info=info)
