@@ -324,7 +324,20 @@ def test_hooked_column_space_equals_the_models_when_the_shifts_do_not_cancel(mod
     one = [[1]] * m
     assert _fmpq_rank(H) == _fmpq_rank(hh, one) == _fmpq_rank(H, hh, one) == d
     assert _numeric_rank(H_hf) == _numeric_rank(hd.instance.embeddings) == d
-    assert _verdicts(md.instance) == _verdicts(hd.instance)
+    # the verdicts: exactly, the hooked reading's H is [ĥ, 1] with ĥ mean 0 only to float32 rounding, so its
+    # exact rank is d + 1 and a verdict on it can turn on that rounding (docs/math.md, the HookedTransformer
+    # relation); which way it turns depends on the machine's float kernels. Compatibility agrees; on separability
+    # the two readings never contradict each other: the directory's pair screen finds a ray (d + 1 contexts), and the
+    # hooked reading's, on one dimension more, finds the same answer or none
+    from ntpcert.pipeline import pair_screen
+    from ntpcert.pipeline.decide import decide_compatibility
+    from ntpcert.rows.kesler import KeslerSystem
+
+    both = [decide_compatibility(KeslerSystem.build(i)).holds for i in (md.instance, hd.instance)]
+    assert both[0] is not None and both[0] == both[1]
+    seps = [pair_screen.separability_verdict(i) for i in (md.instance, hd.instance)]
+    assert seps[0] is not None and seps[0].holds is False
+    assert seps[1] is None or seps[1].holds is False
 
 
 def test_with_a_zero_shift_the_hooked_column_space_is_one_larger(models):
@@ -352,7 +365,16 @@ def test_with_a_zero_shift_the_hooked_column_space_is_one_larger(models):
     assert _fmpq_rank(H_cancel) == d - 1 and _fmpq_rank(H_cancel, one) == d
     # in floats: a singular value at float32 rounding, one rank fewer than the HookedTransformer instance
     assert _numeric_rank(H_hf) == d - 1 and _numeric_rank(hd.instance.embeddings) == d
-    # the verdicts can only grow with the column space: what holds for the model holds for HookedTransformer
+
+
+@pytest.mark.slow
+def test_with_a_zero_shift_the_verdicts_only_grow(models):
+    """What holds for the model holds for HookedTransformer (its column space is one larger). Slow: where neither
+    reading is decided cheaply (which depends on the machine's float kernels: the missing direction is float32
+    rounding), the float pipeline spends its whole separability budget on both, minutes on a 2-core machine."""
+    path, corpus = models["zero_shift"], models["corpus"]
+    md = load_model_data(corpus, path)
+    hd = from_hooked_transformer(_bridge(path, compat=True), corpus)
     hf_v, tl_v = _verdicts(md.instance), _verdicts(hd.instance)
     assert all(t for h, t in zip(hf_v, tl_v) if h)
 
