@@ -154,6 +154,8 @@ def _exact_dual(instance: NTPInstance, mask: np.ndarray, nmask: np.ndarray, a: n
     """The class-level N-certificate as ``{(c, j): Fraction}``, or ``(None, why)``."""
     if not nmask.any():
         return {}, ""
+    if a is None:
+        return None, "the float split carries no N-certificate to make exact (glued tokens: per-test weights)"
     H = instance.embeddings
     amax = float(np.abs(a).max(initial=0.0))
     if amax == 0.0:

@@ -91,6 +91,9 @@ class Split:
         :math:`\sum_c a_{c,j} = 0`, :math:`a_{c,j} \le -1` (about) on N, 0 on P.
     iterations : int
         Simplex iterations HiGHS spent.
+    too_large : bool
+        Undetermined because the problem was too large to try (a limit decided by the sizes), not because a
+        solver failed: the glue (:func:`nonseparable_split`) is tried only then.
     """
 
     status: str
@@ -102,6 +105,7 @@ class Split:
     D_classes: np.ndarray | None
     dual_classes: np.ndarray | None
     iterations: int = 0
+    too_large: bool = False
 
     @property
     def ok(self) -> bool:
@@ -177,12 +181,12 @@ def _too_large_early(instance: NTPInstance, max_nonzeros: int | None, max_cells:
     return Split("undetermined", f"the split is too large to try here: its small LPs hold C·m·d = {cells} cells on "
                                  f"{C} token classes, more than the limit of {max_cells}, and its single LP more than "
                                  f"{q_low} non-zeros, more than {limit}", np.zeros((0, 2), dtype=np.int64), 0,
-                 of_token, sizes, None, None, 0)
+                 of_token, sizes, None, None, 0, too_large=True)
 
 
-def _undetermined(classes, why: str, iterations: int = 0) -> Split:
+def _undetermined(classes, why: str, iterations: int = 0, too_large: bool = False) -> Split:
     return Split("undetermined", why, np.zeros((0, 2), dtype=np.int64), 0, classes.of_token,
-                 classes.sizes.astype(np.int64), None, None, iterations)
+                 classes.sizes.astype(np.int64), None, None, iterations, too_large)
 
 
 #: The whitened retry needs H of full column rank: its smallest singular value at least this times its largest.
@@ -217,7 +221,8 @@ def _whitened_split(instance: NTPInstance, *, max_iterations: int, max_nonzeros:
             white = NTPInstance.from_counts(H @ T, instance.counts)
         if instance.token_multiplicity is not None:
             white = white.with_token_multiplicity(instance.token_multiplicity)
-        out = nonseparable_split(white, max_iterations=max_iterations, max_nonzeros=max_nonzeros, whiten=False)
+        out = nonseparable_split(white, max_iterations=max_iterations, max_nonzeros=max_nonzeros, whiten=False,
+                                 glue=False)
     except (InputError, SolverError):  # the whitened h out of the pipeline's range, say: no retry
         return None
     if not out.ok or out.D_classes is None:
@@ -230,7 +235,7 @@ def _whitened_split(instance: NTPInstance, *, max_iterations: int, max_nonzeros:
 
 def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX_ITERATIONS,
                        max_nonzeros: int | None = None, method: str = "auto",
-                       max_cells: int | None = SCREEN_MAX_CELLS, whiten: bool = True) -> Split:
+                       max_cells: int | None = SCREEN_MAX_CELLS, whiten: bool = True, glue: bool = True) -> Split:
     """The split P / N of the out-of-support pairs of ``instance`` by the LP of the module doc, on one
     token per class of interchangeable tokens. A :class:`Split`; never raises for a hard instance
     (the result is then undetermined, naming why). ``max_nonzeros``: the largest LP built (default
@@ -238,7 +243,48 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     ``max_cells``: the small LPs of :mod:`ntpcert.solve.split_screen` (about 2·C LPs of m rows in d unknowns)
     are tried only where C·m·d is at most this (default :data:`SCREEN_MAX_CELLS`; None: no limit).
     ``whiten``: where HiGHS does not solve the LP, solve it once more in whitened coordinates
-    (:func:`_whitened_split`) before the screens."""
+    (:func:`_whitened_split`) before the screens. ``glue``: where the split was too large to try, glue
+    tokens whose rows K makes equal (:mod:`ntpcert.solve.split_glue`) and split the quotient, when the
+    quotient can fall within the limits that stopped the split (decided from the sizes)."""
+    out = _split(instance, max_iterations=max_iterations, max_nonzeros=max_nonzeros, method=method,
+                 max_cells=max_cells, whiten=whiten)
+    if out.ok or not glue or not out.too_large or method != "auto":
+        return out  # a solver that failed fails on the quotient too, as often as not; the screens alone stay so
+    lifted = _glued(instance, max_iterations=max_iterations, max_nonzeros=max_nonzeros, method=method,
+                    max_cells=max_cells, whiten=whiten)
+    return out if lifted is None else lifted
+
+
+def _glued(instance: NTPInstance, *, max_cells: int | None, max_nonzeros: int | None, **kw) -> Split | None:
+    """:func:`nonseparable_split` through the quotient by glued tokens (:func:`ntpcert.solve.split_glue.lift_split`),
+    or None where no token is glued or the quotient cannot fall within ``max_cells`` and ``max_nonzeros``: the
+    quotient has at least C - k + 1 classes, k the candidates of :func:`~ntpcert.solve.split_glue.glue_group`."""
+    from ntpcert.solve.separability_lp import LP_MAX_NONZEROS
+    from ntpcert.solve.split_glue import GLUE_MIN_FRACTION, glue_group
+    from ntpcert.solve.structured.classes import partition
+
+    m, d = instance.m, instance.d
+    if m < 2 * d:  # fewer contexts than this rarely glue anything (a glued pair needs its contexts to span R^d)
+        return None
+    of_token, rep = partition(instance)
+    n_tok = np.bincount(np.concatenate(instance.supports).astype(np.int64), minlength=instance.V)
+    k = int(np.count_nonzero(n_tok[rep] >= max(1, d // GLUE_MIN_FRACTION)))
+    if k < 2:
+        return None
+    C_low = rep.size - k + 1
+    limit = LP_MAX_NONZEROS if max_nonzeros is None else int(max_nonzeros)
+    if max_cells is not None and C_low * m * d > max_cells and C_low * m - int(instance.support_sizes.sum()) > limit:
+        return None
+    g = glue_group(instance)
+    if g is None:
+        return None
+    return glued_split(instance, g, lambda q: nonseparable_split(q, max_cells=max_cells, max_nonzeros=max_nonzeros,
+                                                                 glue=False, **kw))
+
+
+def _split(instance: NTPInstance, *, max_iterations: int, max_nonzeros: int | None, method: str,
+           max_cells: int | None, whiten: bool) -> Split:
+    """:func:`nonseparable_split` without the glue."""
     from scipy.optimize import linprog
     import scipy.sparse as sp
 
@@ -274,7 +320,7 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
                 single = "" if method == "screen" else f", and its single LP {nnz} non-zeros, more than {limit}"
                 return _undetermined(classes, f"the split is too large to try here: its small LPs hold C·m·d = "
                                               f"{cells} cells on {C} token classes, more than the limit of "
-                                              f"{max_cells}{single}")
+                                              f"{max_cells}{single}", too_large=True)
         else:
             out = _screened(instance, classes, red, sysr, limit)
             tried_screens = True
@@ -282,7 +328,7 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
                 return out
     if nnz > limit:
         return _undetermined(classes, f"the split LP is too large to try here: {q + r} rows on {C} token classes "
-                                      f"({nnz} non-zeros), more than the limit of {limit}")
+                                      f"({nnz} non-zeros), more than the limit of {limit}", too_large=True)
     A_mar = _rows(red.embeddings, C, sysr.mar_context, sysr.mar_anchor, sysr.mar_token)
     A_eq = _rows(red.embeddings, C, sysr.eq_context, sysr.eq_token, sysr.eq_anchor)
     n = C * d
@@ -371,3 +417,59 @@ def _screened(instance: NTPInstance, classes, red: NTPInstance, sysr, limit: int
     N = _expand_pairs(classes, np.argwhere(is_n))
     total = instance.m * instance.V - int(instance.support_sizes.sum())
     return Split("ok", "", N, total - N.shape[0], classes.of_token, classes.sizes.astype(np.int64), D, a, 0)
+
+
+def lift_split(instance: NTPInstance, glue, quotient_split: Split) -> Split:
+    r"""The split of ``instance`` from the split of ``glue.quotient(instance)`` (:mod:`ntpcert.solve.split_glue`): N is the glue's pairs
+    and the lifted :math:`\tilde N`; :math:`D_P` is the quotient's point with G's row copied to every token of G.
+    The glue's N-certificate is float weights per test, not one (V, m) array, so ``dual_classes`` is None
+    (:func:`ntpcert.exact.split.exact_split` then says the split is float only). An undetermined quotient split
+    gives an undetermined split naming it."""
+    from ntpcert.solve.structured.classes import TokenClasses
+
+    classes = TokenClasses.build(instance)
+    sizes = classes.sizes.astype(np.int64)
+    names = ", ".join(repr(t) for t in _token_names(instance, glue.group[:8])) + (", ..." if glue.group.size > 8 else "")
+    if not quotient_split.ok:
+        return Split("undetermined", f"{glue.group.size} tokens are glued ({names}: their rows are equal on the "
+                                     f"whole recession cone, {glue.tests} pair tests), and the split of the quotient "
+                                     f"is undetermined: {quotient_split.reason}", np.zeros((0, 2), dtype=np.int64), 0,
+                     classes.of_token, sizes, None, None, quotient_split.iterations)
+    of, Vq = glue.quotient_tokens(instance.V)
+    g = Vq - 1
+    in_g = np.zeros(instance.V, dtype=bool)
+    in_g[glue.group] = True
+    parts = [glue.nonseparable_pairs(instance)]
+    qN = np.asarray(quotient_split.nonseparable, dtype=np.int64).reshape(-1, 2)
+    off = qN[qN[:, 1] != g]
+    if off.size:
+        back = np.empty(Vq - 1, dtype=np.int64)
+        back[of[~in_g]] = np.flatnonzero(~in_g)
+        parts.append(np.column_stack([off[:, 0], back[off[:, 1]]]))
+    on = qN[qN[:, 1] == g, 0]
+    if on.size:
+        parts.append(np.column_stack([np.repeat(on, glue.group.size), np.tile(glue.group, on.size)]))
+    N = np.concatenate(parts).astype(np.int64)
+    N = N[np.lexsort((N[:, 1], N[:, 0]))]
+    total = instance.m * instance.V - int(instance.support_sizes.sum())
+    D = None
+    if quotient_split.D_classes is not None:
+        Dq = quotient_split.D  # (Vq, d)
+        D = Dq[of][classes.representative]
+    return Split("ok", "", N, total - N.shape[0], classes.of_token, sizes, D, None, quotient_split.iterations)
+
+
+def _token_names(instance: NTPInstance, tokens: np.ndarray) -> list:
+    names = instance.token_names
+    return [names[int(t)] if names is not None else int(t) for t in tokens]
+
+
+def glued_split(instance: NTPInstance, glue, split_quotient) -> Split:
+    r"""The split of ``instance`` through the quotient by ``glue`` (a :class:`~ntpcert.solve.split_glue.Glue`): ``split_quotient(quotient)`` (a function giving
+    its :class:`~ntpcert.solve.split.Split`) lifted by :func:`lift_split`. Where the group holds every token, the
+    quotient has no pair: K holds only the shifts :math:`\mathbf 1 c^\top`, every pair is in N."""
+    _, Vq = glue.quotient_tokens(instance.V)
+    if Vq == 1:
+        return lift_split(instance, glue, Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, np.zeros(1, dtype=np.int64),
+                                                np.ones(1, dtype=np.int64), np.zeros((1, instance.d)), None, 0))
+    return lift_split(instance, glue, split_quotient(glue.quotient(instance)))
