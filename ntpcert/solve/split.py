@@ -420,16 +420,17 @@ def _screened(instance: NTPInstance, classes, red: NTPInstance, sysr, limit: int
 
 
 def lift_split(instance: NTPInstance, glue, quotient_split: Split) -> Split:
-    r"""The split of ``instance`` from the split of ``glue.quotient(instance)`` (:mod:`ntpcert.solve.split_glue`): N is the glue's pairs
-    and the lifted :math:`\tilde N`; :math:`D_P` is the quotient's point with G's row copied to every token of G.
-    The glue's N-certificate is float weights per test, not one (V, m) array, so ``dual_classes`` is None
-    (:func:`ntpcert.exact.split.exact_split` then says the split is float only). An undetermined quotient split
-    gives an undetermined split naming it."""
+    r"""The split of ``instance`` from the split of ``glue.quotient(instance)`` (:mod:`ntpcert.solve.split_glue`):
+    N is the glue's pairs and the lifted :math:`\tilde N`; :math:`D_P` is the quotient's point with G's row copied
+    to every token of G. The glue's N-certificate is float weights per test, not one (V, m) array, so
+    ``dual_classes`` is None (:func:`ntpcert.exact.split.exact_split` then says the split is float only). An
+    undetermined quotient split gives an undetermined split naming it."""
     from ntpcert.solve.structured.classes import TokenClasses
 
     classes = TokenClasses.build(instance)
     sizes = classes.sizes.astype(np.int64)
-    names = ", ".join(repr(t) for t in _token_names(instance, glue.group[:8])) + (", ..." if glue.group.size > 8 else "")
+    names = ", ".join(repr(t) for t in _token_names(instance, glue.group[:8]))
+    names += ", ..." if glue.group.size > 8 else ""
     if not quotient_split.ok:
         return Split("undetermined", f"{glue.group.size} tokens are glued ({names}: their rows are equal on the "
                                      f"whole recession cone, {glue.tests} pair tests), and the split of the quotient "
@@ -465,11 +466,13 @@ def _token_names(instance: NTPInstance, tokens: np.ndarray) -> list:
 
 
 def glued_split(instance: NTPInstance, glue, split_quotient) -> Split:
-    r"""The split of ``instance`` through the quotient by ``glue`` (a :class:`~ntpcert.solve.split_glue.Glue`): ``split_quotient(quotient)`` (a function giving
-    its :class:`~ntpcert.solve.split.Split`) lifted by :func:`lift_split`. Where the group holds every token, the
-    quotient has no pair: K holds only the shifts :math:`\mathbf 1 c^\top`, every pair is in N."""
+    r"""The split of ``instance`` through the quotient by ``glue`` (a :class:`~ntpcert.solve.split_glue.Glue`):
+    ``split_quotient(quotient)`` (a function giving its :class:`Split`) lifted by :func:`lift_split`. Where the
+    group holds every token, the quotient has no pair: K holds only the shifts :math:`\mathbf 1 c^\top`, every
+    pair is in N."""
     _, Vq = glue.quotient_tokens(instance.V)
     if Vq == 1:
-        return lift_split(instance, glue, Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, np.zeros(1, dtype=np.int64),
-                                                np.ones(1, dtype=np.int64), np.zeros((1, instance.d)), None, 0))
+        empty = Split("ok", "", np.zeros((0, 2), dtype=np.int64), 0, np.zeros(1, dtype=np.int64),
+                      np.ones(1, dtype=np.int64), np.zeros((1, instance.d)), None, 0)
+        return lift_split(instance, glue, empty)
     return lift_split(instance, glue, split_quotient(glue.quotient(instance)))
