@@ -438,8 +438,7 @@ def lift_split(instance: NTPInstance, glue, quotient_split: Split) -> Split:
                      classes.of_token, sizes, None, None, quotient_split.iterations)
     of, Vq = glue.quotient_tokens(instance.V)
     g = Vq - 1
-    in_g = np.zeros(instance.V, dtype=bool)
-    in_g[glue.group] = True
+    in_g = glue.mask(instance.V)
     parts = [glue.nonseparable_pairs(instance)]
     qN = np.asarray(quotient_split.nonseparable, dtype=np.int64).reshape(-1, 2)
     off = qN[qN[:, 1] != g]

@@ -114,11 +114,16 @@ class Glue:
     tests: int
     opened: int = 0
 
+    def mask(self, V: int) -> np.ndarray:
+        """Boolean array of shape (V,): True on the tokens of G."""
+        in_g = np.zeros(V, dtype=bool)
+        in_g[self.group] = True
+        return in_g
+
     def nonseparable_pairs(self, instance: NTPInstance) -> np.ndarray:
         r"""The pairs (j, v) the glue puts in N: :math:`v \in G \setminus S_j` where :math:`S_j` meets G.
         Shape (n, 2), int64, sorted by j then v."""
-        in_g = np.zeros(instance.V, dtype=bool)
-        in_g[self.group] = True
+        in_g = self.mask(instance.V)
         out = []
         for j, s in enumerate(instance.supports):
             hit = in_g[s]
@@ -133,8 +138,7 @@ class Glue:
     def quotient_tokens(self, V: int) -> tuple[np.ndarray, int]:
         """``(of_token, V_q)``: each token's quotient token (the group becomes the last, ``V_q - 1``) and the
         quotient's vocabulary size."""
-        in_g = np.zeros(V, dtype=bool)
-        in_g[self.group] = True
+        in_g = self.mask(V)
         keep = np.flatnonzero(~in_g)
         of = np.empty(V, dtype=np.int64)
         of[keep] = np.arange(keep.size)
@@ -241,21 +245,21 @@ def stiemke_weights(X: np.ndarray, E: np.ndarray | None = None, *,
     return (y, res) if res <= RESIDUAL_TOL else (None, res)
 
 
-def _open_cone(G: np.ndarray, mu: np.ndarray, pos: np.ndarray, flat: np.ndarray) -> bool:
+def _open_cone(H: np.ndarray, mu: np.ndarray, pos: np.ndarray, flat: np.ndarray) -> bool:
     r"""True when the pair cone is shown not to be {0} on ``pos`` cheaply: :math:`u = \mu` (the mean h) projected
-    off the rows ``flat`` (B and E) of ``G`` (H itself) has :math:`u^\top h_j = 0` there and
+    off the rows ``flat`` (B and E) of ``H`` has :math:`u^\top h_j = 0` there and
     :math:`u^\top h_j > 0` on ``pos``; then no Stiemke weights exist (:math:`\sum_i y_i x_i^\top u > 0`), and the
     Newton test is not run. Only where ``flat`` has fewer rows than d (else the projection is 0)."""
-    d = G.shape[1]
+    d = H.shape[1]
     if flat.size >= d:
         return False
     u = mu
     if flat.size:
-        Q, _ = np.linalg.qr(G[flat].T)
+        Q, _ = np.linalg.qr(H[flat].T)
         u = mu - Q @ (Q.T @ mu)
     if not np.linalg.norm(u) > 1e-9 * np.linalg.norm(mu):
         return False
-    s = G[pos] @ u
+    s = H[pos] @ u
     tol = 1e-9 * np.linalg.norm(u) * np.sqrt(d)
     return bool(s.min(initial=0.0) >= 0.0 and s.max(initial=0.0) > tol and np.all(s > tol))
 
