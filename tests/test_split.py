@@ -452,3 +452,42 @@ def test_the_whitened_split_is_the_split(seed):
     n_set = {(int(j), int(v)) for j, v in white.nonseparable}
     on_p = np.array([(int(j), int(v)) not in n_set for j, v in zip(system.mar_context, system.mar_token)])
     assert np.all(margins[on_p] > 0.5) and np.all(np.abs(system.apply_eq(D)) < 1e-6 * max(1.0, np.abs(D).max()))
+
+
+# ---------------------------------------------------------------------------- scale
+@pytest.mark.parametrize("seed", [1, 3])
+@pytest.mark.parametrize("scale", [2.0**-300, 1e-100, 1e-20, 1e20, 1e100])
+def test_the_split_does_not_change_with_the_scale_of_H(seed, scale):
+    """HiGHS reads its tolerances absolutely; on H·1e-20 the LP once gave 175 pairs for the 139 of H, reported
+    as optimal. H and H·s have the same K, so the same split; the point of K scales by 1/s."""
+    from .test_split_glue import glue_instance
+
+    inst = glue_instance(seed)
+    base = nonseparable_split(inst, glue=False)
+    scaled = NTPInstance.from_counts(inst.embeddings * scale, inst.counts)
+    out = nonseparable_split(scaled, glue=False)
+    assert base.ok and out.ok, out.reason
+    assert np.array_equal(out.nonseparable, base.nonseparable)
+    assert [tuple(p) for p in out.nonseparable.tolist()] == independent_N(inst.embeddings, inst.support_mask())
+    # the point still lies in K with margin about 1 on P and 0 on N, on the scaled H
+    Z = scaled.embeddings @ out.D_classes[out.of_token].T
+    mask = scaled.support_mask()
+    level = np.array([Z[j, mask[j]].max() for j in range(scaled.m)])
+    spread = np.array([Z[j, mask[j]].max() - Z[j, mask[j]].min() for j in range(scaled.m)])
+    assert spread.max() < 1e-6
+    Nmask = np.zeros_like(mask)
+    Nmask[tuple(out.nonseparable.T)] = True
+    gap = level[:, None] - Z
+    assert gap[~mask & ~Nmask].min() > 0.5 and np.abs(gap[Nmask]).max() < 1e-6
+
+
+def test_a_dual_that_does_not_vanish_on_H_leaves_the_split_undetermined(monkeypatch):
+    """Without the scaling, the LP on H·1e-20 returns a wrong N as optimal; its dual's combination of the h_j
+    is then of the size of its terms, and the split says so instead of giving that N."""
+    import ntpcert.solve.split as S
+    from .test_split_glue import glue_instance
+
+    monkeypatch.setattr(S, "SCALE_EXPONENT", 10**6)
+    inst = glue_instance(1)
+    out = nonseparable_split(NTPInstance.from_counts(inst.embeddings * 1e-20, inst.counts), glue=False)
+    assert not out.ok and "does not vanish on H" in out.reason

@@ -64,6 +64,15 @@ SPLIT_MAX_ITERATIONS = 2_000_000
 T_THRESHOLD = 0.5
 #: Entries of the point and the dual below this (relative to the largest, or to 1) are read as 0.
 DUAL_TOL = 1e-9
+#: The N-certificate's combination :math:`\sum_j a_j h_j^\top` must vanish to this, relative to the size of
+#: its terms :math:`\sum_j |a_j|\,|h_j|^\top` (entrywise), for the float split to be read off: a float
+#: measurement, scale-free, not a proof (the exact split makes its own).
+DUAL_RESIDUAL_TOL = 1e-7
+#: The LP is built on H times a power of two :math:`2^e` with its largest entry in [1, 2) wherever that
+#: largest entry lies outside :math:`[2^{-E}, 2^{E}]`, E this (HiGHS drops matrix entries below 1e-9 and
+#: reads its tolerances absolutely: on H·1e-20 it read a wrong N as optimal). Scaling by :math:`2^e` is
+#: exact; :math:`D h_j` and the dual's :math:`\sum_j a_j h_j = 0` are unchanged with D scaled by :math:`2^e`.
+SCALE_EXPONENT = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -245,7 +254,20 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     ``whiten``: where HiGHS does not solve the LP, solve it once more in whitened coordinates
     (:func:`_whitened_split`) before the screens. ``glue``: where the split was too large to try, glue
     tokens whose rows K makes equal (:mod:`ntpcert.solve.split_glue`) and split the quotient, when the
-    quotient can fall within the limits that stopped the split (decided from the sizes)."""
+    quotient can fall within the limits that stopped the split (decided from the sizes). H far from unit
+    size is first scaled by a power of two (:data:`SCALE_EXPONENT`)."""
+    scaled, e = _unit_scaled(instance)
+    if e:
+        out = nonseparable_split(scaled, max_iterations=max_iterations, max_nonzeros=max_nonzeros, method=method,
+                                 max_cells=max_cells, whiten=whiten, glue=glue)
+        if out.D_classes is None:
+            return out
+        import dataclasses
+
+        D = np.ldexp(out.D_classes, e)  # D h = D' (2^e h): exact unless D' 2^e leaves float64's range
+        if not np.all(np.isfinite(D)):
+            return _undetermined_like(out, f"the split's point overflows float64 once H is scaled back by 2^{e}")
+        return dataclasses.replace(out, D_classes=D)
     out = _split(instance, max_iterations=max_iterations, max_nonzeros=max_nonzeros, method=method,
                  max_cells=max_cells, whiten=whiten)
     if out.ok or not glue or not out.too_large or method != "auto":
@@ -253,6 +275,33 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     lifted = _glued(instance, max_iterations=max_iterations, max_nonzeros=max_nonzeros, method=method,
                     max_cells=max_cells, whiten=whiten)
     return out if lifted is None else lifted
+
+
+def _unit_scaled(instance: NTPInstance) -> tuple[NTPInstance, int]:
+    """``(instance with H·2^e, e)`` where H's largest entry lies outside [2^-E, 2^E] (E =
+    :data:`SCALE_EXPONENT`) and the scaling is exact on every entry; else ``(instance, 0)``."""
+    import dataclasses
+
+    from ntpcert.instance.values import frozen
+
+    H = np.asarray(instance.embeddings, dtype=np.float64)
+    top = float(np.abs(H).max(initial=0.0))
+    if not (top > 0 and np.isfinite(top)):
+        return instance, 0
+    e = 1 - int(np.frexp(top)[1])  # top·2^e in [1, 2)
+    if abs(e) <= SCALE_EXPONENT:
+        return instance, 0
+    Hs = np.ldexp(H, e)
+    if not np.array_equal(np.ldexp(Hs, -e), H):  # an entry tiny against the largest lost bits: keep H
+        return instance, 0
+    return dataclasses.replace(instance, embeddings=frozen(Hs, owned=True)), e
+
+
+def _undetermined_like(out: Split, why: str) -> Split:
+    import dataclasses
+
+    return dataclasses.replace(out, status="undetermined", reason=why, nonseparable=np.zeros((0, 2), dtype=np.int64),
+                               n_separable=0, D_classes=None, dual_classes=None)
 
 
 def _glued(instance: NTPInstance, *, max_cells: int | None, max_nonzeros: int | None, **kw) -> Split | None:
@@ -384,6 +433,11 @@ def _split(instance: NTPInstance, *, max_iterations: int, max_nonzeros: int | No
     a = Ym + Le if r1 <= r2 else Ym - Le
     scale = max(np.abs(a).max(initial=0.0), 1.0)
     a[np.abs(a) <= DUAL_TOL * scale] = 0.0
+    size = float((np.abs(a) @ np.abs(H)).max(initial=0.0))
+    resid = float(np.abs(a @ H).max(initial=0.0))
+    if resid > DUAL_RESIDUAL_TOL * size:
+        return _undetermined(classes, f"the split LP's dual does not vanish on H: max |sum_j a_j h_j| = {resid:.3g} "
+                                      f"against {size:.3g} for its terms (tolerance {DUAL_RESIDUAL_TOL:g})", its)
     is_p = t > T_THRESHOLD
     margins = sysr.apply_margin(D)
     yv = -a[sysr.mar_token, sysr.mar_context]
