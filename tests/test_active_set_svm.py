@@ -58,3 +58,37 @@ def test_active_set_reports_non_separable_data():
     inst = NTPInstance.from_counts(H, np.array([[1, 1, 0], [0, 0, 1], [0, 0, 1]]))
     with pytest.raises(InfeasibleError):
         solve_svm(KeslerSystem.build(inst), solver="active-set")
+
+
+def _soft(seed: int, m: int = 60, d: int = 8, V: int = 6) -> NTPInstance:
+    """Separable data with supports of 2-3 tokens at d < m: tokens in pairs share the first half of their
+    teacher rows; contexts whose second half is 0 tie on a whole pair, which is their support."""
+    rng = np.random.default_rng(seed)
+    group = np.arange(V) // 2
+    T1, T2 = rng.normal(size=(V // 2, d // 2)), rng.normal(size=(V, d - d // 2))
+    H = rng.normal(size=(m, d))
+    H[: m // 2, d // 2:] = 0.0
+    Z = H[:, : d // 2] @ T1[group].T + H[:, d // 2:] @ T2.T
+    counts = np.zeros((m, V), dtype=np.int64)
+    for j in range(m):
+        S = np.flatnonzero(Z[j] >= Z[j].max() - 1e-12 * max(1.0, abs(Z[j].max())))
+        counts[j, S] = rng.integers(1, 4, size=S.size)
+    return NTPInstance.from_counts(H, counts)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_dense_working_set_matches_clarabel_with_soft_supports(seed, monkeypatch):
+    """Few class rows go to DAQP (equalities eliminated by a null-space basis), more to Clarabel: the same
+    W^mm, both pairs checked."""
+    import ntpcert.solve.structured.working_set as ws
+
+    inst = _soft(seed)
+    assert inst.support_sizes.max() >= 2
+    system = KeslerSystem.build(inst)
+    dense = solve_svm(system, solver="active-set")
+    monkeypatch.setattr(ws, "DENSE_MAX_VARS", 0)
+    sparse = solve_svm(system, solver="active-set")
+    assert dense.info["engine"] == "daqp" and sparse.info["engine"] == "clarabel"
+    assert np.linalg.norm(dense.W - sparse.W) <= 1e-6 * np.linalg.norm(sparse.W)
+    for sol in (dense, sparse):
+        assert sol.min_margin >= 1 - 1e-7 and sol.gap <= 1e-6 and sol.dual_residual <= 1e-6
