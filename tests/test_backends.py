@@ -299,20 +299,28 @@ def test_every_entry_point_has_the_same_default_solver():
     assert spec.settings["svm"]["solver"] == DEFAULT_SOLVER
 
 
-def test_auto_falls_back_to_clarabel_where_the_structured_solver_does_not_certify():
+@pytest.mark.parametrize("dense", [True, False])
+def test_auto_falls_back_where_the_structured_solver_does_not_certify(dense, monkeypatch):
     """An ill-conditioned sweep instance (||W^mm||^2/2 = 190): the structured solver needs about 575 epochs,
-    more than the 300 ``auto`` gives it on a small QP (a budget of work, not seconds), so Clarabel solves
-    it. (Seed 0, ||W^mm||^2/2 = 3903, served here until the polish where d < m certified it in 2 epochs.)"""
+    more than the 300 ``auto`` gives it on a small QP (a budget of work, not seconds), so the dense working set
+    (V·d = 16 unknowns, DAQP) solves it, or Clarabel where the QP is larger than DENSE_MAX_VARS (set to 0 here).
+    (Seed 0, ||W^mm||^2/2 = 3903, served here until the polish where d < m certified it in 2 epochs.)"""
     from ntpcert.experiments.sweep import GridPoint, point_instance
     from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.structured import working_set
     from ntpcert.solve.svm import auto
 
+    if not dense:
+        monkeypatch.setattr(working_set, "DENSE_MAX_VARS", 0)
     inst = point_instance(GridPoint(6, 4, 4, 2, "gaussian", 2), 0)
     assert auto.small_epochs(KeslerSystem.build(inst)) == auto.SMALL_EPOCHS == 300
     sol = solve_svm(inst)
     ref = solve_svm(inst, solver="clarabel")
-    assert sol.solver == "auto/clarabel" and "structured solver stopped" in sol.info["fallback"]
+    assert sol.solver == ("auto/active-set" if dense else "auto/clarabel")
+    assert "structured solver stopped" in sol.info["fallback"]
     assert "budget of 300 epochs spent" in sol.info["fallback"]
+    if dense:  # started from the margins coordinate ascent found active
+        assert sol.info["engine"] == "daqp" and sol.info["working_set"] < KeslerSystem.build(inst).n_margin
     assert_kkt(inst, sol, TOL["kkt"])
     assert sol.objective == pytest.approx(ref.objective, rel=1e-8)
 

@@ -496,8 +496,10 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
     finally:
         bar.close()
     got = "" if best is None else f"; best certified relative gap {best[1]:.2e}"
-    raise BudgetSpent(f"structured: {budget_text(max_epochs, 'epochs')} without a certificate within tol "
+    err = BudgetSpent(f"structured: {budget_text(max_epochs, 'epochs')} without a certificate within tol "
                       f"{S.tol:g}{got}", spent=int(max_epochs), units="epochs")
+    err.active = (A < 0) & S.off  # the margins coordinate ascent found active, (m, C): a working set's start
+    raise err
 
 
 __all__ = ["DEFAULT_TOL", "NotSeparable", "solve", "token_ray"]

@@ -13,7 +13,9 @@ depends on the machine's load), and then solves with Clarabel, saying so in ``so
 larger QP gets the structured solver with its full budget (``max_epochs``), and its error if it has one.
 Either way the returned pair is checked as every :class:`~ntpcert.solve.solution.SVMSolution` is.
 An instance with token multiplicities (a model's merged vocabulary) falls back to the working-set QP on
-the token classes (``active-set``), which weighs them, in place of Clarabel on every token.
+the token classes (``active-set``), which weighs them, in place of Clarabel on every token; so does a QP of at
+most :data:`~ntpcert.solve.structured.working_set.DENSE_MAX_VARS` variables, whose working set DAQP solves densely
+(5-12x Clarabel on V = 10, d = 64, m = 500-2,000, ``benchmarks/results/active-set-dense.md``).
 """
 
 from __future__ import annotations
@@ -103,14 +105,24 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     except (InfeasibleError, TimeLimitReached):
         raise
     except SolverError as err:
-        why = str(err)
+        why, start = str(err), getattr(err, "active", None)
     left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
-    if system.instance.token_multiplicity is not None:
-        from ntpcert.solve.structured import working_set as fallback
-        name = "active-set"
+    from ntpcert.solve.structured import working_set
+
+    if system.instance.token_multiplicity is not None or system.n_vars <= working_set.DENSE_MAX_VARS:
+        fallback, name = working_set, "active-set"  # the dense working set: 5-12x Clarabel at V·d <= 1,000
     else:
         from ntpcert.solve.svm import clarabel_direct as fallback
         name = "clarabel"
-    sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts)
+    try:
+        ws_start = {} if start is None or name != "active-set" else {"start": start}
+        sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts, **ws_start)
+    except SolverError as err:
+        if name != "active-set" or system.instance.token_multiplicity is not None:
+            raise
+        from ntpcert.solve.svm import clarabel_direct as fallback
+        why, name = f"{why}; the dense working set stopped ({err})", "clarabel"
+        left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
+        sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts)
     info = {**sol.info, "fallback": f"structured solver stopped ({why}); solved by {name}"}
     return dataclasses.replace(sol, solver=f"auto/{name}", seconds=time.perf_counter() - t0, info=info)
