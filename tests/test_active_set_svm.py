@@ -92,3 +92,17 @@ def test_the_dense_working_set_matches_clarabel_with_soft_supports(seed, monkeyp
     assert np.linalg.norm(dense.W - sparse.W) <= 1e-6 * np.linalg.norm(sparse.W)
     for sol in (dense, sparse):
         assert sol.min_margin >= 1 - 1e-7 and sol.gap <= 1e-6 and sol.dual_residual <= 1e-6
+
+
+@pytest.mark.parametrize("solver", ["auto", "clarabel", "active-set"])
+@pytest.mark.parametrize("scale", [2.0**-70, 1e-20, 1e20])
+def test_the_svm_of_H_far_from_unit_size_is_the_svm_of_H_scaled(solver, scale):
+    """W^mm of H·s is W^mm(H)/s. Clarabel reads its tolerances absolutely and called H·1e-20 infeasible; such
+    backends now solve on H scaled by a power of two to unit size and the pair is mapped back and checked (the
+    structured solver, auto's first stage, certifies with a scale-free exact bound on H itself)."""
+    inst = _teacher(0, m=50, d=4, V=9)
+    base = solve_svm(KeslerSystem.build(inst), solver=solver)
+    sol = solve_svm(KeslerSystem.build(NTPInstance.from_counts(inst.embeddings * scale, inst.counts)), solver=solver)
+    assert "scaled" in sol.info or sol.solver == "structured"
+    assert np.linalg.norm(sol.W * scale - base.W) <= 1e-6 * np.linalg.norm(base.W)
+    assert sol.min_margin >= 1 - 1e-7 and sol.relative_gap <= 1e-7

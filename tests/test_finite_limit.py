@@ -267,3 +267,25 @@ def test_the_search_directions_fall_back_from_newton_to_levenberg_marquardt_to_t
     got = list(_directions(newton, H_bad, g, gn))
     assert len(got) == 2 and np.allclose(got[0][0], -np.linalg.solve(H_bad + gn * np.eye(2), g))
     assert got[0][1] < 0 and np.allclose(got[1][0], -g)
+
+
+@pytest.mark.parametrize("scale", [2.0**-70, 1e-20, 1e20])
+def test_the_limits_of_the_split_do_not_change_with_the_scale_of_H(scale):
+    """H·s has the same split, L*, W_fin/s and W^mm_P/s. With an absolute gradient tolerance Newton stopped at
+    W = 0 on H·1e-20 (L* = log V), and Clarabel called the extended pattern of H·1e-20 infeasible; the gradient
+    tolerance now scales with H, and the NTP-SVM is solved on H scaled to unit size (ntpcert.instance.scaling)."""
+    from .test_split_glue import glue_instance
+
+    inst = glue_instance(3, m=20, d=3, V=8)
+    base = nonseparable_limits(inst, separable=False)
+    scaled = nonseparable_limits(NTPInstance.from_counts(inst.embeddings * scale, inst.counts), separable=False)
+    assert base.limit is not None and scaled.limit is not None
+    assert np.array_equal(base.nonseparable, scaled.nonseparable)
+    assert scaled.limit.L_star == pytest.approx(base.limit.L_star, rel=1e-9)
+    assert base.limit.L_star < np.log(inst.V) - 0.1  # not the loss of W = 0
+    assert np.linalg.norm(scaled.W_fin * scale - base.W_fin) <= 1e-6 * np.linalg.norm(base.W_fin)
+    assert scaled.limit.converged and base.limit.converged
+    assert base.svm is not None and scaled.svm is not None, scaled.svm_error
+    assert scaled.svm.norm * scale == pytest.approx(base.svm.norm, rel=1e-6)
+    assert np.linalg.norm(scaled.svm.W * scale - base.svm.W) <= 1e-6 * np.linalg.norm(base.svm.W)
+    assert scaled.svm.relative_gap <= 1e-8 and scaled.svm.min_margin >= 1 - 1e-7

@@ -65,7 +65,10 @@ __all__ = ["GRAD_TOL", "MAX_DENSE_ROWS", "MAX_LOGIT_ENTRIES", "MAX_NEWTON_STEPS"
            "extended_mask", "extended_pattern", "finite_limit", "reduced_excess", "reduced_gradient",
            "reduced_loss", "solve_mm_p", "solve_mm_p_system"]
 
-#: Newton stops once :math:`\|\nabla\mathrm{CE}_N(W)\|_F` is at most this (float64; reported, not a proof).
+#: Newton stops once :math:`\|\nabla\mathrm{CE}_N(W)\|_F` is at most this (float64; reported, not a proof),
+#: times :math:`2^{-e}` where H's largest entry is outside :math:`[2^{-8}, 2^8]` and :math:`2^e` brings it into
+#: [1, 2) (:func:`gradient_scale`): the gradient scales with H, and on H·1e-20 an absolute tolerance stopped Newton
+#: at W = 0 (L* = log V instead of the L* of H).
 GRAD_TOL = 1e-10
 #: At most this many Newton steps.
 MAX_NEWTON_STEPS = 200
@@ -235,6 +238,13 @@ class FiniteLimit:
         }
 
 
+def gradient_scale(H: np.ndarray) -> float:
+    """:math:`2^{-e}` for e = :func:`ntpcert.instance.scaling.unit_exponent` (1 for moderate data)."""
+    from ntpcert.instance.scaling import unit_exponent
+
+    return float(np.ldexp(1.0, -unit_exponent(H)))
+
+
 def finite_limit(instance: NTPInstance, nonseparable: Any, *, tol: float = GRAD_TOL,
                  max_steps: int = MAX_NEWTON_STEPS) -> FiniteLimit:
     """W_fin and L* by damped Newton on :math:`\\mathrm{CE}_N` restricted to :math:`F_N` (module doc).
@@ -248,6 +258,7 @@ def finite_limit(instance: NTPInstance, nonseparable: Any, *, tol: float = GRAD_
     """
     t0 = time.perf_counter()
     N = check_nonseparable(instance, nonseparable)
+    tol = tol * gradient_scale(instance.embeddings)
     nu = instance.token_multiplicity
     if nu is not None and N.shape[0] and np.any(nu[N[:, 1]] > 1):
         v = int(N[np.argmax(nu[N[:, 1]] > 1), 1])

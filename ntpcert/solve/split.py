@@ -68,11 +68,6 @@ DUAL_TOL = 1e-9
 #: its terms :math:`\sum_j |a_j|\,|h_j|^\top` (entrywise), for the float split to be read off: a float
 #: measurement, scale-free, not a proof (the exact split makes its own).
 DUAL_RESIDUAL_TOL = 1e-7
-#: The LP is built on H times a power of two :math:`2^e` with its largest entry in [1, 2) wherever that
-#: largest entry lies outside :math:`[2^{-E}, 2^{E}]`, E this (HiGHS drops matrix entries below 1e-9 and
-#: reads its tolerances absolutely: on H·1e-20 it read a wrong N as optimal). Scaling by :math:`2^e` is
-#: exact; :math:`D h_j` and the dual's :math:`\sum_j a_j h_j = 0` are unchanged with D scaled by :math:`2^e`.
-SCALE_EXPONENT = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -255,8 +250,11 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     (:func:`_whitened_split`) before the screens. ``glue``: where the split was too large to try, glue
     tokens whose rows K makes equal (:mod:`ntpcert.solve.split_glue`) and split the quotient, when the
     quotient can fall within the limits that stopped the split (decided from the sizes). H far from unit
-    size is first scaled by a power of two (:data:`SCALE_EXPONENT`)."""
-    scaled, e = _unit_scaled(instance)
+    size is first scaled by a power of two (:mod:`ntpcert.instance.scaling`: HiGHS drops matrix entries below 1e-9
+    and reads its tolerances absolutely; on H·1e-20 it read a wrong N as optimal)."""
+    from ntpcert.instance.scaling import unit_scaled
+
+    scaled, e = unit_scaled(instance)
     if e:
         out = nonseparable_split(scaled, max_iterations=max_iterations, max_nonzeros=max_nonzeros, method=method,
                                  max_cells=max_cells, whiten=whiten, glue=glue)
@@ -275,26 +273,6 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     lifted = _glued(instance, max_iterations=max_iterations, max_nonzeros=max_nonzeros, method=method,
                     max_cells=max_cells, whiten=whiten)
     return out if lifted is None else lifted
-
-
-def _unit_scaled(instance: NTPInstance) -> tuple[NTPInstance, int]:
-    """``(instance with H·2^e, e)`` where H's largest entry lies outside [2^-E, 2^E] (E =
-    :data:`SCALE_EXPONENT`) and the scaling is exact on every entry; else ``(instance, 0)``."""
-    import dataclasses
-
-    from ntpcert.instance.values import frozen
-
-    H = np.asarray(instance.embeddings, dtype=np.float64)
-    top = float(np.abs(H).max(initial=0.0))
-    if not (top > 0 and np.isfinite(top)):
-        return instance, 0
-    e = 1 - int(np.frexp(top)[1])  # top·2^e in [1, 2)
-    if abs(e) <= SCALE_EXPONENT:
-        return instance, 0
-    Hs = np.ldexp(H, e)
-    if not np.array_equal(np.ldexp(Hs, -e), H):  # an entry tiny against the largest lost bits: keep H
-        return instance, 0
-    return dataclasses.replace(instance, embeddings=frozen(Hs, owned=True)), e
 
 
 def _undetermined_like(out: Split, why: str) -> Split:

@@ -37,6 +37,9 @@ BACKENDS: dict[str, tuple[str, dict]] = {
 #: The backends that solve on token classes and so read an instance's token multiplicities
 #: (:meth:`~ntpcert.instance.NTPInstance.with_token_multiplicity`); the others refuse such an instance.
 MULTIPLICITY_BACKENDS = ("ntpcert.solve.svm.auto", "ntpcert.solve.svm.active_set", "ntpcert.solve.structured.solver")
+#: Backends that certify with scale-free exact bounds and solve H as it is (``auto`` scales its own fallback); every
+#: other one runs on H scaled to unit size where H is far from it (:mod:`ntpcert.solve.svm.scaled`).
+SCALE_FREE_BACKENDS = ("ntpcert.solve.svm.auto", "ntpcert.solve.structured.solver")
 
 
 def register_backend(name: str, module: str, **kwargs) -> None:
@@ -133,7 +136,11 @@ def solve_svm(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_SOLVER,
         raise InputError(f"solver: {solver!r} does not weigh tokens by their multiplicity (the instance merges tokens); "
                          "use auto, structured, structured-float or active-set")
     fn: Callable[..., SVMSolution] = importlib.import_module(module).solve
-    return fn(system, **{**kwargs, **options})
+    if module in SCALE_FREE_BACKENDS:
+        return fn(system, **{**kwargs, **options})
+    from ntpcert.solve.svm.scaled import solve_scaled
+
+    return solve_scaled(fn, system, **{**kwargs, **options})  # absolute tolerances: H scaled to unit size
 
 
 def solve_separable(data: NTPInstance | KeslerSystem, *, solver: str = DEFAULT_SOLVER, **options) -> SVMSolution:

@@ -108,6 +108,7 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
         why, start = str(err), getattr(err, "active", None)
     left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
     from ntpcert.solve.structured import working_set
+    from ntpcert.solve.svm.scaled import solve_scaled
 
     if system.instance.token_multiplicity is not None or system.n_vars <= working_set.DENSE_MAX_VARS:
         fallback, name = working_set, "active-set"  # the dense working set: 5-12x Clarabel at V·d <= 1,000
@@ -116,13 +117,13 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
         name = "clarabel"
     try:
         ws_start = {} if start is None or name != "active-set" else {"start": start}
-        sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts, **ws_start)
+        sol = solve_scaled(fallback.solve, system, time_limit=left, verbose=verbose, **opts, **ws_start)
     except SolverError as err:
         if name != "active-set" or system.instance.token_multiplicity is not None:
             raise
         from ntpcert.solve.svm import clarabel_direct as fallback
         why, name = f"{why}; the dense working set stopped ({err})", "clarabel"
         left = None if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))
-        sol = fallback.solve(system, time_limit=left, verbose=verbose, **opts)
+        sol = solve_scaled(fallback.solve, system, time_limit=left, verbose=verbose, **opts)
     info = {**sol.info, "fallback": f"structured solver stopped ({why}); solved by {name}"}
     return dataclasses.replace(sol, solver=f"auto/{name}", seconds=time.perf_counter() - t0, info=info)
