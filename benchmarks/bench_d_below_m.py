@@ -229,7 +229,8 @@ def main() -> None:
              "", versions_line(), "",
              f"In-process seconds, median of {a.repeat}, contenders interleaved (see the script's docstring). "
              "ratio = contender / ntpcert (> 1: ntpcert faster); a capped contender shows > cap. ntpcert's time "
-             "includes its exact certificate (relative gap <= 1e-9).", ""] + table(rows, a.cap)
+             "includes its exact certificate (relative gap <= 1e-9) where it answered `structured`; a fallback "
+             "(`auto/...`) answers with a pair checked in floats, as Clarabel's.", ""] + table(rows, a.cap)
     errs = [f"- {r['family']} V={r['V']} m={r['m']} d={r['d']}: {e}" for r in rows for e in r.get("errors", [])]
     if errs:
         lines += ["", "Errors:", ""] + errs
