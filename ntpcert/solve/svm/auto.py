@@ -15,7 +15,7 @@ Either way the returned pair is checked as every :class:`~ntpcert.solve.solution
 An instance with token multiplicities (a model's merged vocabulary) falls back to the working-set QP on
 the token classes (``active-set``), which weighs them, in place of Clarabel on every token; so does a QP of at
 most :data:`~ntpcert.solve.structured.working_set.DENSE_MAX_VARS` variables, whose working set DAQP solves densely
-(5-12x Clarabel on V = 10, d = 64, m = 500-2,000, ``benchmarks/results/active-set-dense.md``).
+(2.7-22x Clarabel on V = 10, d = 64, m = 500-2,000, ``benchmarks/results/active-set-dense.md``).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def solve(system: KeslerSystem, *, tol: float | None = None, time_limit: float |
     from ntpcert.solve.svm.scaled import solve_scaled
 
     if system.instance.token_multiplicity is not None or system.n_vars <= working_set.DENSE_MAX_VARS:
-        fallback, name = working_set, "active-set"  # the dense working set: 5-12x Clarabel at V·d <= 1,000
+        fallback, name = working_set, "active-set"  # the dense working set: 2.7-22x Clarabel at V·d <= 1,000
     else:
         from ntpcert.solve.svm import clarabel_direct as fallback
         name = "clarabel"
