@@ -273,7 +273,7 @@ def test_the_search_directions_fall_back_from_newton_to_levenberg_marquardt_to_t
 def test_the_limits_of_the_split_do_not_change_with_the_scale_of_H(scale):
     """H·s has the same split, L*, W_fin/s and W^mm_P/s. With an absolute gradient tolerance Newton stopped at
     W = 0 on H·1e-20 (L* = log V), and Clarabel called the extended pattern of H·1e-20 infeasible; the gradient
-    tolerance now scales with H, and the NTP-SVM is solved on H scaled to unit size (ntpcert.instance.scaling)."""
+    tolerance now scales with H, and the NTP-SVM is solved on H scaled to unit size (ntpcert.rows.scaling)."""
     from .test_split_glue import glue_instance
 
     inst = glue_instance(3, m=20, d=3, V=8)

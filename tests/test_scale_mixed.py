@@ -248,3 +248,21 @@ def test_rows_scaled_by_10_to_200(e, seed):
     ex = exact_certify(inst)
     for a, b in ((rep.separable.holds, ex.separability.holds), (rep.compatible.holds, ex.compatibility.holds)):
         assert a is None or b is None or a == b
+
+
+def test_unit_exponent_scales_far_from_unit_size_within_the_supported_range():
+    """H is scaled to unit size only far from it, exactly, and never past the supported range of its smallest
+    entry (the wide-range reproducer: max 1.8e105, min 1.9e-70, so scaling stops at min = 2^-480 or above)."""
+    from ntpcert.rows.kesler import EMBEDDING_RANGE
+    from ntpcert.rows.scaling import unit_exponent
+
+    H = np.array([[0.3, -1.5], [2.0, 0.0]])
+    assert unit_exponent(H) == 0 and unit_exponent(H * 200) == 0
+    for s in (1e-20, 2.0**-300, 1e20, 1e100):
+        e = unit_exponent(H * s)
+        top = np.abs(np.ldexp(H * s, e)).max()
+        assert 1 <= top < 2, (s, e)
+    W = np.abs(np.array(WIDE_RANGE_REPRODUCER["embeddings"]))
+    e = unit_exponent(W)
+    assert e < -8 and np.ldexp(W[W > 0].min(), e) >= EMBEDDING_RANGE[0]
+    assert np.ldexp(W.max(), e) > 2  # stopped short of unit size by the smallest entry

@@ -484,7 +484,7 @@ def test_the_split_does_not_change_with_the_scale_of_H(seed, scale):
 def test_a_dual_that_does_not_vanish_on_H_leaves_the_split_undetermined(monkeypatch):
     """Without the scaling, the LP on H·1e-20 returns a wrong N as optimal; its dual's combination of the h_j
     is then of the size of its terms, and the split says so instead of giving that N."""
-    import ntpcert.instance.scaling as scaling
+    import ntpcert.rows.scaling as scaling
     from .test_split_glue import glue_instance
 
     monkeypatch.setattr(scaling, "SCALE_EXPONENT", 10**6)

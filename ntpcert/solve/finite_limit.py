@@ -239,8 +239,8 @@ class FiniteLimit:
 
 
 def gradient_scale(H: np.ndarray) -> float:
-    """:math:`2^{-e}` for e = :func:`ntpcert.instance.scaling.unit_exponent` (1 for moderate data)."""
-    from ntpcert.instance.scaling import unit_exponent
+    """:math:`2^{-e}` for e = :func:`ntpcert.rows.scaling.unit_exponent` (1 for moderate data)."""
+    from ntpcert.rows.scaling import unit_exponent
 
     return float(np.ldexp(1.0, -unit_exponent(H)))
 

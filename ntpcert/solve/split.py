@@ -250,9 +250,9 @@ def nonseparable_split(instance: NTPInstance, *, max_iterations: int = SPLIT_MAX
     (:func:`_whitened_split`) before the screens. ``glue``: where the split was too large to try, glue
     tokens whose rows K makes equal (:mod:`ntpcert.solve.split_glue`) and split the quotient, when the
     quotient can fall within the limits that stopped the split (decided from the sizes). H far from unit
-    size is first scaled by a power of two (:mod:`ntpcert.instance.scaling`: HiGHS drops matrix entries below 1e-9
+    size is first scaled by a power of two (:mod:`ntpcert.rows.scaling`: HiGHS drops matrix entries below 1e-9
     and reads its tolerances absolutely; on H·1e-20 it read a wrong N as optimal)."""
-    from ntpcert.instance.scaling import unit_scaled
+    from ntpcert.rows.scaling import unit_scaled
 
     scaled, e = unit_scaled(instance)
     if e:

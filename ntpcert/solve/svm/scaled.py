@@ -1,4 +1,4 @@
-r"""A backend whose tolerances are absolute, run on H scaled to unit size (:mod:`ntpcert.instance.scaling`).
+r"""A backend whose tolerances are absolute, run on H scaled to unit size (:mod:`ntpcert.rows.scaling`).
 
 Clarabel called the separable data of H·1e-20 infeasible: its feasibility and gap tolerances are absolute, and
 there :math:`\|W^{mm}\|` is 1e20 times that of H. :func:`solve_scaled` solves the NTP-SVM of :math:`2^eH` with
@@ -19,7 +19,7 @@ from ntpcert.solve.solution import SVMSolution
 
 def solve_scaled(fn: Callable[..., SVMSolution], system: KeslerSystem, **options) -> SVMSolution:
     """``fn(system, **options)``, on H scaled by a power of two where H is far from unit size (module doc)."""
-    from ntpcert.instance.scaling import unit_scaled
+    from ntpcert.rows.scaling import unit_scaled
 
     scaled, e = unit_scaled(system.instance)
     if not e:

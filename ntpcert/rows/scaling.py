@@ -23,12 +23,20 @@ SCALE_EXPONENT = 8
 
 def unit_exponent(H: np.ndarray) -> int:
     """The e with H's largest entry times :math:`2^e` in [1, 2), where that entry lies outside
-    :math:`[2^{-E}, 2^E]` (:data:`SCALE_EXPONENT`) and the scaling is exact on every entry; else 0."""
+    :math:`[2^{-E}, 2^E]` (:data:`SCALE_EXPONENT`) and the scaling is exact on every entry; else 0. Scaling
+    down stops where the smallest non-zero entry would leave the supported range
+    (:data:`~ntpcert.rows.kesler.EMBEDDING_RANGE`)."""
     H = np.asarray(H, dtype=np.float64)
     top = float(np.abs(H).max(initial=0.0))
     if not (top > 0 and np.isfinite(top)):
         return 0
     e = 1 - int(np.frexp(top)[1])
+    if e < 0:  # scaling down: the smallest non-zero entry must stay within the supported range
+        from ntpcert.rows.kesler import EMBEDDING_RANGE
+
+        A = np.abs(H)
+        lo = float(A[A > 0].min())
+        e = max(e, int(np.frexp(EMBEDDING_RANGE[0] / lo)[1]))  # lo·2^e > EMBEDDING_RANGE[0]
     if abs(e) <= SCALE_EXPONENT:
         return 0
     if not np.array_equal(np.ldexp(np.ldexp(H, e), -e), H):  # an entry tiny against the largest lost bits
