@@ -118,25 +118,26 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
             raise SolverError(f"active-set: clarabel stopped with status {status} in round {rnd}")
         x = np.asarray(sol.x)
         margins = A_mar @ x
-        if progress:
-            import sys
-            sys.stderr.write(f"active-set: round {rnd}, working set {rows.size}, {int(sol.iterations)} iterations, "
-                             f"smallest margin {float(margins.min(initial=np.inf)):.6g}, "
-                             f"{time.perf_counter() - t0:.1f} s\n")
-        bad = margins < 1.0 - 10 * tol * max(1.0, float(np.abs(margins).max(initial=0.0)))
+        bad = _violated(margins, tol, progress, f"round {rnd}, working set {rows.size}, {int(sol.iterations)} "
+                                                "iterations", t0)
         if not bad.any():
             z = np.asarray(sol.z)
             return _solution(system, classes, rs, x.reshape(C, d), z[:A_eq.shape[0]], rows, z[A_eq.shape[0]:],
                              t0, iters, rnd, int(rows.size))
-        cand = np.flatnonzero(bad & ~work)
-        if cand.size == 0:
+        if not (bad & ~work).any():
             raise SolverError(f"active-set: round {rnd} leaves margins below 1 inside its own working set")
-        o = cand[np.lexsort((margins[cand], rs.mar_context[cand]))]
-        st = np.searchsorted(rs.mar_context[o], np.arange(m))
-        rk = np.arange(o.size) - np.repeat(st, np.diff(np.append(st, o.size)))
-        work[o[rk < ADD_PER_CONTEXT]] = True
+        _grow(work, bad, margins, rs.mar_context, m)
     raise SolverError(f"active-set: {max_rounds} rounds leave margins below 1 (working set {int(work.sum())} "
                       f"of {q} margins)")
+
+
+def _violated(margins: np.ndarray, tol: float, progress: bool, what: str, t0: float) -> np.ndarray:
+    """The margins below 1 (to ``tol``, relative to the largest), with a progress line on stderr."""
+    if progress:
+        import sys
+        sys.stderr.write(f"active-set: {what}, smallest margin {float(margins.min(initial=np.inf)):.6g}, "
+                         f"{time.perf_counter() - t0:.1f} s\n")
+    return margins < 1.0 - 10 * tol * max(1.0, float(np.abs(margins).max(initial=0.0)))
 
 
 def _grow(work: np.ndarray, bad: np.ndarray, margins: np.ndarray, context: np.ndarray, m: int) -> None:
@@ -188,12 +189,8 @@ def _dense(system, classes, rs, A_mar, A_eq, n_c, work, tol, max_rounds, progres
             raise SolverError(f"active-set: DAQP stopped with exit flag {flag} in round {rnd}")
         w = s * (Z @ np.asarray(u))
         margins = A_mar @ w
-        if progress:
-            import sys
-            sys.stderr.write(f"active-set: round {rnd}, working set {rows.size}, DAQP {info.get('iterations')} "
-                             f"iterations, smallest margin {float(margins.min(initial=np.inf)):.6g}, "
-                             f"{time.perf_counter() - t0:.1f} s\n")
-        bad = margins < 1.0 - 10 * tol * max(1.0, float(np.abs(margins).max(initial=0.0)))
+        bad = _violated(margins, tol, progress, f"round {rnd}, working set {rows.size}, DAQP "
+                                                f"{info.get('iterations')} iterations", t0)
         if not bad.any():
             y = np.abs(np.asarray(info["lam"], dtype=np.float64))
             if np.abs(B.T @ y - u).max() > 1e-6 * max(1.0, np.abs(u).max()):  # the other sign convention
