@@ -177,3 +177,29 @@ def test_bound_on_repeated_token_rows_equals_the_row_by_row_bound(monkeypatch):
     assert fast.gap == slow.gap and fast.dual_objective == slow.dual_objective
     assert fast.primal_objective == slow.primal_objective
     assert fast.relative_gap <= 1e-8
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_repair_basis_modulo_a_prime_is_checked_against_every_row(seed, monkeypatch):
+    """Soft supports with more tied contexts per token than d: the consistency rows of the exact repair are
+    reduced to the rows independent modulo a prime, and a projected t is checked against every row exactly.
+    A basis that does not span C (one row, forced here) fails that check and the exact rref takes over: the
+    bound is the same either way, and the repaired primal satisfies every row."""
+    import ntpcert.exact.svm_gap as G
+    from ntpcert.rows.kesler import KeslerSystem
+    from ntpcert.solve.svm import solve_svm
+
+    from .test_active_set_svm import _soft
+
+    system = KeslerSystem.build(_soft(seed, m=80, d=6, V=6))
+    sol = solve_svm(system, solver="active-set")
+    fast = G.ExactSVMBounder(system)
+    assert len(fast.constraints) > fast.C.nrows() > 1 and not fast.exact_basis
+    b_fast = fast.bound(sol.W, sol.dual)
+    assert not fast.exact_basis  # the rows mod p spanned C: no fallback
+    monkeypatch.setattr(G, "_independent_rows", lambda constraints, pos: [0])
+    forced = G.ExactSVMBounder(system)
+    assert forced.C.nrows() == 1
+    b_forced = forced.bound(sol.W, sol.dual)
+    assert forced.exact_basis and forced.C.nrows() == fast.C.nrows()  # the rref took over, same rank
+    assert b_forced.gap == b_fast.gap and b_fast.primal_feasible and b_fast.relative_gap < 1e-6
