@@ -39,7 +39,8 @@ def main() -> None:
     lines = ["# The active-set backend: its working-set QP by DAQP (dense) against Clarabel", "",
              "In-process seconds, one run each, interleaved per cell (DAQP, then Clarabel); ratio = Clarabel / DAQP. "
              "Both pairs are checked in floats by `SVMSolution.from_primal_dual`.", "",
-             "| family | V (V') | m | d | rows | DAQP (s) | rounds | Clarabel (s) | rounds | ratio | ‖W‖ rel. diff | load |",
+             "| family | V (V') | m | d | rows | DAQP (s) | rounds | Clarabel (s) | rounds | ratio | ‖W‖ rel. diff "
+             "| load |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for fam, V, m, d in CELLS:
         inst = makers[fam](V, m, d)

@@ -51,12 +51,12 @@ DENSE_ALL_CELLS = 20_000_000
 def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False,
           progress: bool = False, max_rounds: int = MAX_ROUNDS, start: np.ndarray | None = None) -> SVMSolution:
     """Solve the NTP-SVM of ``system`` by the working set of the module doc. ``time_limit`` caps each
-    Clarabel solve (a user's cap: it can only end the run as a :class:`SolverError`). ``start``, a boolean
-    array of shape (m, C) over the token classes (:class:`~ntpcert.solve.structured.classes.TokenClasses`),
+    Clarabel (or DAQP) solve (a user's cap: it can only end the run as a :class:`SolverError`). ``start``, a
+    boolean array of shape (m, C) over the token classes (:class:`~ntpcert.solve.structured.classes.TokenClasses`),
     is the first working set in place of the most frequent classes (the structured solver passes the margins
     its coordinate ascent found active); entries inside a support are ignored. Raises
-    :class:`InfeasibleError` when a working set is already infeasible (Clarabel's certificate; not
-    checked here) and :class:`SolverError` when ``max_rounds`` rounds leave a margin violated."""
+    :class:`InfeasibleError` when a working set is already infeasible (Clarabel's or DAQP's claim;
+    not checked here) and :class:`SolverError` when ``max_rounds`` rounds leave a margin violated."""
     import scipy.sparse as sp
 
     from ntpcert.rows.kesler import sparse_rows
@@ -179,8 +179,7 @@ def _dense(system, classes, rs, A_mar, A_eq, n_c, work, tol, max_rounds, progres
         cap = 0 if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))  # DAQP: 0 is none
         u, _, flag, info = daqp.solve(np.eye(Z.shape[1]), np.zeros(Z.shape[1]), np.ascontiguousarray(B),
                                       np.full(rows.size, np.inf), np.ones(rows.size), np.zeros(rows.size, np.intc),
-                                      primal_tol=tol, iter_limit=100_000,
-                                      time_limit=cap)
+                                      primal_tol=tol, iter_limit=100_000, time_limit=cap)
         iters += int(info.get("iterations", 0))
         if flag == -1:
             raise InfeasibleError(f"active-set: DAQP: infeasible on a working set of {rows.size} margins (the data "
@@ -193,7 +192,7 @@ def _dense(system, classes, rs, A_mar, A_eq, n_c, work, tol, max_rounds, progres
                                                 f"{info.get('iterations')} iterations", t0)
         if not bad.any():
             y = np.abs(np.asarray(info["lam"], dtype=np.float64))
-            if np.abs(B.T @ y - u).max() > 1e-6 * max(1.0, np.abs(u).max()):  # the other sign convention
+            if np.abs(B.T @ y - u).max() > 1e-6 * max(1.0, np.abs(u).max()):  # |lam|: DAQP signs lower bounds
                 raise SolverError("active-set: DAQP's multipliers do not give its point (u = B^T y)")
             g = np.repeat(n_c, d) * w - A_mar[rows].T @ y
             lam = np.linalg.lstsq(A_eq.T.toarray(), g, rcond=None)[0] if A_eq.shape[0] else np.zeros(0)
