@@ -266,6 +266,15 @@ def _independent_rows(constraints: list[dict[int, Fraction]], pos: dict[int, int
     return out
 
 
+def _rational_rows(constraints: list[dict[int, Fraction]], pos: dict[int, int]):
+    """The rows ``constraints`` (sparse, by column) as an exact ``fmpq_mat`` of ``len(pos)`` columns."""
+    C = flint.fmpq_mat(len(constraints), len(pos))
+    for r, y in enumerate(constraints):
+        for j, val in y.items():
+            C[r, pos[j]] = fmpq(val)
+    return C
+
+
 class ExactSVMBounder:
     """Per-instance precomputation for :func:`exact_svm_bound` (pivots, exact pivot blocks, masks).
 
@@ -372,17 +381,10 @@ class ExactSVMBounder:
         rows = None if exact_basis else _independent_rows(constraints, pos)
         if rows is None:
             self.exact_basis = True
-            C = flint.fmpq_mat(len(constraints), len(cols))
-            for r, y in enumerate(constraints):
-                for j, val in y.items():
-                    C[r, pos[j]] = fmpq(val)
-            R, rank = C.rref()
+            R, rank = _rational_rows(constraints, pos).rref()
             Ci = flint.fmpq_mat(rank, len(cols), [R[i, c] for i in range(rank) for c in range(len(cols))])
         else:
-            Ci = flint.fmpq_mat(len(rows), len(cols))
-            for r, k in enumerate(rows):
-                for j, val in constraints[k].items():
-                    Ci[r, pos[j]] = fmpq(val)
+            Ci = _rational_rows([constraints[k] for k in rows], pos)
         self.t_columns = np.array(cols, dtype=np.int64)
         self.C = Ci
         self.CCt = Ci * Ci.transpose()
@@ -438,11 +440,7 @@ class ExactSVMBounder:
             out[int(j)] = t[int(j)] - frac(corr[i, 0])
         if not self.exact_basis:  # every row of C, exactly: the rows mod p may not span C over Q
             if self.C_all is None:
-                pos = {int(j): i for i, j in enumerate(cols)}
-                self.C_all = flint.fmpq_mat(len(self.constraints), len(cols))
-                for r, y in enumerate(self.constraints):
-                    for j, val in y.items():
-                        self.C_all[r, pos[j]] = fmpq(val)
+                self.C_all = _rational_rows(self.constraints, {int(j): i for i, j in enumerate(cols)})
             t1 = flint.fmpq_mat(len(cols), 1, [fmpq(out[int(j)]) for j in cols])
             res = self.C_all * t1
             if any(res[i, 0] != 0 for i in range(res.nrows())):
