@@ -173,14 +173,17 @@ def _dense(system, classes, rs, A_mar, A_eq, n_c, work, tol, max_rounds, progres
     if all_rows and rs.n_margin * Z.shape[1] <= DENSE_ALL_CELLS:
         work[:] = True
     iters = 0
+    lam_all = np.zeros(rs.n_margin)  # the last round's multipliers, DAQP's warm start (its signs: the active set)
     for rnd in range(1, int(max_rounds) + 1):
         rows = np.flatnonzero(work)
         B = (A_mar[rows] @ sp.diags(s)) @ Z
         cap = 0 if time_limit is None else max(1e-3, time_limit - (time.perf_counter() - t0))  # DAQP: 0 is none
         u, _, flag, info = daqp.solve(np.eye(Z.shape[1]), np.zeros(Z.shape[1]), np.ascontiguousarray(B),
                                       np.full(rows.size, np.inf), np.ones(rows.size), np.zeros(rows.size, np.intc),
-                                      primal_tol=tol, iter_limit=100_000, time_limit=cap)
+                                      primal_tol=tol, iter_limit=100_000, time_limit=cap,
+                                      dual_start=np.ascontiguousarray(lam_all[rows]))
         iters += int(info.get("iterations", 0))
+        lam_all[rows] = np.asarray(info["lam"], dtype=np.float64)
         if flag == -1:
             raise InfeasibleError(f"active-set: DAQP: infeasible on a working set of {rows.size} margins (the data "
                                   "are not NTP-separable)")
