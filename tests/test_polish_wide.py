@@ -53,16 +53,21 @@ def test_structured_certifies_where_d_is_below_m_and_matches_clarabel(seed):
     assert_kkt(inst, sol, 1e-6)
 
 
-def test_a_singular_block_goes_through_the_saddle_point_system(rng):
+@pytest.mark.parametrize("space", ["saddle", "rows"])
+def test_a_singular_block_goes_through_the_saddle_point_system_or_the_rows(rng, monkeypatch, space):
     inst = teacher_instance(rng, m=120, d=5, V=6)
     ref = solve_svm(inst, solver="clarabel")
     cls = TokenClasses.build(inst)
     A = cls.collapse_rows(ref.dual).T
     active = (A < -1e-7 * np.abs(A).max()) & ~cls.mask
+    if space == "saddle":
+        monkeypatch.setattr(polish, "ROWS_FACTOR", 0.0)
     system = ActiveSetSystem(cls, inst.embeddings)
+    assert system.rows_first(active) == (space == "rows")
     res = system.pdas(active, 20)
     assert res is not None and res.converged
-    assert any(n is not None for n in system.null)  # some B_c was singular
+    # some B_c was singular, and its null space entered the saddle-point system (or the rows answered alone)
+    assert any(n is not None for n in system.null) == (space == "saddle")
     W = cls.expand_rows(res.A.T @ inst.embeddings)
     assert np.linalg.norm(W - ref.W) <= 1e-6 * np.linalg.norm(ref.W)
     # the restricted KKT conditions hold to rounding after refinement: coupling and pinned logits
@@ -71,6 +76,47 @@ def test_a_singular_block_goes_through_the_saddle_point_system(rng):
     pinned = active | cls.mask
     target = res.t[:, None] - (~cls.mask)
     assert np.abs(np.where(pinned, Z - target, 0.0)).max() <= 1e-9 * max(1.0, np.abs(res.t).max())
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_the_row_space_solve_equals_the_saddle_point_solve(soft):
+    """The same pinned guess (an arbitrary one: one random margin per context, so the KKT system has a
+    solution of either sign) solved in the space of the pinned rows and by the saddle-point system; with soft
+    supports the rows include the in-support equations."""
+    rng = np.random.default_rng(5)
+    inst = teacher_instance(rng, m=30, d=8, V=8)
+    if soft:  # a second support token on every third context (class-level equations; separability not needed)
+        counts = np.asarray(inst.counts, dtype=np.float64).copy()
+        for j in range(0, inst.m, 3):
+            counts[j, rng.choice(np.flatnonzero(counts[j] == 0))] = 1
+        inst = NTPInstance.from_counts(inst.embeddings, counts)
+    cls = TokenClasses.build(inst)
+    off = ~cls.mask
+    active = np.zeros_like(cls.mask)
+    for j in range(inst.m):
+        active[j, rng.choice(np.flatnonzero(off[j]))] = True
+    system = ActiveSetSystem(cls, inst.embeddings)
+    assert system.rows_first(active)
+    rows = system._solve_rows(active)
+    saddle = ActiveSetSystem(cls, inst.embeddings)._solve_saddle(active)
+    assert rows is not None and saddle is not None
+    assert np.abs(rows.A - saddle.A).max() <= 1e-8 * np.abs(saddle.A).max()
+    assert np.abs(rows.t - saddle.t).max() <= 1e-8 * max(1.0, np.abs(saddle.t).max())
+    assert np.abs(rows.A @ cls.sizes).max() <= 1e-9 * np.abs(rows.A).max()  # the coupling
+    if soft:
+        assert (cls.mask.sum(axis=1) > 1).any()
+
+
+def test_dependent_rows_go_to_the_saddle_point_system(rng):
+    """More pinned rows than the (C - 1)·d dimensions they live in: Q is singular, the row space refuses,
+    and the saddle-point system answers (least squares on its singular matrix)."""
+    inst = teacher_instance(rng, m=60, d=3, V=4)
+    cls = TokenClasses.build(inst)
+    active = ~cls.mask  # every margin pinned: far more rows than (C - 1)·d
+    system = ActiveSetSystem(cls, inst.embeddings)
+    assert int(active.sum()) > (cls.count - 1) * inst.d
+    assert system._solve_rows(active) is None
+    assert system.solve(active) is not None
 
 
 def test_refinement_shrinks_the_kkt_residual(rng, monkeypatch):
