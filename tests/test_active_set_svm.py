@@ -94,6 +94,64 @@ def test_the_dense_working_set_matches_clarabel_with_soft_supports(seed, monkeyp
         assert sol.min_margin >= 1 - 1e-7 and sol.gap <= 1e-6 and sol.dual_residual <= 1e-6
 
 
+@pytest.mark.parametrize("family", ["teacher", "soft"])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_row_space_working_set_from_a_dual_start_matches_clarabel(family, seed, monkeypatch):
+    """Given a dual to start from (the structured solver's), the working set's QPs are solved in the space of
+    their rows; from Clarabel's dual perturbed by 20 % (and its active margins) it reaches Clarabel's W^mm."""
+    import ntpcert.solve.structured.working_set as ws
+    from ntpcert.solve.structured.classes import TokenClasses
+
+    inst = _teacher(seed, m=60, d=4, V=9) if family == "teacher" else _soft(seed)
+    system = KeslerSystem.build(inst)
+    ref = solve_svm(system, solver="clarabel")
+    cls = TokenClasses.build(inst)
+    A = cls.collapse_rows(ref.dual).T  # (m, C)
+    rng = np.random.default_rng(seed)
+    A = A * (1 + 0.2 * rng.uniform(-1, 1, size=A.shape))
+    start = (A < -1e-6 * np.abs(A).max()) & ~cls.mask
+    monkeypatch.setattr(ws, "DENSE_MAX_VARS", 0)
+    sol = ws.solve(system, start=start, dual=A)
+    assert sol.info["engine"] == "rows"
+    assert np.linalg.norm(sol.W - ref.W) <= 1e-6 * np.linalg.norm(ref.W)
+    assert sol.min_margin >= 1 - 1e-7 and sol.gap <= 1e-6 and sol.dual_residual <= 1e-6
+    monkeypatch.setattr(ws, "ROWS_MAX", 0)  # too many rows for the row space: Clarabel, the same W^mm
+    assert ws.solve(system, start=start, dual=A).info["engine"] == "clarabel"
+
+
+def test_the_bounded_qp_of_the_row_space_matches_an_independent_solve():
+    """The row space's bound-constrained QP against scipy's L-BFGS-B on the same objective, half of the rows
+    free and half bounded below by 0: rows in a space of more dimensions (Q regular) from zero, and in one of
+    fewer (Q singular, as a working set of more rows than (C - 1)·d, but no more free and active rows at the
+    optimum than dimensions, as at a non-degenerate W^mm) from the reference perturbed by 10 %."""
+    from scipy.optimize import minimize
+
+    from ntpcert.solve.structured.working_set import _bounded_qp
+
+    rng = np.random.default_rng(0)
+    for trial in range(6):
+        R, k = (30, 40) if trial % 2 == 0 else (40, 36)
+        Phi = rng.normal(size=(R, k))
+        Q = Phi @ Phi.T
+        is_mar = np.arange(R) >= R // 2
+        # the dual of min ||w||^2 / 2 s.t. Phi w = t (free rows), Phi w >= t (bounded rows) with a feasible w0
+        # (else, with Q singular, the QP is unbounded): t = Phi w0, less a slack on half of the bounded rows
+        t = Phi @ rng.normal(size=k) - np.where(is_mar & (rng.uniform(size=R) < 0.5), rng.uniform(size=R), 0.0)
+        ref = minimize(lambda x: 0.5 * x @ Q @ x - t @ x, np.zeros(R), jac=lambda x: Q @ x - t, method="L-BFGS-B",
+                       bounds=[(0, None) if b else (None, None) for b in is_mar],
+                       options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000})
+        start = np.zeros(R) if R < k else ref.x * (1 + 0.1 * rng.uniform(-1, 1, size=R))
+        nu, steps = _bounded_qp(Q, t, is_mar, start)
+        assert nu is not None and steps >= 1
+        assert (nu[is_mar] >= 0).all()
+        f = lambda x: 0.5 * x @ Q @ x - t @ x  # noqa: E731
+        assert f(nu) <= ref.fun + 1e-7 * max(1.0, abs(ref.fun))
+        g = Q @ nu - t  # stationary on the free rows and at the positive bounded ones; >= 0 at the bound
+        assert np.abs(g[~is_mar]).max() <= 1e-8 * max(1.0, np.abs(t).max())
+        assert np.abs(g[is_mar & (nu > 0)]).max(initial=0.0) <= 1e-8 * max(1.0, np.abs(t).max())
+        assert g[is_mar & (nu == 0)].min(initial=0.0) >= -1e-8
+
+
 @pytest.mark.parametrize("solver", ["auto", "clarabel", "active-set"])
 @pytest.mark.parametrize("scale", [2.0**-70, 1e-20, 1e20])
 def test_the_svm_of_H_far_from_unit_size_is_the_svm_of_H_scaled(solver, scale):

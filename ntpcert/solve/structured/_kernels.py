@@ -61,6 +61,16 @@ def block(g, off, sizes, weight, c, mu0, out):  # pragma: no cover - compiled
     return mu
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def dot(a, b):  # pragma: no cover - compiled
+    # reassociation lets LLVM vectorise the sum (a strict left-to-right sum runs one lane at a time: a full
+    # epoch at V = 500, m = 4,000, d = 64 took 80 ms); only the rounding of the sum changes, no NaN or inf rule
+    acc = 0.0
+    for k in range(a.size):
+        acc += a[k] * b[k]
+    return acc
+
+
 @numba.njit(cache=True, nogil=True)
 def epoch(Wc, A, H, order, off, sizes, weight, diag, mu, ptr, idx, full, slack):  # pragma: no cover
     # full: every class of each context, and the kept lists (ptr, idx) are not read; else the classes
@@ -86,10 +96,7 @@ def epoch(Wc, A, H, order, off, sizes, weight, diag, mu, ptr, idx, full, slack):
                 cls[i] = idx[ptr[j] + i]
         for i in range(n):
             v = cls[i]
-            acc = 0.0
-            for k in range(d):
-                acc += Wc[v, k] * h[k]
-            g[i] = acc - c * A[j, v]
+            g[i] = dot(Wc[v], h) - c * A[j, v]
             offs[i] = off[j, v]
             sz[i] = sizes[v]
         mu[j] = block(g[:n], offs[:n], sz[:n], weight[j], c, mu[j], new[:n])

@@ -73,6 +73,9 @@ RANK_RTOL = 1e-11
 #: Largest saddle-point system (m + Σ dim N_c unknowns) the polish solves; a dense (n, n) float64 array.
 MAX_SADDLE = 6000
 
+#: Largest row-space solve (pinned rows, a dense (R, R) Gram) the polish factorises.
+MAX_ROWS = 8000
+
 #: Active-set steps end early when this many in a row did not lower the count of violated and wrong-signed
 #: margins below its best (from a rough guess the steps can cycle).
 PDAS_PATIENCE = 3
@@ -110,6 +113,31 @@ class PolishResult:
     t: np.ndarray
     steps: int
     converged: bool
+
+
+def row_gram(H: np.ndarray, j: np.ndarray, u: np.ndarray, v: np.ndarray, n: np.ndarray,
+             K: np.ndarray | None = None) -> np.ndarray:
+    r"""The (R, R) Gram Q of the rows :math:`(e_{u_r} - e_{v_r})\otimes h_{j_r}` in the metric of
+    :math:`\tfrac12\sum_c n_c\|w_c\|^2` (module doc): :math:`Q = (HH^\top)_{jj}\circ X N^{-1}X^\top`.
+
+    Parameters
+    ----------
+    H : ndarray of shape (m, d)
+    j, u, v : ndarray of shape (R,)
+        Context, plus class and minus class of each row.
+    n : ndarray of shape (C,)
+        Class sizes.
+    K : ndarray of shape (m, m), optional
+        :math:`HH^\top`, when at hand.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        if K is not None:
+            Q = K[np.ix_(j, j)]
+        else:
+            Hj = H[j]
+            Q = Hj @ Hj.T
+        Q *= _row_coefficients(u, v, n)
+    return Q
 
 
 def _row_coefficients(u: np.ndarray, v: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -247,17 +275,23 @@ class ActiveSetSystem:
         r"""Whether the restricted solve goes to the space of the pinned rows: some class is pinned in more
         contexts than d (the saddle-point system is needed otherwise, and its M is then a cheap Cholesky), and
         the rows are at most (C - 1)·d (they lie in the rows of W with :math:`\sum_c w_c = 0`: more are
-        dependent), at most :data:`MAX_SADDLE`, and fewer than
-        :data:`ROWS_FACTOR` times the saddle-point system's unknowns."""
+        dependent), at most :data:`MAX_ROWS`, and fewer than :data:`ROWS_FACTOR` times the saddle-point
+        system's unknowns or that system is too large (:data:`MAX_SADDLE`)."""
         cls = self.classes
         m, C = cls.mask.shape
         d = self.H.shape[1]
         pinned = (active | cls.mask).sum(axis=0)
         if not (pinned > d).any():
             return False
-        rows = int(np.count_nonzero(active & ~cls.mask)) + int((cls.mask.sum(axis=1) - 1).sum())
+        rows = self.row_count(active)
         saddle = m + int(np.maximum(pinned - d, 0).sum())
-        return rows <= min((C - 1) * d, MAX_SADDLE) and rows <= ROWS_FACTOR * saddle
+        return rows <= min((C - 1) * d, MAX_ROWS) and (saddle > MAX_SADDLE or rows <= ROWS_FACTOR * saddle)
+
+    def row_count(self, active: np.ndarray) -> int:
+        """Rows of the row-space solve of the pinned sets ``active | classes.mask``: the active margins and
+        each context's in-support equations."""
+        cls = self.classes
+        return int(np.count_nonzero(active & ~cls.mask)) + int((cls.mask.sum(axis=1) - 1).sum())
 
     def _rows(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The pinned rows ``(j, u, v, target)`` of :meth:`solve`'s row space: equations first, then margins."""
@@ -282,9 +316,7 @@ class ActiveSetSystem:
         if j.size == 0:
             return None
         n = cls.sizes
-        with np.errstate(over="ignore", invalid="ignore"):
-            Q = self._gram(j)
-            Q *= _row_coefficients(u, v, n)
+        Q = row_gram(self.H, j, u, v, n, self.K)
         if not np.all(np.isfinite(Q)):
             return None
         try:

@@ -191,14 +191,18 @@ class _Solver:
     def can_polish(self, active: np.ndarray) -> bool:
         """A class with more pinned contexts than the embedding dimension has a singular KKT block
         :math:`H_{J_c} H_{J_c}^\top`; its null space enters the saddle-point system of the polish
-        (:mod:`~ntpcert.solve.structured.polish`), which is skipped when that system would be too large."""
-        from ntpcert.solve.structured.polish import MAX_SADDLE
+        (:mod:`~ntpcert.solve.structured.polish`), which is skipped when that system would be too large and so would
+        the space of the pinned rows."""
+        from ntpcert.solve.structured.polish import MAX_ROWS, MAX_SADDLE, ActiveSetSystem
 
         if self.working_set_fits():
             return True
         pinned = (active | self.classes.mask).sum(axis=0)
         extra = int(np.maximum(pinned - self.inst.d, 0).sum())
-        return self.inst.m + extra <= MAX_SADDLE
+        if self.inst.m + extra <= MAX_SADDLE:
+            return True
+        rows = ActiveSetSystem(self.classes, self.H).row_count(active)  # or the space of the pinned rows
+        return rows <= min((self.classes.count - 1) * self.inst.d, MAX_ROWS)
 
     def polish(self, A: np.ndarray, state) -> np.ndarray | None:
         """The polished dual from the active set of A, or None: primal-dual active-set steps (cheap when
@@ -247,7 +251,7 @@ class _Solver:
         if self.classes.count * self.inst.d > WORKING_SET_MAX_VARS:
             return None
         try:
-            sol = working_set.solve(self.system, tol=min(self.tol, 1e-9), start=(A < 0) & self.off)
+            sol = working_set.solve(self.system, tol=min(self.tol, 1e-9), start=(A < 0) & self.off, dual=A)
         except (SolverError, InfeasibleError):  # an unchecked infeasibility claim decides nothing here
             return None
         self.working_set_solves += 1

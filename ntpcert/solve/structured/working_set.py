@@ -1,5 +1,5 @@
-r"""The NTP-SVM by Clarabel (DAQP on few class rows) on a working set of margins, grown until every margin
-holds: the backend ``active-set`` (:mod:`ntpcert.solve.svm.active_set`), and the structured solver's polish
+r"""The NTP-SVM by Clarabel (DAQP on few class rows, or a bound-constrained QP in the space of the working set's
+rows where those are few) on a working set of margins, grown until every margin holds: the backend ``active-set`` (:mod:`ntpcert.solve.svm.active_set`), and the structured solver's polish
 where its active-set steps fail (:data:`~ntpcert.solve.structured.solver.WORKING_SET_MAX_VARS`).
 
 Where d < m the NTP-SVM has far more margin rows (about m·C on C token classes) than are active at
@@ -46,15 +46,30 @@ DENSE_MAX_VARS = 1_000
 #: unless the caller gives a start (the margins coordinate ascent found active: 0.22 s in three rounds there, and
 #: 0.89 s against 2.62 s at m = 2,000).
 DENSE_ALL_CELLS = 20_000_000
+#: Above :data:`DENSE_MAX_VARS` unknowns and given a dual to start from (the structured solver's), a working set
+#: of at most this many rows (equations and margins) is solved in the space of its rows (:func:`_rows`; a dense
+#: (R, R) Gram), larger ones by Clarabel. Its active-set steps need that start: from zero multipliers on a
+#: working set of several times (C - 1)·d rows they cycle (teacher and soft-support data with V = 6-9, d = 4-8:
+#: 60 steps without settling).
+ROWS_MAX = 8_000
+#: The row space's proximal regularisation, relative to the largest diagonal entry of its Gram.
+ROWS_RHO = 1e-9
+#: Rounds of iterative refinement (proximal-point steps) of each row-space solve.
+ROWS_REFINE = 4
+#: Active-set steps per working set in the row space before it gives way to Clarabel.
+ROWS_STEPS = 40
 
 
 def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None = None, verbose: bool = False,
-          progress: bool = False, max_rounds: int = MAX_ROUNDS, start: np.ndarray | None = None) -> SVMSolution:
-    """Solve the NTP-SVM of ``system`` by the working set of the module doc. ``time_limit`` caps each
+          progress: bool = False, max_rounds: int = MAX_ROUNDS, start: np.ndarray | None = None,
+          dual: np.ndarray | None = None) -> SVMSolution:
+    r"""Solve the NTP-SVM of ``system`` by the working set of the module doc. ``time_limit`` caps each
     Clarabel (or DAQP) solve (a user's cap: it can only end the run as a :class:`SolverError`). ``start``, a
     boolean array of shape (m, C) over the token classes (:class:`~ntpcert.solve.structured.classes.TokenClasses`),
     is the first working set in place of the most frequent classes (the structured solver passes the margins
-    its coordinate ascent found active); entries inside a support are ignored. Raises
+    its coordinate ascent found active); entries inside a support are ignored. ``dual``, of the same shape, is
+    a dual over the classes (rows of the structured solver's A, :math:`n_c w_c = \sum_j a_{j,c} h_j`) whose
+    multipliers start the row space's first round (:func:`_rows`). Raises
     :class:`InfeasibleError` when a working set is already infeasible (Clarabel's or DAQP's claim;
     not checked here) and :class:`SolverError` when ``max_rounds`` rounds leave a margin violated."""
     import scipy.sparse as sp
@@ -89,6 +104,13 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
     if C * d <= DENSE_MAX_VARS:
         return _dense(system, classes, rs, A_mar, A_eq, n_c, work, tol, max_rounds, progress, t0, time_limit,
                       start is None)
+    if dual is not None and rs.eq_context.size + int(work.sum()) <= ROWS_MAX:
+        try:
+            return _rows(system, classes, rs, A_mar, n_c, work, tol, max_rounds, progress, t0, dual, time_limit)
+        except _RowsStalled as why:  # Clarabel goes on from the working set reached
+            if progress:
+                import sys
+                sys.stderr.write(f"active-set: {why}; Clarabel goes on\n")
     import clarabel
 
     P = sp.diags(np.repeat(n_c, d)).tocsc()
@@ -129,6 +151,125 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
         _grow(work, bad, margins, rs.mar_context, m)
     raise SolverError(f"active-set: {max_rounds} rounds leave margins below 1 (working set {int(work.sum())} "
                       f"of {q} margins)")
+
+
+class _RowsStalled(Exception):
+    """The row-space engine's steps did not settle (or its working set outgrew :data:`ROWS_MAX`)."""
+
+
+def _rows(system, classes, rs, A_mar, n_c, work, tol, max_rounds, progress, t0, dual=None,
+          time_limit=None) -> SVMSolution:
+    r"""The working set's rounds with each QP solved in the space of its rows (:data:`ROWS_MAX`).
+
+    With the rows :math:`a_r = (e_{u_r} - e_{v_r})\otimes h_{j_r}` of the equations (free multipliers, target 0)
+    and of the working set's margins (multipliers :math:`\nu_r \ge 0`, target 1), and their Gram
+    :math:`Q_{rr'} = a_r^\top N^{-1} a_{r'}` (:func:`~ntpcert.solve.structured.polish.row_gram`, N the class sizes
+    repeated d times), the working set's dual is the bound-constrained QP
+
+    .. math:: \min_\nu\ \tfrac12\nu^\top Q\nu - t^\top\nu \quad\text{s.t.}\quad \nu_r \ge 0 \text{ on margins,}
+
+    with :math:`Nw = \sum_r \nu_r a_r`. It is solved by primal-dual active-set steps (Hintermüller, Ito and
+    Kunisch 2002): the free rows' system :math:`Q_{FF}\nu_F = t_F` is solved by a Cholesky factor of
+    :math:`Q_{FF} + \rho I` (:data:`ROWS_RHO` times the largest diagonal entry) and :data:`ROWS_REFINE` rounds of
+    iterative refinement, which is the proximal-point iteration: it converges to the solution where
+    :math:`Q_{FF}` is regular and stays bounded along its null space where it is not (more free rows than the
+    (C - 1)·d dimensions of W, or a degenerate set). A margin leaves the free set when its multiplier turns
+    negative and joins it when its gradient :math:`(Q\nu - t)_r` does; the steps end when the sets repeat. A user's
+    ``time_limit`` is read between rounds and ends the run as a :class:`SolverError`.
+    Each step costs one Cholesky factorisation of the free rows (against an interior-point solve of the C·d
+    unknowns by Clarabel: teacher data, V = 50, m = 4,000, d = 64, 7 s per round)."""
+    import scipy.linalg as sla
+
+    from ntpcert.solve.structured.polish import row_gram
+
+    C, d, m = rs.instance.V, rs.instance.d, rs.instance.m
+    H = rs.instance.embeddings
+    ne = rs.eq_context.size
+    nu_mar = np.zeros(rs.n_margin)  # the last round's multipliers: the next round starts from them
+    nu_eq = np.zeros(ne)
+    if dual is not None:  # b_{c,j} = -nu/n_c on a margin (j, c), +nu/n_c on an equation's token class
+        dual = np.asarray(dual, dtype=np.float64)
+        if dual.shape != (m, C):
+            raise ValueError(f"dual: expected shape (m, C) = ({m}, {C}), got {dual.shape}")
+        nu_mar = np.maximum(-dual[rs.mar_context, rs.mar_token] * n_c[rs.mar_token], 0.0)
+        nu_eq = dual[rs.eq_context, rs.eq_token] * n_c[rs.eq_token]
+    steps = 0
+    for rnd in range(1, int(max_rounds) + 1):
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            raise SolverError(f"active-set: time limit of {time_limit:g} s reached in round {rnd} (row space)")
+        rows = np.flatnonzero(work)
+        if ne + rows.size > ROWS_MAX:
+            raise _RowsStalled(f"round {rnd}: working set of {rows.size} margins, more than the row space's "
+                               f"{ROWS_MAX} rows")
+        j = np.concatenate([rs.eq_context, rs.mar_context[rows]])
+        u = np.concatenate([rs.eq_token, rs.mar_anchor[rows]])
+        v = np.concatenate([rs.eq_anchor, rs.mar_token[rows]])
+        t = np.concatenate([np.zeros(ne), np.ones(rows.size)])
+        is_mar = np.arange(j.size) >= ne
+        Q = row_gram(H, j, u, v, n_c)
+        if not np.all(np.isfinite(Q)):
+            raise _RowsStalled("the rows' Gram overflows")
+        nu = np.concatenate([nu_eq, nu_mar[rows]])
+        nu, k = _bounded_qp(Q, t, is_mar, nu)
+        steps += k
+        if nu is None:
+            raise _RowsStalled(f"round {rnd}: the active-set steps cycled or did not settle in {ROWS_STEPS}")
+        nu = np.where(is_mar, np.maximum(nu, 0.0), nu)
+        nu_eq, nu_mar[rows] = nu[:ne], nu[ne:]
+        Wc = np.zeros((C, d))
+        np.add.at(Wc, u, nu[:, None] * H[j])
+        np.add.at(Wc, v, -nu[:, None] * H[j])
+        Wc /= n_c[:, None]
+        margins = A_mar @ Wc.ravel()
+        bad = _violated(margins, tol, progress, f"round {rnd}, working set {rows.size}, {steps} row-space steps", t0)
+        if not bad.any():
+            return _solution(system, classes, rs, Wc, nu_eq, rows, nu_mar[rows], t0, steps, rnd, int(rows.size),
+                             engine="rows")
+        if not (bad & ~work).any():
+            raise _RowsStalled(f"round {rnd} leaves margins below 1 inside its own working set")
+        _grow(work, bad, margins, rs.mar_context, m)
+    raise SolverError(f"active-set: {max_rounds} rounds leave margins below 1 (working set {int(work.sum())} "
+                      f"of {rs.n_margin} margins)")
+
+
+def _bounded_qp(Q: np.ndarray, t: np.ndarray, is_mar: np.ndarray, nu: np.ndarray) -> tuple[np.ndarray | None, int]:
+    r""":math:`\min \tfrac12\nu^\top Q\nu - t^\top\nu` over :math:`\nu_r \ge 0` where ``is_mar`` (Q positive
+    semi-definite), from ``nu``, by primal-dual active-set steps (see :func:`_rows`). The first bound set holds
+    the margins whose coordinate Newton step from ``nu`` ends at or below 0. Returns the point and the steps
+    taken, or None when the steps cycle or :data:`ROWS_STEPS` of them do not settle."""
+    import scipy.linalg as sla
+
+    nu = np.where(is_mar, np.maximum(nu, 0.0), nu)
+    rho = ROWS_RHO * max(float(np.diag(Q).max(initial=0.0)), np.finfo(float).tiny)
+    g = Q @ nu - t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = is_mar & (nu - g / np.diag(Q) <= 0)
+    seen = set()
+    for k in range(1, ROWS_STEPS + 1):
+        F = np.flatnonzero(~bound)
+        QFF = Q[np.ix_(F, F)]
+        QFF.flat[::F.size + 1] += rho
+        try:
+            factor = sla.cho_factor(QFF, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return None, k
+        QFF.flat[::F.size + 1] -= rho
+        x = nu[F]
+        for _ in range(ROWS_REFINE):
+            x = x + sla.cho_solve(factor, t[F] - QFF @ x, check_finite=False)
+        nu = np.zeros_like(nu)
+        nu[F] = x
+        g = Q @ nu - t
+        scale = max(1.0, float(np.abs(nu).max(initial=0.0)))
+        new = is_mar & ((bound & (g >= 0)) | (~bound & (nu <= 1e-14 * scale)))
+        if np.array_equal(new, bound):
+            return nu, k
+        key = np.flatnonzero(new).tobytes()
+        if key in seen:  # the steps cycle
+            return None, k
+        seen.add(key)
+        bound = new
+    return None, ROWS_STEPS
 
 
 def _violated(margins: np.ndarray, tol: float, progress: bool, what: str, t0: float) -> np.ndarray:
