@@ -119,6 +119,22 @@ def test_the_row_space_working_set_from_a_dual_start_matches_clarabel(family, se
     assert ws.solve(system, start=start, dual=A).info["engine"] == "clarabel"
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_interior_point_working_set_matches_clarabel(seed, monkeypatch):
+    """Without a dual start (or with more working-set rows than (C - 1)·d) and without in-support equations, a
+    working set's QP goes to the dense interior point and its crossover: Clarabel's W^mm, both pairs checked."""
+    import ntpcert.solve.structured.working_set as ws
+
+    inst = _teacher(seed, m=80, d=4, V=9)
+    system = KeslerSystem.build(inst)
+    ref = solve_svm(system, solver="clarabel")
+    monkeypatch.setattr(ws, "DENSE_MAX_VARS", 0)
+    sol = ws.solve(system)
+    assert sol.info["engine"] == "ipm+rows"
+    assert np.linalg.norm(sol.W - ref.W) <= 1e-6 * np.linalg.norm(ref.W)
+    assert sol.min_margin >= 1 - 1e-7 and sol.gap <= 1e-6 and sol.dual_residual <= 1e-6
+
+
 def test_the_bounded_qp_of_the_row_space_matches_an_independent_solve():
     """The row space's bound-constrained QP against scipy's L-BFGS-B on the same objective, half of the rows
     free and half bounded below by 0: rows in a space of more dimensions (Q regular) from zero, and in one of

@@ -81,10 +81,11 @@ PDAS_STEPS = 40
 #: and one extra pinned margin leaves the equations without a solution (teacher data, V = 10, m = 500,
 #: d = 64: 152 s of active-set steps before the steps stopped at a stall, 6 s with them).
 WORKING_SET_MAX_VARS = 5_000
-#: ... and only from the this-many-th polish attempt whose steps stalled on: coordinate ascent refines the
-#: active set between attempts (cheaply, on the compiled path), and the working-set QP costs seconds to
-#: minutes (Clarabel on C·d unknowns), so it is the last resort.
-WORKING_SET_AFTER = 4
+#: ... and only from the this-many-th polish attempt whose steps stalled on. It was the fourth while the working
+#: set's QPs went to Clarabel (seconds to minutes on C·d unknowns); in the space of their rows, from coordinate
+#: ascent's dual, they cost a few Cholesky factorisations (teacher data, V = 50, m = 4,000, d = 64: certified in
+#: 9.8 s from the first stalled attempt, 11.4 s from the fourth).
+WORKING_SET_AFTER = 1
 #: The working set goes first (:meth:`_Solver.working_set_first`) on at most this many token classes. Its first
 #: set holds each context's START_PER_CONTEXT most frequent competitors, which on a few classes is most of the
 #: active set from the first epochs on: teacher data with V = 10 certify at epoch 30 (d = 64, m = 4,000: 6.6 s;
