@@ -18,10 +18,11 @@ from ntpcert.experiments.sweep import GridPoint, point_instance
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.svm import auto, solve_svm
 
-#: An ill-conditioned small QP: the structured solver certifies its NTP-SVM after 115 epochs (about 1.5 s of
+#: An ill-conditioned small QP: the structured solver certified its NTP-SVM after 115 epochs (about 1.5 s of
 #: the 2-core machine), near where ``auto`` used to hand it to Clarabel after 3 s. With that limit, one
 #: run at load 7 gave "structured", the next one with four busy loops beside it "auto/clarabel", and the
-#: two certificates differed; counted in epochs, both give the same.
+#: two certificates differed; counted in epochs, both give the same. Since the polish goes to the working set
+#: after its first stalled attempt (``WORKING_SET_AFTER``), it certifies after 14 epochs, in that attempt.
 SLOW_SVM = GridPoint(16, 8, 6, 2, "gaussian", 1)
 #: A smaller one (190 epochs of m = 6), for the checks of the messages.
 SMALL = GridPoint(6, 4, 4, 2, "gaussian", 1)
@@ -60,11 +61,11 @@ def test_the_same_verdicts_engines_and_certificate_alone_and_under_load():
         assert all(p.poll() is None for p in procs), "the busy loops ran during the whole second run"
     finally:
         _stop(procs)
-    # the instance takes work near the old 3 s bound: the structured solver's first try certifies it
-    # within its budget of work, after more than a handful of epochs
+    # the structured solver's first try certifies it within its budget of work, after more than a handful of
+    # epochs, by the working set after a polish whose active-set steps stalled
     svm = quiet.float_report.svm
     assert svm is not None and svm.solver == "structured", (svm and svm.solver, quiet.float_report.svm_error)
-    assert 50 <= svm.info["epochs"] <= epochs
+    assert 10 <= svm.info["epochs"] <= epochs and svm.info["working_set_solves"] == 1
     assert "svm" in quiet.certificate
     for key in ("compatible", "separable"):
         a, b = getattr(quiet, key), getattr(loaded, key)
