@@ -221,18 +221,28 @@ def _rows(system, classes, rs, A_mar, n_c, work, tol, max_rounds, progress, t0, 
         Q = row_gram(H, j, u, v, n_c)
         if not np.all(np.isfinite(Q)):
             raise _RowsStalled("the rows' Gram overflows")
+        if ne:  # dependent equations (contexts of one support pair spanning fewer dimensions) make every free set
+            # singular: only a maximal independent set of them is kept (the others hold with it; multipliers 0)
+            keep = np.r_[_independent(Q[:ne, :ne]), np.arange(ne, j.size)]
+            Q, t, is_mar = Q[np.ix_(keep, keep)], t[keep], is_mar[keep]
+            j, u, v = j[keep], u[keep], v[keep]
+            kept_eq = keep[:np.count_nonzero(~is_mar)]
+        else:
+            kept_eq = np.zeros(0, np.int64)
         if ne == 0 and C <= IPM_MAX_CLASSES and ((rnd == 1 and dual is None) or rows.size > (C - 1) * d):
             # no start, or a working set of more rows than dimensions (the active-set steps cycle there, from
             # the start or once the new margins join): this round by the interior point
             nu, k = _ipm_qp(H, j, u, v, n_c, Q, t0, time_limit)
             engine = "ipm+rows"
         else:
-            nu, k = _bounded_qp(Q, t, is_mar, np.concatenate([nu_eq, nu_mar[rows]]))
+            nu, k = _bounded_qp(Q, t, is_mar, np.concatenate([nu_eq[kept_eq], nu_mar[rows]]))
         steps += k
         if nu is None:
             raise _RowsStalled(f"round {rnd}: the active-set steps cycled or did not settle in {ROWS_STEPS}")
         nu = np.where(is_mar, np.maximum(nu, 0.0), nu)
-        nu_eq, nu_mar[rows] = nu[:ne], nu[ne:]
+        nu_eq = np.zeros(ne)
+        nu_eq[kept_eq] = nu[:kept_eq.size]
+        nu_mar[rows] = nu[kept_eq.size:]
         Wc = np.zeros((C, d))
         np.add.at(Wc, u, nu[:, None] * H[j])
         np.add.at(Wc, v, -nu[:, None] * H[j])
@@ -345,6 +355,19 @@ def _ipm_qp(H: np.ndarray, j: np.ndarray, u: np.ndarray, v: np.ndarray, n_c: np.
     if nu is None:
         raise _RowsStalled("the crossover from the interior point did not settle")
     return nu, k + steps
+
+
+def _independent(G: np.ndarray) -> np.ndarray:
+    """Indices of a maximal independent set of the rows whose Gram is G (positive semi-definite), by a pivoted
+    Cholesky factorisation (LAPACK's dpstrf) with a tolerance of 1e-10 times the largest diagonal entry."""
+    from scipy.linalg import lapack
+
+    if G.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    _, piv, rank, info = lapack.dpstrf(G, lower=1, tol=1e-10 * max(float(np.diag(G).max()), np.finfo(float).tiny))
+    if info < 0:
+        raise _RowsStalled(f"the equations' pivoted Cholesky failed (info {info})")
+    return np.sort(piv[:rank] - 1).astype(np.int64)
 
 
 def _bounded_qp(Q: np.ndarray, t: np.ndarray, is_mar: np.ndarray, nu: np.ndarray) -> tuple[np.ndarray | None, int]:
