@@ -28,12 +28,23 @@ MIN_CELLS = 4_000
 SHRINK_SLACK = 0.0
 
 #: Every this many epochs the pass is full (no class shrunk), and rewrites the shrunk set; the structured solver
-#: reads its progress measures and refreshes its state as often. A full pass visits all C classes of every
-#: context and the measures cost a product with all of them, so on many classes they are most of an epoch's
-#: cost (teacher data, V = 500, m = 4,000, d = 64: 3,240 epochs in 17.1 s every 30 epochs with a refresh every
-#: 10, 9.6 s every 90; V = 50: 9.7 s and 3.95 s; a small instance pays up to 60 epochs more before its first
-#: reading, e.g. V = 10, m = 500, d = 256: 0.61 s and 0.64 s).
+#: reads its progress measures and refreshes its state as often (:func:`full_pass`). A full pass visits all C
+#: classes of every context and the measures cost a product with all of them, so on many classes they are most
+#: of an epoch's cost: teacher data, V = 500, m = 4,000, d = 64, 3,240 epochs took 17.1 s with a full pass every
+#: 30 epochs and a refresh every 10, 9.6 s every 90 (V = 50: 9.7 s and 3.95 s).
 FULL_EVERY = 90
+#: ... and every this many during the first :data:`FULL_EARLY_EPOCHS` epochs: most instances certify there, and
+#: every 90 from the start they waited for their readings (V = 10, m = 500, d = 64 went past ``auto``'s budget
+#: of epochs and fell back to the working set: 0.30 s against 0.05 s).
+FULL_EVERY_EARLY = 30
+FULL_EARLY_EPOCHS = 300
+
+
+def full_pass(k: int) -> bool:
+    """Whether epoch ``k`` (counted from 0) is a full pass (:data:`FULL_EVERY`, :data:`FULL_EVERY_EARLY`)."""
+    if k < FULL_EARLY_EPOCHS:
+        return k % FULL_EVERY_EARLY == 0
+    return (k - FULL_EARLY_EPOCHS) % FULL_EVERY == 0
 
 _kernel = None
 _layout: dict = {}
@@ -66,7 +77,7 @@ def linear_epoch(state, A: np.ndarray, classes, order: np.ndarray, off: np.ndarr
     is within :data:`SHRINK_SLACK` of being active. A shrunk pass (``full=False``) updates context j on the
     classes with ``keep[j, v]`` only (a list per context, so its cost follows the kept classes, not C),
     treating the others as slack margins whose multipliers are 0 and stay 0. The caller alternates full and
-    shrunk passes (:data:`FULL_EVERY`); every certificate and progress measure is taken on the whole
+    shrunk passes (:func:`full_pass`); every certificate and progress measure is taken on the whole
     state, so a stale shrink only delays convergence, never changes a result."""
     global _kernel
     if _kernel is None:

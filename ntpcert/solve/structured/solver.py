@@ -42,7 +42,7 @@ from ntpcert.errors import BudgetSpent, InfeasibleError, InputError, SolverError
 from ntpcert.rows.kesler import KeslerSystem
 from ntpcert.solve.solution import SVMSolution
 from ntpcert.solve.structured.bcd import BATCH, epoch, make_state, uses_compiled
-from ntpcert.solve.structured.compiled import FULL_EVERY
+from ntpcert.solve.structured.compiled import full_pass
 from ntpcert.solve.structured.classes import TokenClasses
 from ntpcert.solve.structured.farkas import FarkasRay, certify_ray, find_ray, token_ray
 from ntpcert.solve.structured.monitor import Progress, gap_progress
@@ -56,7 +56,7 @@ from ntpcert.util.validate import check_int, check_number
 DEFAULT_TOL = 1e-9
 
 #: The state is recomputed from A every this many epochs (removes drift of the delayed updates); on the
-#: compiled path at each full pass instead (:data:`~ntpcert.solve.structured.compiled.FULL_EVERY`).
+#: compiled path before each full pass instead (:func:`~ntpcert.solve.structured.compiled.full_pass`).
 REFRESH_EVERY = 10
 
 #: Polish is tried once the gap estimate is below this and at most a fraction ``POLISH_CHANGES`` of
@@ -453,10 +453,10 @@ def _solve(system: KeslerSystem, *, tol, time_limit, max_epochs, path, batch, po
     try:
         for ep in range(1, max_epochs + 1):
             epoch(state, A, cls, S.rng.permutation(contexts), S.off, mu, S.batch, keep=keep,
-                  full=(ep - 1) % FULL_EVERY == 0)
-            if ep % (FULL_EVERY if compiled_path else REFRESH_EVERY) == 0:
+                  full=full_pass(ep - 1))
+            if (full_pass(ep) if compiled_path else ep % REFRESH_EVERY == 0):
                 state.refresh(A)
-            if compiled_path and ep % FULL_EVERY and ep < max_epochs:
+            if compiled_path and not full_pass(ep) and ep < max_epochs:
                 continue  # compiled epochs cost about as much as the progress measures: read them every few
             pr = gap_progress(A, state.logits(), state.sq_norms(A), cls)
             history.append((time.perf_counter() - t_start, ep, pr.relative_gap_estimate))
