@@ -133,6 +133,11 @@ def test_the_interior_point_working_set_matches_clarabel(seed, monkeypatch):
     assert sol.info["engine"] == "ipm+rows"
     assert np.linalg.norm(sol.W - ref.W) <= 1e-6 * np.linalg.norm(ref.W)
     assert sol.min_margin >= 1 - 1e-7 and sol.gap <= 1e-6 and sol.dual_residual <= 1e-6
+    from ntpcert.solve.structured.classes import TokenClasses
+
+    C = TokenClasses.build(inst).count
+    monkeypatch.setattr(ws, "IPM_MAX_VARS", C * inst.d - 1)  # its dense normal matrix too large: Clarabel
+    assert ws.solve(system).info["engine"] == "clarabel"
 
 
 def test_the_bounded_qp_of_the_row_space_matches_an_independent_solve():

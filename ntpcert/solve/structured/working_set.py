@@ -60,6 +60,8 @@ ROWS_REFINE = 4
 #: point (:func:`_ipm_qp`) when it has more rows than (C - 1)·d, and the first one when no dual start is given;
 #: its normal matrix is formed by class pairs, at most C(C - 1)/2 of them.
 IPM_MAX_CLASSES = 80
+#: ... and at most this many unknowns C·d (its normal matrix is a dense (C·d, C·d) array: 288 MB here).
+IPM_MAX_VARS = 6_000
 #: Interior-point steps per QP (a budget of work).
 IPM_STEPS = 80
 #: Regularisation of the interior point's normal equations, relative to their largest diagonal entry.
@@ -115,7 +117,7 @@ def solve(system: KeslerSystem, *, tol: float = 1e-9, time_limit: float | None =
     if C * d <= DENSE_MAX_VARS:
         return _dense(system, classes, rs, A_mar, A_eq, n_c, work, tol, max_rounds, progress, t0, time_limit,
                       start is None)
-    ipm = rs.eq_context.size == 0 and C <= IPM_MAX_CLASSES
+    ipm = rs.eq_context.size == 0 and C <= IPM_MAX_CLASSES and C * d <= IPM_MAX_VARS
     if (dual is not None or ipm) and rs.eq_context.size + int(work.sum()) <= ROWS_MAX:
         try:
             return _rows(system, classes, rs, A_mar, n_c, work, tol, max_rounds, progress, t0, dual, time_limit)
@@ -229,7 +231,8 @@ def _rows(system, classes, rs, A_mar, n_c, work, tol, max_rounds, progress, t0, 
             kept_eq = keep[:np.count_nonzero(~is_mar)]
         else:
             kept_eq = np.zeros(0, np.int64)
-        if ne == 0 and C <= IPM_MAX_CLASSES and ((rnd == 1 and dual is None) or rows.size > (C - 1) * d):
+        if ne == 0 and C <= IPM_MAX_CLASSES and C * d <= IPM_MAX_VARS and \
+                ((rnd == 1 and dual is None) or rows.size > (C - 1) * d):
             # no start, or a working set of more rows than dimensions (the active-set steps cycle there, from
             # the start or once the new margins join): this round by the interior point
             nu, k = _ipm_qp(H, j, u, v, n_c, Q, t0, time_limit)
