@@ -246,10 +246,7 @@ def _rows(system, classes, rs, A_mar, n_c, work, tol, max_rounds, progress, t0, 
         nu_eq = np.zeros(ne)
         nu_eq[kept_eq] = nu[:kept_eq.size]
         nu_mar[rows] = nu[kept_eq.size:]
-        Wc = np.zeros((C, d))
-        np.add.at(Wc, u, nu[:, None] * H[j])
-        np.add.at(Wc, v, -nu[:, None] * H[j])
-        Wc /= n_c[:, None]
+        Wc = _row_sum(nu, u, v, H[j], C) / n_c[:, None]
         margins = A_mar @ Wc.ravel()
         bad = _violated(margins, tol, progress, f"round {rnd}, working set {rows.size}, {steps} row-space steps", t0)
         if not bad.any():
@@ -300,10 +297,7 @@ def _ipm_qp(H: np.ndarray, j: np.ndarray, u: np.ndarray, v: np.ndarray, n_c: np.
         return np.einsum("ij,ij->i", Hr, X[u] - X[v])
 
     def Btz(z):
-        X = np.zeros((C, d))
-        np.add.at(X, u, z[:, None] * Hr)
-        np.add.at(X, v, -z[:, None] * Hr)
-        return (X * s_cls[:, None]).ravel()
+        return (_row_sum(z, u, v, Hr, C) * s_cls[:, None]).ravel()
 
     def normal(D):
         M = np.zeros((n, n))
@@ -358,6 +352,14 @@ def _ipm_qp(H: np.ndarray, j: np.ndarray, u: np.ndarray, v: np.ndarray, n_c: np.
     if nu is None:
         raise _RowsStalled("the crossover from the interior point did not settle")
     return nu, k + steps
+
+
+def _row_sum(nu: np.ndarray, u: np.ndarray, v: np.ndarray, Hr: np.ndarray, C: int) -> np.ndarray:
+    r""":math:`\sum_r \nu_r (e_{u_r} - e_{v_r}) h_r^\top` of shape (C, d), for rows ``Hr`` of shape (R, d)."""
+    X = np.zeros((C, Hr.shape[1]))
+    np.add.at(X, u, nu[:, None] * Hr)
+    np.add.at(X, v, -nu[:, None] * Hr)
+    return X
 
 
 def _independent(G: np.ndarray) -> np.ndarray:
