@@ -115,6 +115,12 @@ class PolishResult:
     converged: bool
 
 
+def pinned_rows(classes: TokenClasses, active: np.ndarray) -> int:
+    """Rows of the row-space solve of the pinned sets ``active | classes.mask`` (``active`` of shape (m, C)): the
+    active margins and each context's in-support equations."""
+    return int(np.count_nonzero(active & ~classes.mask)) + int((classes.mask.sum(axis=1) - 1).sum())
+
+
 def row_gram(H: np.ndarray, j: np.ndarray, u: np.ndarray, v: np.ndarray, n: np.ndarray,
              K: np.ndarray | None = None) -> np.ndarray:
     r"""The (R, R) Gram Q of the rows :math:`(e_{u_r} - e_{v_r})\otimes h_{j_r}` in the metric of
@@ -283,15 +289,10 @@ class ActiveSetSystem:
         pinned = (active | cls.mask).sum(axis=0)
         if not (pinned > d).any():
             return False
-        rows = self.row_count(active)
+        rows = pinned_rows(cls, active)
         saddle = m + int(np.maximum(pinned - d, 0).sum())
         return rows <= min((C - 1) * d, MAX_ROWS) and (saddle > MAX_SADDLE or rows <= ROWS_FACTOR * saddle)
 
-    def row_count(self, active: np.ndarray) -> int:
-        """Rows of the row-space solve of the pinned sets ``active | classes.mask``: the active margins and
-        each context's in-support equations."""
-        cls = self.classes
-        return int(np.count_nonzero(active & ~cls.mask)) + int((cls.mask.sum(axis=1) - 1).sum())
 
     def _rows(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The pinned rows ``(j, u, v, target)`` of :meth:`solve`'s row space: equations first, then margins."""

@@ -201,7 +201,7 @@ class _Solver:
         :math:`H_{J_c} H_{J_c}^\top`; its null space enters the saddle-point system of the polish
         (:mod:`~ntpcert.solve.structured.polish`), which is skipped when that system would be too large and so would
         the space of the pinned rows."""
-        from ntpcert.solve.structured.polish import MAX_ROWS, MAX_SADDLE, ActiveSetSystem
+        from ntpcert.solve.structured.polish import MAX_ROWS, MAX_SADDLE, pinned_rows
 
         if self.working_set_fits():
             return True
@@ -209,7 +209,7 @@ class _Solver:
         extra = int(np.maximum(pinned - self.inst.d, 0).sum())
         if self.inst.m + extra <= MAX_SADDLE:
             return True
-        rows = ActiveSetSystem(self.classes, self.H).row_count(active)  # or the space of the pinned rows
+        rows = pinned_rows(self.classes, active)  # or the space of the pinned rows
         return rows <= min((self.classes.count - 1) * self.inst.d, MAX_ROWS)
 
     def polish(self, A: np.ndarray, state) -> np.ndarray | None:
